@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+#ifndef ACCELCRYPT_CORE_CIPHER_H_
+#define ACCELCRYPT_CORE_CIPHER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "accelcrypt/backend.h"
+#include "core/algorithms.h"
+
+namespace accelcrypt {
+
+// Cipher runs one raw AES mode (the plugin ABI's cipher contract): ECB and
+// CBC take whole blocks, CFB128/OFB/CTR any length, GCM any length after its
+// AAD. Padding and partial-block buffering live in CipherStream. Not
+// thread-safe; one per operation. A failed call leaves the state as before.
+class Cipher {
+ public:
+  virtual ~Cipher() = default;
+
+  // Init sets direction, key and IV; resets all running state. Returns
+  // kInvalidArgument for a wrong key or IV length.
+  virtual absl::Status Init(bool encrypt, absl::Span<const uint8_t> key,
+                            absl::Span<const uint8_t> iv) = 0;
+  // Update transforms `in` into `out` (out.size() >= in.size(); in place
+  // allowed). kFailedPrecondition before Init; kInvalidArgument for a
+  // partial block in ECB/CBC.
+  virtual absl::Status Update(absl::Span<const uint8_t> in,
+                              absl::Span<uint8_t> out) = 0;
+  // Aad feeds GCM additional data before any Update.
+  virtual absl::Status Aad(absl::Span<const uint8_t> aad) = 0;
+  // Final ends a GCM operation (computes the tag, or checks the one given
+  // with SetTag: AuthFailedError on mismatch). No-op for other modes.
+  virtual absl::Status Final() = 0;
+  virtual absl::Status GetTag(absl::Span<uint8_t> out) = 0;
+  virtual absl::Status SetTag(absl::Span<const uint8_t> tag) = 0;
+  // GetState/SetState read and restore the portable state (chaining value
+  // and position); kUnimplemented where the backend has none.
+  virtual absl::StatusOr<accelcrypt_cipher_state> GetState() const = 0;
+  virtual absl::Status SetState(const accelcrypt_cipher_state& state) = 0;
+  // Clone deep-copies key and running state (EVP dupctx).
+  virtual absl::StatusOr<std::unique_ptr<Cipher>> Clone() const = 0;
+
+  virtual const AlgorithmInfo& info() const = 0;
+  // backend names the backend serving the operation right now ("software",
+  // "padlock", ...); may change after a fallback.
+  virtual std::string_view backend() const = 0;
+};
+
+}  // namespace accelcrypt
+
+#endif  // ACCELCRYPT_CORE_CIPHER_H_

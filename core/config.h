@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+#ifndef ACCELCRYPT_CORE_CONFIG_H_
+#define ACCELCRYPT_CORE_CONFIG_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace accelcrypt {
+
+// Config holds accelcrypt's settings as flat `key = value` strings. Keys:
+//   backend_dir          colon-separated directories searched for backend
+//                        modules (env ACCELCRYPT_BACKEND_DIR)
+//   backends             comma list: load only these, in this priority order
+//   disable              comma list of backends never to load
+//   policy               "priority" (default)
+//   route.<alg>          per-algorithm order, e.g. route.aes-128-cbc = x86,
+//                        software ("only:" prefix forbids other backends)
+//   breaker_threshold    consecutive device errors before a backend is
+//                        taken out of rotation (default 5)
+//   breaker_cooldown_ms  time out of rotation before a probe (default 1000)
+//   selftest             "1" (default) runs known-answer tests at load
+//   stats_dir            write per-process JSON counters here at exit (env
+//                        ACCELCRYPT_STATS_DIR)
+//   log_level            0..3; logging is off unless set (env
+//                        ACCELCRYPT_LOG_LEVEL), goes to stderr
+//   <backend>.<key>      passed to that backend through the host config_get
+// The file form is openssl.cnf syntax read with OpenSSL's NCONF: keys are
+// taken from the section named `accelcrypt` (or the one named by
+// `accelcrypt_conf = section` in the default section); a key `backend.x.y`
+// may also be written in a section `[backend_x]` as `y`. Not thread-safe to
+// modify; const access is.
+class Config {
+ public:
+  Config() = default;
+
+  // LoadFile parses an openssl.cnf-syntax file. kNotFound if absent,
+  // kInvalidArgument (with NCONF's line number) if malformed.
+  static absl::StatusOr<Config> LoadFile(const std::string& path);
+
+  // FromEnvironment loads $ACCELCRYPT_CONF when set (errors are returned),
+  // then applies environment overrides (ACCELCRYPT_BACKEND_DIR,
+  // ACCELCRYPT_STATS_DIR, ACCELCRYPT_LOG_LEVEL).
+  static absl::StatusOr<Config> FromEnvironment();
+
+  // Set stores a key (lower-cased); later sets win.
+  void Set(std::string_view key, std::string_view value);
+  std::optional<std::string> Get(std::string_view key) const;
+  std::string GetOr(std::string_view key, std::string_view fallback) const;
+  // GetInt parses an integer key; kInvalidArgument when not a number.
+  absl::StatusOr<long long> GetInt(std::string_view key,
+                                   long long fallback) const;
+  // GetList splits a comma/space separated value.
+  std::vector<std::string> GetList(std::string_view key) const;
+  // Merge copies every key of `other` over this one.
+  void Merge(const Config& other);
+
+  // Known reports whether `key` is a recognised setting (for "unknown param"
+  // errors); backend-scoped keys (<backend>.<x>) and route.* are accepted.
+  static bool Known(std::string_view key);
+  // KnownKeys lists the fixed keys, for the provider's gettable params.
+  static const std::vector<std::string>& KnownKeys();
+
+  const std::map<std::string, std::string, std::less<>>& values() const {
+    return values_;
+  }
+
+ private:
+  std::map<std::string, std::string, std::less<>> values_;
+};
+
+}  // namespace accelcrypt
+
+#endif  // ACCELCRYPT_CORE_CONFIG_H_

@@ -1,0 +1,346 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * accelcrypt/backend.h: the versioned C plugin ABI between the accelcrypt core
+ * and its backends (software, padlock, x86, PKCS#11 client, third-party).
+ *
+ * A backend is a shared object exporting one function,
+ * `accelcrypt_backend_entry` (see ACCELCRYPT_BACKEND_ENTRY_SYMBOL), that
+ * returns a descriptor. The descriptor starts with the ABI version and its own
+ * size; it names the backend, sets it up and tears it down, lists its
+ * capabilities, and hands out one function table per algorithm family through
+ * `query_family`. Tables start with their own size too. New functions are
+ * appended to the end of a table (a loader checks `struct_size` before it reads
+ * a field); new families get new ids. A loader ignores what it does not know.
+ *
+ * Nothing C++ crosses this boundary: no exceptions, no std types. Every
+ * function that can fail returns an `accelcrypt_status` and, when `err` is not
+ * NULL, writes a NUL-terminated message into it. Messages name the algorithm
+ * and the backend and never contain key bytes, PINs or plaintext.
+ *
+ * Threading: a backend's `init`, `teardown`, `get_capabilities` and
+ * `query_family` are called by the loader under its own lock. Context objects
+ * (`accelcrypt_cipher_ctx` and friends) are used by one thread at a time;
+ * different contexts may be used concurrently from different threads. The
+ * `newctx` functions and the RNG table must be thread-safe.
+ */
+#ifndef ACCELCRYPT_BACKEND_H_
+#define ACCELCRYPT_BACKEND_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ABI version. Bumped only on an incompatible change; additions are signalled
+ * by larger `struct_size` values instead. */
+#define ACCELCRYPT_ABI_VERSION 1u
+
+/* The exported entry point's name, for dlsym(). */
+#define ACCELCRYPT_BACKEND_ENTRY_SYMBOL "accelcrypt_backend_entry"
+
+#if defined(__GNUC__)
+#define ACCELCRYPT_BACKEND_EXPORT __attribute__((visibility("default")))
+#else
+#define ACCELCRYPT_BACKEND_EXPORT
+#endif
+
+/* ---------------------------------------------------------------------------
+ * Status codes. The router's fallback depends on the class of the code:
+ * caller errors never fall back, device errors do.
+ * ------------------------------------------------------------------------- */
+typedef int32_t accelcrypt_status;
+
+#define ACCELCRYPT_OK 0
+/* Caller errors: no fallback. */
+#define ACCELCRYPT_ERR_INVALID_ARGUMENT 1   /* bad key size, NULL, bad padding */
+#define ACCELCRYPT_ERR_FAILED_PRECONDITION 2 /* call out of order */
+#define ACCELCRYPT_ERR_OUT_OF_RANGE 3       /* output buffer too small */
+#define ACCELCRYPT_ERR_AUTH_FAILED 4        /* AEAD tag mismatch */
+/* Not offered here: the router tries the next backend. */
+#define ACCELCRYPT_ERR_UNIMPLEMENTED 5
+/* Device errors: the router falls back and counts toward the breaker. */
+#define ACCELCRYPT_ERR_UNAVAILABLE 6        /* device/token error, busy, gone */
+#define ACCELCRYPT_ERR_RESOURCE_EXHAUSTED 7 /* out of sessions, queue full */
+/* Broken invariant inside the backend: reported, no retry. */
+#define ACCELCRYPT_ERR_INTERNAL 8
+
+/* Size of the message buffer in accelcrypt_error. */
+#define ACCELCRYPT_ERROR_MESSAGE_SIZE 256
+
+/* accelcrypt_error carries a failed call's message. Owned by the caller; a
+ * backend writes at most ACCELCRYPT_ERROR_MESSAGE_SIZE bytes including the
+ * terminating NUL, and writes nothing on success. */
+typedef struct accelcrypt_error {
+  accelcrypt_status code;
+  char message[ACCELCRYPT_ERROR_MESSAGE_SIZE];
+} accelcrypt_error;
+
+/* ---------------------------------------------------------------------------
+ * Algorithm ids. One flat namespace across families; values never change.
+ * High byte = family, low bytes = algorithm. The core's identity table maps
+ * each id to its OpenSSL names, PKCS#11 mechanism and sizes.
+ * ------------------------------------------------------------------------- */
+typedef uint32_t accelcrypt_alg;
+
+#define ACCELCRYPT_FAMILY_CIPHER 1u
+#define ACCELCRYPT_FAMILY_DIGEST 2u
+#define ACCELCRYPT_FAMILY_RNG 3u
+#define ACCELCRYPT_FAMILY_RSA 4u /* reserved: table defined by a later ABI rev */
+#define ACCELCRYPT_FAMILY_DSA 5u /* reserved: table defined by a later ABI rev */
+
+#define ACCELCRYPT_ALG_FAMILY(alg) ((uint32_t)(alg) >> 24)
+
+/* Cipher ids: family 1, then (mode << 8) | key bytes. */
+#define ACCELCRYPT_MODE_ECB 1u
+#define ACCELCRYPT_MODE_CBC 2u
+#define ACCELCRYPT_MODE_CFB128 3u
+#define ACCELCRYPT_MODE_OFB 4u
+#define ACCELCRYPT_MODE_CTR 5u
+#define ACCELCRYPT_MODE_GCM 6u
+#define ACCELCRYPT_CIPHER_ALG(mode, key_bytes) \
+  ((ACCELCRYPT_FAMILY_CIPHER << 24) | ((uint32_t)(mode) << 8) | (key_bytes))
+#define ACCELCRYPT_CIPHER_MODE(alg) (((uint32_t)(alg) >> 8) & 0xffu)
+#define ACCELCRYPT_CIPHER_KEY_BYTES(alg) ((uint32_t)(alg) & 0xffu)
+
+#define ACCELCRYPT_ALG_AES_128_ECB ACCELCRYPT_CIPHER_ALG(ACCELCRYPT_MODE_ECB, 16)
+#define ACCELCRYPT_ALG_AES_192_ECB ACCELCRYPT_CIPHER_ALG(ACCELCRYPT_MODE_ECB, 24)
+#define ACCELCRYPT_ALG_AES_256_ECB ACCELCRYPT_CIPHER_ALG(ACCELCRYPT_MODE_ECB, 32)
+#define ACCELCRYPT_ALG_AES_128_CBC ACCELCRYPT_CIPHER_ALG(ACCELCRYPT_MODE_CBC, 16)
+#define ACCELCRYPT_ALG_AES_192_CBC ACCELCRYPT_CIPHER_ALG(ACCELCRYPT_MODE_CBC, 24)
+#define ACCELCRYPT_ALG_AES_256_CBC ACCELCRYPT_CIPHER_ALG(ACCELCRYPT_MODE_CBC, 32)
+#define ACCELCRYPT_ALG_AES_128_CFB128 ACCELCRYPT_CIPHER_ALG(ACCELCRYPT_MODE_CFB128, 16)
+#define ACCELCRYPT_ALG_AES_192_CFB128 ACCELCRYPT_CIPHER_ALG(ACCELCRYPT_MODE_CFB128, 24)
+#define ACCELCRYPT_ALG_AES_256_CFB128 ACCELCRYPT_CIPHER_ALG(ACCELCRYPT_MODE_CFB128, 32)
+#define ACCELCRYPT_ALG_AES_128_OFB ACCELCRYPT_CIPHER_ALG(ACCELCRYPT_MODE_OFB, 16)
+#define ACCELCRYPT_ALG_AES_192_OFB ACCELCRYPT_CIPHER_ALG(ACCELCRYPT_MODE_OFB, 24)
+#define ACCELCRYPT_ALG_AES_256_OFB ACCELCRYPT_CIPHER_ALG(ACCELCRYPT_MODE_OFB, 32)
+#define ACCELCRYPT_ALG_AES_128_CTR ACCELCRYPT_CIPHER_ALG(ACCELCRYPT_MODE_CTR, 16)
+#define ACCELCRYPT_ALG_AES_192_CTR ACCELCRYPT_CIPHER_ALG(ACCELCRYPT_MODE_CTR, 24)
+#define ACCELCRYPT_ALG_AES_256_CTR ACCELCRYPT_CIPHER_ALG(ACCELCRYPT_MODE_CTR, 32)
+#define ACCELCRYPT_ALG_AES_128_GCM ACCELCRYPT_CIPHER_ALG(ACCELCRYPT_MODE_GCM, 16)
+#define ACCELCRYPT_ALG_AES_192_GCM ACCELCRYPT_CIPHER_ALG(ACCELCRYPT_MODE_GCM, 24)
+#define ACCELCRYPT_ALG_AES_256_GCM ACCELCRYPT_CIPHER_ALG(ACCELCRYPT_MODE_GCM, 32)
+
+/* Digest ids: family 2. */
+#define ACCELCRYPT_ALG_SHA1 ((ACCELCRYPT_FAMILY_DIGEST << 24) | 1u)
+#define ACCELCRYPT_ALG_SHA224 ((ACCELCRYPT_FAMILY_DIGEST << 24) | 2u)
+#define ACCELCRYPT_ALG_SHA256 ((ACCELCRYPT_FAMILY_DIGEST << 24) | 3u)
+#define ACCELCRYPT_ALG_SHA384 ((ACCELCRYPT_FAMILY_DIGEST << 24) | 4u)
+#define ACCELCRYPT_ALG_SHA512 ((ACCELCRYPT_FAMILY_DIGEST << 24) | 5u)
+
+/* RNG ids: family 3. */
+/* Random bytes fit for direct use (a DRBG or a conditioned source). */
+#define ACCELCRYPT_ALG_RNG_RANDOM ((ACCELCRYPT_FAMILY_RNG << 24) | 1u)
+/* Raw entropy with a quality estimate, for seeding a DRBG. */
+#define ACCELCRYPT_ALG_RNG_ENTROPY ((ACCELCRYPT_FAMILY_RNG << 24) | 2u)
+
+/* ---------------------------------------------------------------------------
+ * Capabilities: data, one entry per algorithm the backend can serve here and
+ * now (after probing its hardware or token).
+ * ------------------------------------------------------------------------- */
+
+/* The backend runs on dedicated hardware (sets CKF_HW in the PKCS#11 module). */
+#define ACCELCRYPT_CAP_HARDWARE (1u << 0)
+/* Multi-part operation supported. Without it, the core buffers a whole
+ * message and calls the backend once (bounded by max_chunk). */
+#define ACCELCRYPT_CAP_STREAMING (1u << 1)
+/* The cipher's running state can be read with get_state and restored with
+ * set_state, so the router can move a stream to another backend mid-way. */
+#define ACCELCRYPT_CAP_PORTABLE_STATE (1u << 2)
+
+typedef struct accelcrypt_capability {
+  accelcrypt_alg alg;
+  uint32_t flags;      /* ACCELCRYPT_CAP_* */
+  uint32_t alignment;  /* buffer alignment the backend needs; 1 = any. The
+                          core never relies on it: a backend must accept any
+                          alignment and bounce internally. It is advisory for
+                          callers who can choose their buffers. */
+  uint32_t reserved;
+  uint64_t max_chunk;  /* largest single update in bytes; 0 = unlimited. The
+                          core splits larger updates. */
+} accelcrypt_capability;
+
+/* ---------------------------------------------------------------------------
+ * Host services offered by the core to a backend at init. Owned by the core;
+ * valid until the backend's teardown returns.
+ * ------------------------------------------------------------------------- */
+typedef struct accelcrypt_host {
+  uint32_t struct_size;
+  void *host_ctx;
+  /* config_get returns the value of `key` in the backend's own config section
+   * (`[accelcrypt_backend_<name>]`) or from the global section, or NULL. The
+   * string stays valid until teardown. Thread-safe. */
+  const char *(*config_get)(void *host_ctx, const char *key);
+  /* log writes a diagnostic line when logging is configured; a no-op
+   * otherwise. level: 0 error, 1 warning, 2 info, 3 debug. Never pass
+   * secrets. Thread-safe. */
+  void (*log)(void *host_ctx, int level, const char *message);
+} accelcrypt_host;
+
+/* ---------------------------------------------------------------------------
+ * Cipher family (ACCELCRYPT_FAMILY_CIPHER).
+ *
+ * Contexts run raw modes: ECB and CBC take whole 16-byte blocks only (the core
+ * buffers partial blocks and does PKCS#7 padding); CFB128, OFB and CTR take any
+ * length and keep their own position within the current block; GCM takes any
+ * length of AAD (before any data) and data, then final computes or checks the
+ * tag.
+ *
+ * Atomicity: a call that fails leaves the context as it was before the call,
+ * and any output it wrote is garbage the caller must not use. That makes the
+ * state readable with get_state after a device error, for fallback.
+ * ------------------------------------------------------------------------- */
+typedef struct accelcrypt_cipher_ctx accelcrypt_cipher_ctx;
+
+/* Portable running state of a non-AEAD cipher: the chaining value (CBC: last
+ * ciphertext block, CFB: feedback register, OFB: last keystream block, CTR:
+ * next counter block) and the byte position within the current block
+ * (CFB/OFB/CTR, 0..15; always 0 for ECB/CBC). */
+typedef struct accelcrypt_cipher_state {
+  uint8_t iv[16];
+  uint32_t num;
+} accelcrypt_cipher_state;
+
+typedef struct accelcrypt_cipher_table {
+  uint32_t struct_size;
+  /* newctx allocates a context for `alg`, which must be in the capability
+   * list. The caller owns *out and frees it with freectx. */
+  accelcrypt_status (*newctx)(void *backend, accelcrypt_alg alg,
+                              accelcrypt_cipher_ctx **out,
+                              accelcrypt_error *err);
+  /* init sets key, direction (encrypt != 0) and IV. key_len must match the
+   * algorithm; iv_len must be 16 for CBC/CFB128/OFB/CTR, 0 for ECB and 1..
+   * 1024 bytes for GCM (12 is the fast path). The backend copies both; the
+   * caller may wipe them on return. Re-init resets all running state. */
+  accelcrypt_status (*init)(accelcrypt_cipher_ctx *ctx, int encrypt,
+                            const uint8_t *key, size_t key_len,
+                            const uint8_t *iv, size_t iv_len,
+                            accelcrypt_error *err);
+  /* update transforms in_len bytes from `in` into `out`, which has room for
+   * in_len bytes. `in` and `out` may be equal (in place) but must not
+   * otherwise overlap. ECB/CBC: in_len is a multiple of 16. */
+  accelcrypt_status (*update)(accelcrypt_cipher_ctx *ctx, const uint8_t *in,
+                              size_t in_len, uint8_t *out,
+                              accelcrypt_error *err);
+  /* aad feeds additional authenticated data (GCM only, before update). NULL
+   * for backends without GCM. */
+  accelcrypt_status (*aad)(accelcrypt_cipher_ctx *ctx, const uint8_t *aad,
+                           size_t aad_len, accelcrypt_error *err);
+  /* final ends a GCM operation: when encrypting it computes the tag (read it
+   * with get_tag); when decrypting it checks the tag given with set_tag and
+   * returns ACCELCRYPT_ERR_AUTH_FAILED on mismatch. Non-AEAD modes: no-op. */
+  accelcrypt_status (*final)(accelcrypt_cipher_ctx *ctx, accelcrypt_error *err);
+  /* get_tag copies the first tag_len (4..16) bytes of the computed tag. */
+  accelcrypt_status (*get_tag)(accelcrypt_cipher_ctx *ctx, uint8_t *tag,
+                               size_t tag_len, accelcrypt_error *err);
+  /* set_tag gives the expected tag (4..16 bytes) before final when
+   * decrypting. */
+  accelcrypt_status (*set_tag)(accelcrypt_cipher_ctx *ctx, const uint8_t *tag,
+                               size_t tag_len, accelcrypt_error *err);
+  /* get_state/set_state read and restore the portable running state (only
+   * for algorithms declared ACCELCRYPT_CAP_PORTABLE_STATE). set_state is
+   * called after init with the same key and direction. */
+  accelcrypt_status (*get_state)(const accelcrypt_cipher_ctx *ctx,
+                                 accelcrypt_cipher_state *out,
+                                 accelcrypt_error *err);
+  accelcrypt_status (*set_state)(accelcrypt_cipher_ctx *ctx,
+                                 const accelcrypt_cipher_state *state,
+                                 accelcrypt_error *err);
+  /* dupctx deep-copies a context with its key and running state. */
+  accelcrypt_status (*dupctx)(const accelcrypt_cipher_ctx *ctx,
+                              accelcrypt_cipher_ctx **out,
+                              accelcrypt_error *err);
+  /* freectx wipes key material and frees. NULL is a no-op. */
+  void (*freectx)(accelcrypt_cipher_ctx *ctx);
+} accelcrypt_cipher_table;
+
+/* ---------------------------------------------------------------------------
+ * Digest family (ACCELCRYPT_FAMILY_DIGEST).
+ * ------------------------------------------------------------------------- */
+typedef struct accelcrypt_digest_ctx accelcrypt_digest_ctx;
+
+typedef struct accelcrypt_digest_table {
+  uint32_t struct_size;
+  /* newctx allocates a context for `alg`, already initialised. */
+  accelcrypt_status (*newctx)(void *backend, accelcrypt_alg alg,
+                              accelcrypt_digest_ctx **out,
+                              accelcrypt_error *err);
+  /* init restarts the hash. */
+  accelcrypt_status (*init)(accelcrypt_digest_ctx *ctx, accelcrypt_error *err);
+  accelcrypt_status (*update)(accelcrypt_digest_ctx *ctx, const uint8_t *data,
+                              size_t len, accelcrypt_error *err);
+  /* final writes the digest (out_len must be at least the digest size) and
+   * leaves the context needing init before reuse. */
+  accelcrypt_status (*final)(accelcrypt_digest_ctx *ctx, uint8_t *out,
+                             size_t out_len, accelcrypt_error *err);
+  /* oneshot hashes a whole message (may be NULL: the core then uses
+   * init/update/final). */
+  accelcrypt_status (*oneshot)(void *backend, accelcrypt_alg alg,
+                               const uint8_t *data, size_t len, uint8_t *out,
+                               size_t out_len, accelcrypt_error *err);
+  accelcrypt_status (*dupctx)(const accelcrypt_digest_ctx *ctx,
+                              accelcrypt_digest_ctx **out,
+                              accelcrypt_error *err);
+  void (*freectx)(accelcrypt_digest_ctx *ctx);
+} accelcrypt_digest_table;
+
+/* ---------------------------------------------------------------------------
+ * RNG family (ACCELCRYPT_FAMILY_RNG). Stateless from the caller's view.
+ * ------------------------------------------------------------------------- */
+typedef struct accelcrypt_rng_table {
+  uint32_t struct_size;
+  /* random_bytes fills out[0..len) with output fit for direct use
+   * (ACCELCRYPT_ALG_RNG_RANDOM). May be NULL. */
+  accelcrypt_status (*random_bytes)(void *backend, uint8_t *out, size_t len,
+                                    accelcrypt_error *err);
+  /* entropy fills out[0..len) with bytes from a noise source that passed the
+   * backend's continuous health tests (ACCELCRYPT_ALG_RNG_ENTROPY), and sets
+   * *entropy_bits to the min-entropy the backend vouches for (at most 8*len).
+   * A source that failed its health tests returns ACCELCRYPT_ERR_UNAVAILABLE
+   * and stays out of service. May be NULL. */
+  accelcrypt_status (*entropy)(void *backend, uint8_t *out, size_t len,
+                               size_t *entropy_bits, accelcrypt_error *err);
+} accelcrypt_rng_table;
+
+/* ---------------------------------------------------------------------------
+ * The backend descriptor.
+ * ------------------------------------------------------------------------- */
+typedef struct accelcrypt_backend_desc {
+  uint32_t abi_version; /* ACCELCRYPT_ABI_VERSION the backend was built for */
+  uint32_t struct_size; /* sizeof(accelcrypt_backend_desc) at build time */
+  const char *name;     /* short, stable: "software", "padlock", "x86" */
+  const char *version;  /* backend version string, e.g. "0.1.0" */
+  /* init probes hardware/token and creates the backend instance. Returns
+   * ACCELCRYPT_ERR_UNAVAILABLE (with a message) when the device is absent:
+   * the loader then skips the backend cleanly. */
+  accelcrypt_status (*init)(const accelcrypt_host *host, void **backend_out,
+                            accelcrypt_error *err);
+  /* teardown frees the instance; called once, after every context is freed. */
+  void (*teardown)(void *backend);
+  /* get_capabilities returns an array owned by the backend, valid until
+   * teardown. */
+  accelcrypt_status (*get_capabilities)(void *backend,
+                                        const accelcrypt_capability **out,
+                                        size_t *num_out, accelcrypt_error *err);
+  /* query_family returns the function table for an ACCELCRYPT_FAMILY_* id, or
+   * NULL when the backend has none. The table lives as long as the backend.
+   */
+  const void *(*query_family)(void *backend, uint32_t family);
+  /* describe writes a one-line description (device model, CPU features seen)
+   * into out (NUL-terminated, truncated to out_len). May be NULL. */
+  void (*describe)(void *backend, char *out, size_t out_len);
+} accelcrypt_backend_desc;
+
+/* The entry point every backend module exports. host_abi_version is the
+ * loader's ACCELCRYPT_ABI_VERSION; a backend returns NULL if it cannot serve
+ * that version. The descriptor is static and never freed. */
+typedef const accelcrypt_backend_desc *(*accelcrypt_backend_entry_fn)(
+    uint32_t host_abi_version);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACCELCRYPT_BACKEND_H_ */

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+#ifndef ACCELCRYPT_CORE_REGISTRY_H_
+#define ACCELCRYPT_CORE_REGISTRY_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "core/backend.h"
+#include "core/config.h"
+
+namespace accelcrypt {
+
+// LoadEvent records what happened to one backend or algorithm at load time,
+// for `accelcrypt list` and logs: declined (no device), ABI mismatch,
+// self-test failure.
+struct LoadEvent {
+  std::string backend;    // backend name or module path
+  std::string algorithm;  // empty for whole-backend events
+  std::string message;
+  bool ok;
+};
+
+// Registry loads and owns the backends: the built-in ones (linked in, listed
+// by the build) and every module found in the backend directories. Order:
+// hardware backends first, then software, unless `backends` in the config
+// gives the order. Immutable after Create; thread-safe for reads.
+class Registry {
+ public:
+  // Create loads, version-checks, initialises and self-tests every backend.
+  // A backend that declines or fails is skipped and recorded as a LoadEvent;
+  // Create itself fails only on a malformed config.
+  static absl::StatusOr<std::unique_ptr<Registry>> Create(const Config& config);
+
+  absl::Span<const std::unique_ptr<Backend>> backends() const {
+    return backends_;
+  }
+  // Find returns the backend named `name`, or nullptr.
+  Backend* Find(std::string_view name) const;
+  absl::Span<const LoadEvent> events() const { return events_; }
+  // backend_dirs are the directories that were searched.
+  absl::Span<const std::string> backend_dirs() const { return dirs_; }
+
+  // SelfTest runs the built-in known-answer test for `alg` on `backend`.
+  static absl::Status SelfTest(const Backend& backend, accelcrypt_alg alg);
+
+ private:
+  Registry() = default;
+  std::vector<std::unique_ptr<Backend>> backends_;
+  std::vector<LoadEvent> events_;
+  std::vector<std::string> dirs_;
+};
+
+}  // namespace accelcrypt
+
+#endif  // ACCELCRYPT_CORE_REGISTRY_H_
