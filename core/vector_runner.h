@@ -41,9 +41,20 @@ struct VectorResult {
 absl::Status RunVectorRecord(const Backend& backend, const VectorSuite& suite,
                              const VectorRecord& record);
 
-// RunVectorSuite runs every record of `suite` on `backend`.
+// VectorRecordAlgorithm returns the algorithm a record of `suite` exercises
+// (CTR and GCM files pick it by key length). kInvalidArgument when the record
+// does not fit the file (wrong key length, unknown file).
+absl::StatusOr<accelcrypt_alg> VectorRecordAlgorithm(
+    const VectorSuite& suite, const VectorRecord& record);
+
+// RunVectorSuite runs every record of `suite` on `backend`. When `only_alg`
+// is not 0, records for other algorithms are ignored (not even counted as
+// skipped), so a file covering several key sizes can be checked for one.
+// Returns an error only when the file cannot be read or parsed; mismatches
+// are counted in the result.
 absl::StatusOr<VectorResult> RunVectorSuite(const Backend& backend,
-                                            const VectorSuite& suite);
+                                            const VectorSuite& suite,
+                                            accelcrypt_alg only_alg = 0);
 
 }  // namespace accelcrypt
 
