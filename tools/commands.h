@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+#ifndef ACCELCRYPT_TOOLS_COMMANDS_H_
+#define ACCELCRYPT_TOOLS_COMMANDS_H_
+
+#include <string>
+#include <vector>
+
+#include "tools/cli_common.h"
+
+namespace accelcrypt::tools {
+
+// Each Run* function implements one subcommand and returns the process exit
+// code (see cli_common.h). They print results on stdout and diagnostics on
+// stderr, except `trace`, whose report goes to stderr (or --output) so it
+// never mixes with the traced command's stdout.
+
+struct ListOptions {
+  CoreOptions core;
+  bool json = false;
+  bool all_events = false;  // also print successful load events
+};
+int RunList(const ListOptions& options);
+
+struct SelftestOptions {
+  CoreOptions core;
+  std::string vector_dir;  // empty: DefaultVectorDir()
+  std::vector<std::string> only_backends;
+  bool json = false;
+  bool verbose = false;  // print every failure message kept by the runner
+};
+int RunSelftest(const SelftestOptions& options);
+
+struct ConfigOptions {
+  std::string module_path;  // empty: DefaultModulePath()
+  bool include_only = false;
+};
+int RunConfig(const ConfigOptions& options);
+
+struct TraceOptions {
+  std::string conf_file;    // OPENSSL_CONF for the command, when set
+  std::string output_file;  // report destination; empty: stderr
+  std::string keep_dir;     // write stats here and keep them; empty: temp
+  bool json = false;
+  std::vector<std::string> command;
+};
+int RunTrace(const TraceOptions& options);
+
+struct BenchOptions {
+  std::string script;  // empty: DefaultBenchScript()
+  std::string module_path;
+  std::vector<std::string> algorithms;
+  double seconds = 0;  // 0: the script's default
+  bool quick = false;
+};
+int RunBench(const BenchOptions& options);
+
+}  // namespace accelcrypt::tools
+
+#endif  // ACCELCRYPT_TOOLS_COMMANDS_H_

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <system_error>
+
+#include "tools/commands.h"
+
+namespace accelcrypt::tools {
+
+// The stanza follows DESIGN.md's provider-activation hazards: activating any
+// provider turns off OpenSSL's implicit default one, so `default` is
+// activated explicitly; accelcrypt is soft-loaded so a missing module never
+// breaks every OpenSSL program on the machine; the preference is a `?`
+// (optional) property so algorithms accelcrypt lacks still resolve.
+int RunConfig(const ConfigOptions& options) {
+  std::string module =
+      options.module_path.empty() ? DefaultModulePath() : options.module_path;
+  if (module.find_first_of("\n\r") != std::string::npos) {
+    std::cerr << "accelcrypt config: module path contains a newline\n";
+    return kExitUsage;
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(module, ec)) {
+    // Still print: the stanza may be prepared before installation. soft_load
+    // keeps OpenSSL working if it stays missing.
+    std::cerr << "accelcrypt config: warning: " << module
+              << " does not exist (yet)\n";
+  }
+
+  if (options.include_only) {
+    std::cout
+        << "# accelcrypt provider, for `.include` at the END of an openssl.cnf\n"
+           "# whose `openssl_conf` section is [openssl_init] with\n"
+           "# `providers = provider_sect` (Debian's default). Sections named\n"
+           "# again here are merged into the existing ones.\n"
+           "[openssl_init]\n"
+           "alg_section = algorithm_sect\n"
+           "\n"
+           "[provider_sect]\n"
+           "accelcrypt = accelcrypt_sect\n"
+           "\n"
+           "[default_sect]\n"
+           "activate = 1\n"
+           "\n"
+           "[accelcrypt_sect]\n"
+           "module = "
+        << module
+        << "\n"
+           "activate = 1\n"
+           "soft_load = 1\n"
+           "\n"
+           "[algorithm_sect]\n"
+           "default_properties = ?provider=accelcrypt\n";
+    return kExitOk;
+  }
+
+  std::cout << "# accelcrypt: OpenSSL 3 configuration loading the default "
+               "provider and\n"
+               "# accelcrypt, preferring accelcrypt where it has the "
+               "algorithm.\n"
+               "openssl_conf = openssl_init\n"
+               "\n"
+               "[openssl_init]\n"
+               "providers = provider_sect\n"
+               "alg_section = algorithm_sect\n"
+               "\n"
+               "[provider_sect]\n"
+               "default = default_sect\n"
+               "accelcrypt = accelcrypt_sect\n"
+               "\n"
+               "[default_sect]\n"
+               "activate = 1\n"
+               "\n"
+               "[accelcrypt_sect]\n"
+               "module = "
+            << module
+            << "\n"
+               "activate = 1\n"
+               "soft_load = 1\n"
+               "\n"
+               "[algorithm_sect]\n"
+               "default_properties = ?provider=accelcrypt\n";
+  return kExitOk;
+}
+
+}  // namespace accelcrypt::tools

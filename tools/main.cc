@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// accelcrypt: inspect, test, configure and trace the accelcrypt stack.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "tools/commands.h"
+
+namespace {
+
+using accelcrypt::tools::CoreOptions;
+
+void AddCoreOptions(CLI::App* app, CoreOptions* options) {
+  app->add_option("--config", options->config_file,
+                  "accelcrypt settings file (openssl.cnf syntax, section "
+                  "[accelcrypt]); default: $ACCELCRYPT_CONF")
+      ->check(CLI::ExistingFile);
+  app->add_option("--backend-dir", options->backend_dir,
+                  "directories (colon-separated) to load backend modules from");
+  app->add_option("--backends", options->backends,
+                  "comma list: load only these backends, in this order");
+}
+
+constexpr char kExitCodes[] =
+    "Exit codes: 0 success, 1 a check failed, 2 usage or input error, "
+    "3 setup error (config, core); trace exits with the command's code.";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "accelcrypt: crypto accelerators behind one core, for OpenSSL 3 and "
+      "PKCS#11.\nInspect backends, run the vector self-tests, print the "
+      "openssl.cnf stanza, trace which backend served a command."};
+  app.footer(kExitCodes);
+  app.set_version_flag("--version", std::string("accelcrypt ") +
+                                        ACCELCRYPT_VERSION);
+  app.require_subcommand(1);
+
+  accelcrypt::tools::ListOptions list;
+  CLI::App* list_cmd = app.add_subcommand(
+      "list",
+      "Show loaded backends, their algorithms and capabilities, load events "
+      "(declined backends, failed self-tests), the routing order per "
+      "algorithm and the CPU features CPUID reports.");
+  AddCoreOptions(list_cmd, &list.core);
+  list_cmd->add_flag("--json", list.json, "machine-readable output");
+  list_cmd->add_flag("--all-events", list.all_events,
+                     "also show successful load events");
+  list_cmd->footer("Exit codes: 0 ok, 1 no backend loaded, 3 setup error.");
+
+  accelcrypt::tools::SelftestOptions selftest;
+  CLI::App* selftest_cmd = app.add_subcommand(
+      "selftest",
+      "Run every vector file (NIST CAVP, SP 800-38A, FIPS 180) against every "
+      "loaded backend and print a backend x algorithm table.");
+  AddCoreOptions(selftest_cmd, &selftest.core);
+  selftest_cmd
+      ->add_option("--vectors", selftest.vector_dir,
+                   "vector directory (default: the installed "
+                   "share/accelcrypt/vectors, else the source tree's "
+                   "tests/vectors)")
+      ->check(CLI::ExistingDirectory);
+  selftest_cmd->add_option("--backend", selftest.only_backends,
+                           "test only this backend (repeatable)");
+  selftest_cmd->add_flag("--json", selftest.json, "machine-readable output");
+  selftest_cmd->add_flag("-v,--verbose", selftest.verbose,
+                         "print every failure");
+  selftest_cmd->footer(
+      "Exit codes: 0 all vectors passed, 1 a vector failed or none ran, "
+      "2 no vectors found, 3 setup error.");
+
+  accelcrypt::tools::ConfigOptions config;
+  CLI::App* config_cmd = app.add_subcommand(
+      "config",
+      "Print an openssl.cnf that loads the default provider and accelcrypt "
+      "and prefers accelcrypt (soft_load: a missing module breaks nothing).");
+  config_cmd->add_option("--module", config.module_path,
+                         "path of accelcrypt.so (default: the installed one)");
+  config_cmd->add_flag("--include-only", config.include_only,
+                       "print only the sections to `.include` at the end of "
+                       "an existing openssl.cnf");
+  config_cmd->footer("Exit codes: 0 printed, 2 bad --module.");
+
+  accelcrypt::tools::TraceOptions trace;
+  CLI::App* trace_cmd = app.add_subcommand(
+      "trace",
+      "Run CMD with accelcrypt stats enabled and report, per backend and "
+      "algorithm, the operations, bytes, errors and fallbacks of every "
+      "process it started. The report goes to stderr.");
+  trace_cmd->add_option("--conf", trace.conf_file,
+                        "run CMD with OPENSSL_CONF=FILE");
+  trace_cmd->add_option("-o,--output", trace.output_file,
+                        "write the report to FILE instead of stderr");
+  trace_cmd->add_option("--keep", trace.keep_dir,
+                        "write the per-process stats files into this (empty) "
+                        "directory and keep them");
+  trace_cmd->add_flag("--json", trace.json, "report as JSON");
+  trace_cmd->add_option("command", trace.command, "CMD ARGS... (after --)")
+      ->required();
+  trace_cmd->footer(
+      "Usage: accelcrypt trace [--conf FILE] -- CMD ARGS...\n"
+      "Exit code: CMD's (128+N if killed by signal N; 127 not found, 126 not "
+      "executable); 2 bad options.");
+
+  accelcrypt::tools::BenchOptions bench;
+  CLI::App* bench_cmd = app.add_subcommand(
+      "bench",
+      "Compare `openssl speed` through accelcrypt (software backend) with "
+      "OpenSSL's default provider: AES-128-CBC, AES-128-CTR, AES-256-GCM, "
+      "SHA-256; prints throughput per block size and the ratio.");
+  bench_cmd->add_flag("--quick", bench.quick, "short run (about 20 s)");
+  bench_cmd->add_option("--seconds", bench.seconds,
+                        "seconds per openssl speed run")
+      ->check(CLI::PositiveNumber);
+  bench_cmd->add_option("--alg", bench.algorithms,
+                        "algorithm to run (repeatable; default all four)");
+  bench_cmd->add_option("--module", bench.module_path,
+                        "path of accelcrypt.so (default: the installed one)");
+  bench_cmd->add_option("--script", bench.script, "path of bench.sh");
+  bench_cmd->footer("Exit codes: the script's (0 ok, 1 a run failed).");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : accelcrypt::tools::kExitUsage;
+  }
+
+  if (list_cmd->parsed()) return accelcrypt::tools::RunList(list);
+  if (selftest_cmd->parsed()) return accelcrypt::tools::RunSelftest(selftest);
+  if (config_cmd->parsed()) return accelcrypt::tools::RunConfig(config);
+  if (trace_cmd->parsed()) return accelcrypt::tools::RunTrace(trace);
+  if (bench_cmd->parsed()) return accelcrypt::tools::RunBench(bench);
+  std::cerr << app.help();
+  return accelcrypt::tools::kExitUsage;
+}
