@@ -18,6 +18,9 @@
 namespace accelcrypt {
 
 class Config;
+namespace internal {
+struct HostState;
+}  // namespace internal
 
 // Backend is one registered backend: a plugin-ABI descriptor (from a loaded
 // module or linked in) plus its instance. It turns the C tables into the C++
@@ -70,6 +73,7 @@ class Backend {
   void* dl_handle_ = nullptr;
   void* instance_ = nullptr;
   accelcrypt_host host_{};
+  std::unique_ptr<internal::HostState> host_state_;
   std::string name_, version_, origin_;
   std::vector<accelcrypt_capability> caps_;
   const accelcrypt_cipher_table* cipher_ = nullptr;

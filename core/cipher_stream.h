@@ -19,6 +19,7 @@ namespace accelcrypt {
 class CipherStream {
  public:
   explicit CipherStream(std::unique_ptr<Cipher> cipher);
+  ~CipherStream();  // wipes buffered plaintext
 
   absl::Status Init(bool encrypt, absl::Span<const uint8_t> key,
                     absl::Span<const uint8_t> iv);

@@ -67,7 +67,11 @@ class Router {
 
  private:
   Router() = default;
+  template <typename Fn>
+  absl::Status RunOneShot(const AlgorithmInfo& info, uint64_t n_bytes,
+                          Fn&& fn);
   const Registry* registry_ = nullptr;
+  size_t digest_replay_max_ = 1024;
   Stats* stats_ = nullptr;
   uint64_t breaker_threshold_ = 5;
   uint64_t breaker_cooldown_ns_ = 1000000000ull;

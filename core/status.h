@@ -32,6 +32,15 @@
 
 namespace accelcrypt {
 
+// AsAbsl converts to absl::string_view: Debian 12's Abseil is built with its
+// own string_view type, not std::string_view.
+inline absl::string_view AsAbsl(std::string_view s) {
+  return absl::string_view(s.data(), s.size());
+}
+inline std::string_view AsStd(absl::string_view s) {
+  return std::string_view(s.data(), s.size());
+}
+
 // Detail attached to statuses that need more than the code at a boundary.
 enum class StatusDetail {
   kNone,

@@ -1,0 +1,423 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "core/backend.h"
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+#include "absl/synchronization/mutex.h"
+
+#include "absl/strings/str_format.h"
+#include "core/algorithms.h"
+#include "core/config.h"
+#include "core/status.h"
+
+namespace accelcrypt {
+namespace {
+
+// Reads a table field only when the backend's table is large enough to hold
+// it (tables grow at the end; STYLE.md §2).
+template <typename Table, typename Field>
+bool HasField(const Table* table, Field Table::*field) {
+  if (table == nullptr) return false;
+  const Table probe{};
+  size_t end = reinterpret_cast<const char*>(&(probe.*field)) -
+               reinterpret_cast<const char*>(&probe) + sizeof(Field);
+  return table->struct_size >= end && table->*field != nullptr;
+}
+
+absl::Status Check(accelcrypt_status code, const accelcrypt_error& err,
+                   std::string_view backend, std::string_view what) {
+  if (code == ACCELCRYPT_OK) return absl::OkStatus();
+  std::string_view msg(err.message, strnlen(err.message, sizeof(err.message)));
+  if (msg.empty()) {
+    return FromAbi(code, absl::StrFormat("%s: %s failed", backend, what));
+  }
+  return FromAbi(code, msg);
+}
+
+class BackendCipher final : public Cipher {
+ public:
+  BackendCipher(const accelcrypt_cipher_table* table, accelcrypt_cipher_ctx* ctx,
+                const AlgorithmInfo& info, std::string_view backend)
+      : table_(table), ctx_(ctx), info_(info), backend_(backend) {}
+  ~BackendCipher() override { table_->freectx(ctx_); }
+
+  absl::Status Init(bool encrypt, absl::Span<const uint8_t> key,
+                    absl::Span<const uint8_t> iv) override {
+    accelcrypt_error err{};
+    return Check(table_->init(ctx_, encrypt ? 1 : 0, key.data(), key.size(),
+                              iv.data(), iv.size(), &err),
+                 err, backend_, "cipher init");
+  }
+  absl::Status Update(absl::Span<const uint8_t> in,
+                      absl::Span<uint8_t> out) override {
+    if (out.size() < in.size()) {
+      return absl::OutOfRangeError(absl::StrFormat(
+          "%s: output buffer of %d bytes is too small for %d bytes",
+          info_.name, out.size(), in.size()));
+    }
+    accelcrypt_error err{};
+    return Check(table_->update(ctx_, in.data(), in.size(), out.data(), &err),
+                 err, backend_, "cipher update");
+  }
+  absl::Status Aad(absl::Span<const uint8_t> aad) override {
+    if (!HasField(table_, &accelcrypt_cipher_table::aad)) {
+      return absl::UnimplementedError(
+          absl::StrFormat("%s: %s has no AAD", backend_, info_.name));
+    }
+    accelcrypt_error err{};
+    return Check(table_->aad(ctx_, aad.data(), aad.size(), &err), err,
+                 backend_, "cipher aad");
+  }
+  absl::Status Final() override {
+    if (!HasField(table_, &accelcrypt_cipher_table::final)) {
+      return absl::OkStatus();
+    }
+    accelcrypt_error err{};
+    return Check(table_->final(ctx_, &err), err, backend_, "cipher final");
+  }
+  absl::Status GetTag(absl::Span<uint8_t> out) override {
+    if (!HasField(table_, &accelcrypt_cipher_table::get_tag)) {
+      return absl::UnimplementedError("no tag");
+    }
+    accelcrypt_error err{};
+    return Check(table_->get_tag(ctx_, out.data(), out.size(), &err), err,
+                 backend_, "get tag");
+  }
+  absl::Status SetTag(absl::Span<const uint8_t> tag) override {
+    if (!HasField(table_, &accelcrypt_cipher_table::set_tag)) {
+      return absl::UnimplementedError("no tag");
+    }
+    accelcrypt_error err{};
+    return Check(table_->set_tag(ctx_, tag.data(), tag.size(), &err), err,
+                 backend_, "set tag");
+  }
+  absl::StatusOr<accelcrypt_cipher_state> GetState() const override {
+    if (!HasField(table_, &accelcrypt_cipher_table::get_state)) {
+      return absl::UnimplementedError(
+          absl::StrFormat("%s: %s state is not portable", backend_, info_.name));
+    }
+    accelcrypt_cipher_state state{};
+    accelcrypt_error err{};
+    ACCELCRYPT_RETURN_IF_ERROR(Check(table_->get_state(ctx_, &state, &err), err,
+                                     backend_, "get state"));
+    return state;
+  }
+  absl::Status SetState(const accelcrypt_cipher_state& state) override {
+    if (!HasField(table_, &accelcrypt_cipher_table::set_state)) {
+      return absl::UnimplementedError(
+          absl::StrFormat("%s: %s state is not portable", backend_, info_.name));
+    }
+    accelcrypt_error err{};
+    return Check(table_->set_state(ctx_, &state, &err), err, backend_,
+                 "set state");
+  }
+  absl::StatusOr<std::unique_ptr<Cipher>> Clone() const override {
+    accelcrypt_cipher_ctx* copy = nullptr;
+    accelcrypt_error err{};
+    ACCELCRYPT_RETURN_IF_ERROR(
+        Check(table_->dupctx(ctx_, &copy, &err), err, backend_, "dupctx"));
+    return std::unique_ptr<Cipher>(
+        new BackendCipher(table_, copy, info_, backend_));
+  }
+  const AlgorithmInfo& info() const override { return info_; }
+  std::string_view backend() const override { return backend_; }
+
+ private:
+  const accelcrypt_cipher_table* table_;
+  accelcrypt_cipher_ctx* ctx_;
+  const AlgorithmInfo& info_;
+  std::string_view backend_;
+};
+
+class BackendDigest final : public Digest {
+ public:
+  BackendDigest(const accelcrypt_digest_table* table, accelcrypt_digest_ctx* ctx,
+                const AlgorithmInfo& info, std::string_view backend)
+      : table_(table), ctx_(ctx), info_(info), backend_(backend) {}
+  ~BackendDigest() override { table_->freectx(ctx_); }
+
+  absl::Status Init() override {
+    accelcrypt_error err{};
+    return Check(table_->init(ctx_, &err), err, backend_, "digest init");
+  }
+  absl::Status Update(absl::Span<const uint8_t> data) override {
+    accelcrypt_error err{};
+    return Check(table_->update(ctx_, data.data(), data.size(), &err), err,
+                 backend_, "digest update");
+  }
+  absl::Status Final(absl::Span<uint8_t> out) override {
+    if (out.size() < info_.digest_len) {
+      return absl::OutOfRangeError(absl::StrFormat(
+          "%s: output buffer of %d bytes is too small for the %d-byte digest",
+          info_.name, out.size(), info_.digest_len));
+    }
+    accelcrypt_error err{};
+    return Check(table_->final(ctx_, out.data(), out.size(), &err), err,
+                 backend_, "digest final");
+  }
+  absl::StatusOr<std::unique_ptr<Digest>> Clone() const override {
+    accelcrypt_digest_ctx* copy = nullptr;
+    accelcrypt_error err{};
+    ACCELCRYPT_RETURN_IF_ERROR(
+        Check(table_->dupctx(ctx_, &copy, &err), err, backend_, "dupctx"));
+    return std::unique_ptr<Digest>(
+        new BackendDigest(table_, copy, info_, backend_));
+  }
+  const AlgorithmInfo& info() const override { return info_; }
+  std::string_view backend() const override { return backend_; }
+
+ private:
+  const accelcrypt_digest_table* table_;
+  accelcrypt_digest_ctx* ctx_;
+  const AlgorithmInfo& info_;
+  std::string_view backend_;
+};
+
+}  // namespace
+
+namespace internal {
+
+// HostState is what the host callbacks see: the config (owned by the Core,
+// which outlives every backend) and the backend's name for scoping keys.
+struct HostState {
+  const Config* config;
+  std::string name;
+  absl::Mutex mu;
+  // Keeps returned strings alive until teardown; values never change once
+  // returned, so a pointer handed out stays valid.
+  std::map<std::string, std::string> cache ABSL_GUARDED_BY(mu);
+  int log_level;
+};
+
+}  // namespace internal
+
+namespace {
+
+const char* ConfigGet(void* host_ctx, const char* key) {
+  auto* state = static_cast<internal::HostState*>(host_ctx);
+  if (state->config == nullptr || key == nullptr) return nullptr;
+  std::string scoped = absl::StrFormat("%s.%s", state->name, key);
+  std::optional<std::string> v = state->config->Get(scoped);
+  if (!v.has_value()) v = state->config->Get(key);
+  if (!v.has_value()) return nullptr;
+  absl::MutexLock lock(&state->mu);
+  auto it = state->cache.emplace(scoped, *v).first;
+  return it->second.c_str();
+}
+
+void HostLog(void* host_ctx, int level, const char* message) {
+  auto* state = static_cast<internal::HostState*>(host_ctx);
+  if (level <= state->log_level && message != nullptr) {
+    std::fprintf(stderr, "accelcrypt[%s]: %s\n", state->name.c_str(), message);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Backend>> Backend::Create(
+    const accelcrypt_backend_desc* desc, void* dl_handle, const Config* config,
+    std::string origin) {
+  auto close_handle = [dl_handle] {
+    if (dl_handle != nullptr) dlclose(dl_handle);
+  };
+  if (desc == nullptr) {
+    close_handle();
+    return absl::FailedPreconditionError(
+        absl::StrFormat("%s: backend entry returned no descriptor", origin));
+  }
+  if (desc->abi_version != ACCELCRYPT_ABI_VERSION ||
+      desc->struct_size < offsetof(accelcrypt_backend_desc, query_family) +
+                              sizeof(desc->query_family) ||
+      desc->name == nullptr || desc->init == nullptr ||
+      desc->get_capabilities == nullptr || desc->query_family == nullptr) {
+    close_handle();
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s: backend ABI version %d (size %d) is not supported (want %d)",
+        origin, desc->abi_version, desc->struct_size, ACCELCRYPT_ABI_VERSION));
+  }
+  std::unique_ptr<Backend> backend(new Backend());
+  backend->desc_ = desc;
+  backend->dl_handle_ = dl_handle;
+  backend->name_ = desc->name;
+  backend->version_ = desc->version != nullptr ? desc->version : "";
+  backend->origin_ = std::move(origin);
+  auto state = std::make_unique<internal::HostState>();
+  state->config = config;
+  state->name = backend->name_;
+  state->log_level = -1;
+  if (config != nullptr) {
+    auto level = config->GetInt("log_level", -1);
+    if (level.ok()) state->log_level = static_cast<int>(*level);
+  }
+  backend->host_state_ = std::move(state);
+  backend->host_.struct_size = sizeof(accelcrypt_host);
+  backend->host_.host_ctx = backend->host_state_.get();
+  backend->host_.config_get = &ConfigGet;
+  backend->host_.log = &HostLog;
+
+  accelcrypt_error err{};
+  accelcrypt_status rc = desc->init(&backend->host_, &backend->instance_, &err);
+  if (rc != ACCELCRYPT_OK) {
+    backend->desc_ = nullptr;  // nothing to tear down
+    return Check(rc, err, backend->name_, "init");
+  }
+  const accelcrypt_capability* caps = nullptr;
+  size_t num_caps = 0;
+  rc = desc->get_capabilities(backend->instance_, &caps, &num_caps, &err);
+  if (rc != ACCELCRYPT_OK) return Check(rc, err, backend->name_, "capabilities");
+  for (size_t i = 0; i < num_caps; ++i) {
+    if (FindAlgorithm(caps[i].alg) != nullptr) {
+      backend->caps_.push_back(caps[i]);
+    }
+  }
+  backend->cipher_ = static_cast<const accelcrypt_cipher_table*>(
+      desc->query_family(backend->instance_, ACCELCRYPT_FAMILY_CIPHER));
+  backend->digest_ = static_cast<const accelcrypt_digest_table*>(
+      desc->query_family(backend->instance_, ACCELCRYPT_FAMILY_DIGEST));
+  backend->rng_ = static_cast<const accelcrypt_rng_table*>(
+      desc->query_family(backend->instance_, ACCELCRYPT_FAMILY_RNG));
+  // A family claimed without a usable table is dropped, not trusted.
+  std::erase_if(backend->caps_, [&](const accelcrypt_capability& cap) {
+    switch (ACCELCRYPT_ALG_FAMILY(cap.alg)) {
+      case ACCELCRYPT_FAMILY_CIPHER:
+        return backend->cipher_ == nullptr ||
+               !HasField(backend->cipher_, &accelcrypt_cipher_table::freectx);
+      case ACCELCRYPT_FAMILY_DIGEST:
+        return backend->digest_ == nullptr ||
+               !HasField(backend->digest_, &accelcrypt_digest_table::freectx);
+      case ACCELCRYPT_FAMILY_RNG:
+        if (backend->rng_ == nullptr) return true;
+        if (cap.alg == ACCELCRYPT_ALG_RNG_RANDOM) {
+          return !HasField(backend->rng_, &accelcrypt_rng_table::random_bytes);
+        }
+        return !HasField(backend->rng_, &accelcrypt_rng_table::entropy);
+      default:
+        return true;
+    }
+  });
+  return backend;
+}
+
+Backend::~Backend() {
+  if (desc_ != nullptr && desc_->teardown != nullptr) {
+    desc_->teardown(instance_);
+  }
+  if (dl_handle_ != nullptr) dlclose(dl_handle_);
+}
+
+std::string Backend::Describe() const {
+  if (desc_ == nullptr ||
+      desc_->struct_size < offsetof(accelcrypt_backend_desc, describe) +
+                               sizeof(desc_->describe) ||
+      desc_->describe == nullptr) {
+    return "";
+  }
+  char buf[512] = {};
+  desc_->describe(instance_, buf, sizeof(buf));
+  buf[sizeof(buf) - 1] = '\0';
+  return buf;
+}
+
+const accelcrypt_capability* Backend::Capability(accelcrypt_alg alg) const {
+  for (const accelcrypt_capability& cap : caps_) {
+    if (cap.alg == alg) return &cap;
+  }
+  return nullptr;
+}
+
+bool Backend::hardware() const {
+  for (const accelcrypt_capability& cap : caps_) {
+    if (cap.flags & ACCELCRYPT_CAP_HARDWARE) return true;
+  }
+  return false;
+}
+
+void Backend::Disable(accelcrypt_alg alg) {
+  std::erase_if(caps_, [alg](const accelcrypt_capability& cap) {
+    return cap.alg == alg;
+  });
+}
+
+absl::StatusOr<std::unique_ptr<Cipher>> Backend::NewCipher(
+    accelcrypt_alg alg) const {
+  const AlgorithmInfo* info = FindAlgorithm(alg);
+  if (info == nullptr || info->family != Family::kCipher ||
+      Capability(alg) == nullptr) {
+    return absl::UnimplementedError(absl::StrFormat(
+        "%s: %s is not offered", name_, info ? info->name : "algorithm"));
+  }
+  accelcrypt_cipher_ctx* ctx = nullptr;
+  accelcrypt_error err{};
+  ACCELCRYPT_RETURN_IF_ERROR(Check(cipher_->newctx(instance_, alg, &ctx, &err),
+                                   err, name_, "cipher newctx"));
+  return std::unique_ptr<Cipher>(new BackendCipher(cipher_, ctx, *info, name_));
+}
+
+absl::StatusOr<std::unique_ptr<Digest>> Backend::NewDigest(
+    accelcrypt_alg alg) const {
+  const AlgorithmInfo* info = FindAlgorithm(alg);
+  if (info == nullptr || info->family != Family::kDigest ||
+      Capability(alg) == nullptr) {
+    return absl::UnimplementedError(absl::StrFormat(
+        "%s: %s is not offered", name_, info ? info->name : "algorithm"));
+  }
+  accelcrypt_digest_ctx* ctx = nullptr;
+  accelcrypt_error err{};
+  ACCELCRYPT_RETURN_IF_ERROR(Check(digest_->newctx(instance_, alg, &ctx, &err),
+                                   err, name_, "digest newctx"));
+  return std::unique_ptr<Digest>(new BackendDigest(digest_, ctx, *info, name_));
+}
+
+absl::Status Backend::DigestOneShot(accelcrypt_alg alg,
+                                    absl::Span<const uint8_t> data,
+                                    absl::Span<uint8_t> out) const {
+  const AlgorithmInfo* info = FindAlgorithm(alg);
+  if (info == nullptr || info->family != Family::kDigest ||
+      Capability(alg) == nullptr) {
+    return absl::UnimplementedError(absl::StrFormat(
+        "%s: %s is not offered", name_, info ? info->name : "algorithm"));
+  }
+  if (out.size() < info->digest_len) {
+    return absl::OutOfRangeError(absl::StrFormat(
+        "%s: output buffer of %d bytes is too small for the %d-byte digest",
+        info->name, out.size(), info->digest_len));
+  }
+  if (HasField(digest_, &accelcrypt_digest_table::oneshot)) {
+    accelcrypt_error err{};
+    return Check(digest_->oneshot(instance_, alg, data.data(), data.size(),
+                                  out.data(), out.size(), &err),
+                 err, name_, "digest");
+  }
+  ACCELCRYPT_ASSIGN_OR_RETURN(std::unique_ptr<Digest> d, NewDigest(alg));
+  ACCELCRYPT_RETURN_IF_ERROR(d->Update(data));
+  return d->Final(out);
+}
+
+absl::Status Backend::RandomBytes(absl::Span<uint8_t> out) const {
+  if (Capability(ACCELCRYPT_ALG_RNG_RANDOM) == nullptr) {
+    return absl::UnimplementedError(
+        absl::StrFormat("%s: no random generator", name_));
+  }
+  accelcrypt_error err{};
+  return Check(rng_->random_bytes(instance_, out.data(), out.size(), &err),
+               err, name_, "random");
+}
+
+absl::StatusOr<size_t> Backend::Entropy(absl::Span<uint8_t> out) const {
+  if (Capability(ACCELCRYPT_ALG_RNG_ENTROPY) == nullptr) {
+    return absl::UnimplementedError(
+        absl::StrFormat("%s: no entropy source", name_));
+  }
+  size_t bits = 0;
+  accelcrypt_error err{};
+  ACCELCRYPT_RETURN_IF_ERROR(
+      Check(rng_->entropy(instance_, out.data(), out.size(), &bits, &err), err,
+            name_, "entropy"));
+  return std::min(bits, out.size() * 8);
+}
+
+}  // namespace accelcrypt

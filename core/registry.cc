@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "core/registry.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "core/algorithms.h"
+#include "core/internal/builtin_backends.h"
+#include "core/status.h"
+
+namespace accelcrypt {
+namespace {
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::vector<std::string> BackendDirs(const Config& config) {
+  std::vector<std::string> dirs;
+  if (auto v = config.Get("backend_dir"); v.has_value()) {
+    for (absl::string_view d : absl::StrSplit(*v, ':', absl::SkipEmpty())) {
+      dirs.emplace_back(d);
+    }
+    return dirs;
+  }
+  // Installed location first; a build tree that was never installed falls
+  // back to its own backend directory so tests and the demo need no setup.
+  if (IsDirectory(ACCELCRYPT_DEFAULT_BACKEND_DIR)) {
+    dirs.emplace_back(ACCELCRYPT_DEFAULT_BACKEND_DIR);
+  } else if (IsDirectory(ACCELCRYPT_BUILD_TREE_BACKEND_DIR)) {
+    dirs.emplace_back(ACCELCRYPT_BUILD_TREE_BACKEND_DIR);
+  }
+  return dirs;
+}
+
+std::vector<std::string> ModulesIn(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (struct dirent* e = readdir(d)) {
+    absl::string_view name = e->d_name;
+    if (absl::EndsWith(name, ".so")) out.push_back(dir + "/" + e->d_name);
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool Contains(const std::vector<std::string>& list, std::string_view name) {
+  return std::find(list.begin(), list.end(), name) != list.end();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Registry>> Registry::Create(
+    const Config& config) {
+  std::unique_ptr<Registry> registry(new Registry());
+  const std::vector<std::string> only = config.GetList("backends");
+  const std::vector<std::string> disabled = config.GetList("disable");
+  ACCELCRYPT_ASSIGN_OR_RETURN(long long selftest, config.GetInt("selftest", 1));
+  registry->dirs_ = BackendDirs(config);
+
+  auto add = [&](absl::StatusOr<std::unique_ptr<Backend>> created,
+                 const std::string& origin) {
+    if (!created.ok()) {
+      registry->events_.push_back(
+          {origin, "", std::string(created.status().message()), false});
+      return;
+    }
+    std::unique_ptr<Backend> backend = *std::move(created);
+    std::string name(backend->name());
+    if ((!only.empty() && !Contains(only, name)) || Contains(disabled, name)) {
+      registry->events_.push_back(
+          {name, "", "not loaded: excluded by configuration", false});
+      return;
+    }
+    if (registry->Find(name) != nullptr) {
+      registry->events_.push_back(
+          {name, "",
+           absl::StrFormat("duplicate backend name from %s ignored", origin),
+           false});
+      return;
+    }
+    if (selftest != 0) {
+      std::vector<accelcrypt_alg> algs;
+      for (const accelcrypt_capability& cap : backend->capabilities()) {
+        algs.push_back(cap.alg);
+      }
+      for (accelcrypt_alg alg : algs) {
+        absl::Status st = SelfTest(*backend, alg);
+        if (!st.ok()) {
+          backend->Disable(alg);
+          registry->events_.push_back({name, std::string(FindAlgorithm(alg)->name),
+                                       absl::StrFormat("disabled: %s", st.message()),
+                                       false});
+        }
+      }
+    }
+    registry->events_.push_back(
+        {name, "",
+         absl::StrFormat("loaded from %s, %d algorithms", backend->origin(),
+                         backend->capabilities().size()),
+         true});
+    registry->backends_.push_back(std::move(backend));
+  };
+
+  for (accelcrypt_backend_entry_fn entry : internal::BuiltinBackends()) {
+    add(Backend::Create(entry(ACCELCRYPT_ABI_VERSION), nullptr, &config,
+                        "built-in"),
+        "built-in");
+  }
+  for (const std::string& dir : registry->dirs_) {
+    for (const std::string& path : ModulesIn(dir)) {
+      void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (handle == nullptr) {
+        const char* why = dlerror();
+        registry->events_.push_back(
+            {path, "", absl::StrFormat("cannot load: %s", why ? why : "?"),
+             false});
+        continue;
+      }
+      auto entry = reinterpret_cast<accelcrypt_backend_entry_fn>(
+          dlsym(handle, ACCELCRYPT_BACKEND_ENTRY_SYMBOL));
+      if (entry == nullptr) {
+        dlclose(handle);
+        registry->events_.push_back(
+            {path, "", "not a backend: no accelcrypt_backend_entry", false});
+        continue;
+      }
+      add(Backend::Create(entry(ACCELCRYPT_ABI_VERSION), handle, &config, path),
+          path);
+    }
+  }
+
+  // Priority: the configured order, else hardware before software.
+  auto rank = [&](const Backend& b) -> size_t {
+    if (!only.empty()) {
+      return std::find(only.begin(), only.end(), b.name()) - only.begin();
+    }
+    return b.hardware() ? 0 : 1;
+  };
+  std::stable_sort(registry->backends_.begin(), registry->backends_.end(),
+                   [&](const auto& a, const auto& b) {
+                     return rank(*a) < rank(*b);
+                   });
+  return registry;
+}
+
+Backend* Registry::Find(std::string_view name) const {
+  for (const auto& b : backends_) {
+    if (b->name() == name) return b.get();
+  }
+  return nullptr;
+}
+
+}  // namespace accelcrypt
