@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# The one list of Debian 12 packages accelcrypt needs to build, test, demo
+# and package, and the function that installs the missing ones. Sourced by
+# scripts/demo.sh and scripts/test.sh; run directly to install only.
+
+ACCELCRYPT_DEBIAN_PACKAGES=(
+  build-essential    # gcc/g++ 12, make, libc headers
+  cmake              # >= 3.25
+  ninja-build
+  pkg-config
+  libssl-dev         # OpenSSL 3.0 headers and libcrypto
+  openssl            # the openssl binary the integration tests drive
+  libabsl-dev        # absl::Status and friends
+  libgtest-dev
+  libgmock-dev
+  nlohmann-json3-dev # stats JSON, `accelcrypt trace`
+  libcli11-dev       # the accelcrypt command line
+  dpkg-dev           # dpkg-source for `apt-get source openssl` (evp_test), cpack DEB
+  valgrind
+  g++-multilib       # i386 builds of the PadLock code
+  softhsm2           # real PKCS#11 token for the client backend tests
+  opensc             # pkcs11-tool
+  p11-kit
+  libp11-kit-dev
+  libsqlite3-dev     # PKCS#11 module token object store
+)
+
+# accelcrypt_as_root CMD...: runs CMD as root (directly when already root,
+# else through sudo).
+accelcrypt_as_root() {
+  if [ "$(id -u)" -eq 0 ]; then
+    "$@"
+  elif command -v sudo >/dev/null 2>&1; then
+    sudo "$@"
+  else
+    echo "accelcrypt: need root to run: $* (and sudo is not installed)" >&2
+    return 1
+  fi
+}
+
+# accelcrypt_missing_packages: prints the packages of the list that are not
+# installed, one per line.
+accelcrypt_missing_packages() {
+  local pkg status
+  for pkg in "${ACCELCRYPT_DEBIAN_PACKAGES[@]}"; do
+    status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+    case "$status" in
+      *"install ok installed"*) ;;
+      *) echo "$pkg" ;;
+    esac
+  done
+}
+
+# accelcrypt_install_deps: installs whatever is missing with apt-get (one
+# `apt-get update` first, only when something is missing). Idempotent.
+accelcrypt_install_deps() {
+  if ! command -v dpkg-query >/dev/null 2>&1; then
+    echo "accelcrypt: this script expects Debian 12 (dpkg-query not found)" >&2
+    return 1
+  fi
+  local missing
+  missing=$(accelcrypt_missing_packages | tr '\n' ' ')
+  if [ -z "${missing// /}" ]; then
+    echo "== dependencies: all ${#ACCELCRYPT_DEBIAN_PACKAGES[@]} Debian packages present"
+    return 0
+  fi
+  echo "== dependencies: installing ${missing}"
+  accelcrypt_as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  # shellcheck disable=SC2086  # word splitting of the package list is wanted
+  accelcrypt_as_root env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -q --no-install-recommends ${missing}
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  set -euo pipefail
+  accelcrypt_install_deps
+fi

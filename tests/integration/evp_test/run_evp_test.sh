@@ -1,0 +1,247 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# Runs OpenSSL's own evp_test, built from the source of the INSTALLED OpenSSL
+# and linked against the system libcrypto, on the AES and SHA stanzas of
+# test/recipes/30-test_evp_data, with a config that loads only accelcrypt and
+# base (no default provider: nothing can fall back). Every kept stanza must
+# pass and none may be skipped.
+#
+# Usage: run_evp_test.sh --module PATH/accelcrypt.so [--cache DIR] [--work DIR]
+#   --cache  where the OpenSSL source and the evp_test build are kept between
+#            runs (default: ./third_party); re-runs rebuild only what changed
+#   --work   where the config, filtered stanzas and log go (default:
+#            CACHE/evp_test-run)
+# Needs root (or sudo) only the first time, if deb-src entries must be added.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+module=""
+cache="$PWD/third_party"
+work=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --module) module=$2; shift 2 ;;
+    --cache) cache=$2; shift 2 ;;
+    --work) work=$2; shift 2 ;;
+    -h|--help) sed -n '3,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "run_evp_test.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+if [ -z "$module" ] || [ ! -f "$module" ]; then
+  echo "run_evp_test.sh: --module must name the built accelcrypt.so (got '$module')" >&2
+  exit 2
+fi
+module=$(cd "$(dirname "$module")" && pwd)/$(basename "$module")
+mkdir -p "$cache"
+cache=$(cd "$cache" && pwd)
+work=${work:-$cache/evp_test-run}
+mkdir -p "$work"
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# --- 1. Which OpenSSL is installed ------------------------------------------
+pkg_version=$(dpkg-query -W -f='${Version}' libssl3)
+dev_version=$(dpkg-query -W -f='${Version}' libssl-dev 2>/dev/null || echo none)
+upstream=${pkg_version#*:}
+upstream=${upstream%-*}
+cli_version=$(openssl version | awk '{print $2}')
+echo "installed: libssl3 $pkg_version, libssl-dev $dev_version, openssl $cli_version"
+if [ "$dev_version" != "$pkg_version" ]; then
+  echo "run_evp_test.sh: libssl-dev ($dev_version) does not match libssl3 ($pkg_version)" >&2
+  exit 1
+fi
+if [ "$cli_version" != "$upstream" ]; then
+  echo "run_evp_test.sh: openssl reports $cli_version but libssl3 is $upstream" >&2
+  exit 1
+fi
+
+# --- 2. The matching source (cached) ----------------------------------------
+src="$cache/openssl-$upstream"
+
+# add_deb_src derives deb-src entries from the machine's own `deb` entries
+# (deb822 *.sources stanzas and one-line *.list / sources.list entries). Only
+# Debian-archive entries are copied: deb822 stanzas signed with the Debian
+# archive keyring (or unsigned ones), so third-party repositories are left
+# alone.
+add_deb_src() {
+  local out822=/etc/apt/sources.list.d/accelcrypt-deb-src.sources
+  local outlist=/etc/apt/sources.list.d/accelcrypt-deb-src.list
+  local tmp822 tmplist f
+  tmp822=$(mktemp); tmplist=$(mktemp)
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    [ "$f" = "$out822" ] && continue
+    awk '
+      function flush() {
+        if (n > 0 && types ~ /(^|[ \t])deb([ \t]|$)/ && !enabled_no && (signed == "" || signed ~ /debian-archive-keyring/)) {
+          print "Types: deb-src"
+          for (i = 1; i <= n; i++) print body[i]
+          print ""
+        }
+        n = 0; types = ""; signed = ""; enabled_no = 0
+      }
+      /^[ \t]*$/ { flush(); next }
+      /^[ \t]*#/ { next }
+      /^Types:/ { types = $0; sub(/^Types:[ \t]*/, "", types); next }
+      /^Signed-By:/ { signed = $0 }
+      /^Enabled:[ \t]*no/ { enabled_no = 1 }
+      { body[++n] = $0 }
+      END { flush() }' "$f" >> "$tmp822"
+  done
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+    [ -f "$f" ] || continue
+    [ "$f" = "$outlist" ] && continue
+    sed -n 's/^[ \t]*deb[ \t]\+/deb-src /p' "$f" >> "$tmplist"
+  done
+  if [ ! -s "$tmp822" ] && [ ! -s "$tmplist" ]; then
+    rm -f "$tmp822" "$tmplist"
+    echo "run_evp_test.sh: no apt 'deb' entries to derive deb-src entries from" >&2
+    return 1
+  fi
+  echo "adding deb-src entries derived from this machine's apt sources"
+  [ -s "$tmp822" ] && as_root install -m 0644 "$tmp822" "$out822"
+  [ -s "$tmplist" ] && as_root install -m 0644 "$tmplist" "$outlist"
+  rm -f "$tmp822" "$tmplist"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q || true
+}
+
+source_available() {
+  apt-cache showsrc openssl 2>/dev/null | grep -qx "Version: $pkg_version"
+}
+
+fetch_source() {
+  if ! source_available; then
+    add_deb_src
+    if ! source_available; then
+      echo "run_evp_test.sh: apt has no source for openssl $pkg_version" >&2
+      return 1
+    fi
+  fi
+  local dl="$cache/openssl-source-download"
+  rm -rf "$dl"; mkdir -p "$dl"
+  echo "fetching: apt-get source openssl=$pkg_version"
+  # The archive may serve the upstream tarball but not the Debian .dsc /
+  # patches of a security update: tolerate that and use the tarball.
+  (cd "$dl" && apt-get source -q --download-only "openssl=$pkg_version") || true
+  local dsc orig
+  dsc=$(ls "$dl"/openssl_*.dsc 2>/dev/null | head -n1 || true)
+  orig=$(ls "$dl"/openssl_"$upstream".orig.tar.* 2>/dev/null | grep -v '\.asc$' | head -n1 || true)
+  rm -rf "$src.tmp"
+  if [ -n "$dsc" ] && ls "$dl"/openssl_*.debian.tar.* >/dev/null 2>&1; then
+    dpkg-source --no-check -x "$dsc" "$src.tmp" >/dev/null
+    echo "unpacked $(basename "$dsc") (Debian patches applied)"
+  elif [ -n "$orig" ]; then
+    mkdir -p "$src.tmp"
+    tar -xf "$orig" -C "$src.tmp" --strip-components=1
+    echo "unpacked $(basename "$orig") (upstream $upstream; the Debian .dsc was not available)"
+  else
+    echo "run_evp_test.sh: apt-get source openssl=$pkg_version fetched nothing usable" >&2
+    return 1
+  fi
+  mv "$src.tmp" "$src"
+  rm -rf "$dl"
+}
+
+if [ ! -f "$src/test/evp_test.c" ]; then
+  fetch_source
+fi
+src_version=$(sed -n 's/^#[ \t]*define[ \t]\+OPENSSL_VERSION_TEXT[ \t]\+"OpenSSL \([^ ]*\).*/\1/p' \
+  "$src/include/openssl/opensslv.h" 2>/dev/null || true)
+if [ -z "$src_version" ]; then
+  src_version=$(awk -F= '/^MAJOR=/{M=$2} /^MINOR=/{m=$2} /^PATCH=/{p=$2} END{print M"."m"."p}' "$src/VERSION.dat")
+fi
+if [ "$src_version" != "$upstream" ]; then
+  echo "run_evp_test.sh: source in $src is $src_version, installed is $upstream" >&2
+  exit 1
+fi
+echo "source: $src ($src_version)"
+
+# --- 3. Build evp_test against the system libcrypto -------------------------
+# Only the test driver is compiled: test/testutil/*.c, apps/lib/opt.c and
+# test/evp_test.c. Public headers come from the system (same version); the
+# source tree supplies only its internal headers.
+bld="$cache/evp_test-build-$upstream"
+mkdir -p "$bld/inc" "$bld/obj"
+ln -sfn "$src/include/internal" "$bld/inc/internal"
+ln -sfn "$src/include/crypto" "$bld/inc/crypto"
+cflags=(-O1 -w -I "$bld/inc" -I "$src/apps/include" -I "$src" -I "$src/test")
+objs=()
+rebuilt=0
+for c in "$src"/test/testutil/*.c "$src/apps/lib/opt.c"; do
+  o="$bld/obj/$(basename "$c" .c).o"
+  if [ ! -f "$o" ] || [ "$c" -nt "$o" ]; then
+    gcc "${cflags[@]}" -c "$c" -o "$o"
+    rebuilt=1
+  fi
+  objs+=("$o")
+done
+if [ "$rebuilt" = 1 ] || [ ! -f "$bld/libtestutil.a" ]; then
+  rm -f "$bld/libtestutil.a"
+  ar rcs "$bld/libtestutil.a" "${objs[@]}"
+fi
+evp_o="$bld/obj/evp_test.o"
+if [ ! -f "$evp_o" ] || [ "$src/test/evp_test.c" -nt "$evp_o" ]; then
+  gcc "${cflags[@]}" -c "$src/test/evp_test.c" -o "$evp_o"
+fi
+if [ ! -x "$bld/evp_test" ] || [ "$evp_o" -nt "$bld/evp_test" ] || [ "$bld/libtestutil.a" -nt "$bld/evp_test" ]; then
+  gcc -o "$bld/evp_test" "$evp_o" "$bld/libtestutil.a" -lssl -lcrypto
+  echo "built $bld/evp_test"
+fi
+if ldd "$bld/evp_test" | grep -q "$cache"; then
+  echo "run_evp_test.sh: evp_test is not linked against the system libcrypto" >&2
+  exit 1
+fi
+
+# --- 4. The stanzas we claim --------------------------------------------------
+data="$src/test/recipes/30-test_evp_data"
+files=()
+for name in evpciph_aes_common.txt evpmd_sha.txt; do
+  out="$work/$name"
+  echo "filter $name:"
+  awk -v out="$out" -f "$here/filter_stanzas.awk" "$data/$name" | sed 's/^/  /'
+  files+=("$out")
+done
+
+# --- 5. Run with accelcrypt + base only -------------------------------------
+conf="$work/accelcrypt-only.cnf"
+cat > "$conf" <<CNF
+# Generated by run_evp_test.sh: accelcrypt and base only, no default
+# provider, so every cipher and digest comes from accelcrypt.
+openssl_conf = openssl_init
+config_diagnostics = 1
+
+[openssl_init]
+providers = provider_sect
+
+[provider_sect]
+accelcrypt = accelcrypt_sect
+base = base_sect
+
+[accelcrypt_sect]
+module = $module
+activate = 1
+
+[base_sect]
+activate = 1
+CNF
+
+log="$work/evp_test.log"
+echo "running: evp_test -config $conf ${files[*]##*/}"
+set +e
+"$bld/evp_test" -config "$conf" "${files[@]}" > "$log" 2>&1
+rc=$?
+set -e
+grep -E 'Completed [0-9]+ tests' "$log" | sed 's/^[ #]*/  /' || true
+errors=$(awk '/Completed [0-9]+ tests with/ {for (i=1;i<=NF;i++) if ($i=="with") e+=$(i+1)} END{print e+0}' "$log")
+skipped=$(awk '/Completed [0-9]+ tests with/ {for (i=1;i<=NF;i++) if ($i=="and") s+=$(i+1)} END{print s+0}' "$log")
+completed=$(grep -cE 'Completed [0-9]+ tests' "$log" || true)
+if [ "$rc" -ne 0 ] || [ "$errors" -ne 0 ] || [ "$skipped" -ne 0 ] || [ "$completed" -ne "${#files[@]}" ]; then
+  echo "evp_test FAILED (exit $rc, $errors errors, $skipped skipped, $completed of ${#files[@]} files completed); failing stanzas:"
+  { grep -E 'Source of above error|skipping|not ok' "$log" || true; } | sed 's/^[ #]*/  /' | head -n 40 || true
+  echo "(full log: $log)"
+  exit 1
+fi
+echo "evp_test passed: every kept AES/SHA stanza, through accelcrypt only"
