@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: Apache-2.0
+#ifndef ACCELCRYPT_BACKENDS_SOFTWARE_AES_SOFTWARE_H_
+#define ACCELCRYPT_BACKENDS_SOFTWARE_AES_SOFTWARE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "accelcrypt/backend.h"
+#include "backends/software/lib_context.h"
+
+namespace accelcrypt::software {
+
+// AesSoftware is one raw AES cipher context (the plugin ABI's cipher
+// contract) over a context of OpenSSL's default provider, driven through the
+// provider's dispatch functions. Not thread-safe; one per operation. A call
+// that fails leaves the running state as it was.
+class AesSoftware {
+ public:
+  // Create allocates a provider context for `d` (which outlives this object).
+  // kResourceExhausted when the provider cannot allocate.
+  static absl::StatusOr<std::unique_ptr<AesSoftware>> Create(
+      const CipherDispatch& d);
+  // The destructor wipes the key copy and frees the provider context (which
+  // wipes its key schedule).
+  ~AesSoftware();
+  AesSoftware(const AesSoftware&) = delete;
+  AesSoftware& operator=(const AesSoftware&) = delete;
+
+  // Init sets direction, key and IV and resets all running state.
+  // kInvalidArgument for a wrong key or IV length.
+  absl::Status Init(bool encrypt, absl::Span<const uint8_t> key,
+                    absl::Span<const uint8_t> iv);
+  // Update transforms in_len bytes of `in` into `out` (room for in_len
+  // bytes; may equal `in`). kFailedPrecondition before Init or after a GCM
+  // Final; kInvalidArgument for a partial block in ECB/CBC.
+  absl::Status Update(const uint8_t* in, size_t in_len, uint8_t* out);
+  // Aad feeds GCM additional data; kFailedPrecondition after data or for a
+  // non-GCM mode.
+  absl::Status Aad(const uint8_t* aad, size_t aad_len);
+  // Final ends a GCM operation (tag mismatch: AuthFailedError). No-op for
+  // other modes.
+  absl::Status Final();
+  absl::Status GetTag(uint8_t* tag, size_t tag_len);
+  absl::Status SetTag(const uint8_t* tag, size_t tag_len);
+  // GetState/SetState: chaining value and position (not GCM:
+  // kUnimplemented).
+  absl::Status GetState(accelcrypt_cipher_state* out) const;
+  absl::Status SetState(const accelcrypt_cipher_state& state);
+  // Clone deep-copies key and running state.
+  absl::StatusOr<std::unique_ptr<AesSoftware>> Clone() const;
+
+ private:
+  // GCM progress; other modes use only kIdle and kData.
+  enum class Phase { kIdle, kAad, kData, kFinal };
+
+  AesSoftware(const CipherDispatch& d, void* prov_ctx)
+      : d_(d), prov_ctx_(prov_ctx) {}
+  // Restart re-runs the provider's init with the stored direction, no key
+  // (the schedule is kept) and `iv`; position 0.
+  absl::Status Restart(const uint8_t iv[16]);
+  // Advance runs `num` bytes (< 16) through the cipher to move the position
+  // inside the current block; `in` is the input to use (or zeros when null).
+  absl::Status Advance(const uint8_t* in, size_t num);
+  // DecryptBlock computes AES^-1_K(in) with the stored key (one ECB block).
+  absl::Status DecryptBlock(const uint8_t in[16], uint8_t out[16]) const;
+
+  const CipherDispatch& d_;
+  void* prov_ctx_;
+  uint8_t key_[32] = {};
+  bool initialized_ = false;
+  bool encrypt_ = true;
+  Phase phase_ = Phase::kIdle;
+  bool tag_set_ = false;
+};
+
+}  // namespace accelcrypt::software
+
+#endif  // ACCELCRYPT_BACKENDS_SOFTWARE_AES_SOFTWARE_H_

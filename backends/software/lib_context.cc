@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "backends/software/lib_context.h"
+
+#include <openssl/core_dispatch.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/provider.h>
+#include <openssl/rand.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <new>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "accelcrypt/backend.h"
+#include "backends/software/openssl_error.h"
+
+namespace accelcrypt::software {
+namespace {
+
+struct CipherName {
+  uint32_t mode;
+  const char* mode_name;  // our name's suffix and OpenSSL's
+};
+
+constexpr CipherName kModes[] = {
+    {ACCELCRYPT_MODE_ECB, "ECB"},    {ACCELCRYPT_MODE_CBC, "CBC"},
+    {ACCELCRYPT_MODE_CFB128, "CFB"}, {ACCELCRYPT_MODE_OFB, "OFB"},
+    {ACCELCRYPT_MODE_CTR, "CTR"},    {ACCELCRYPT_MODE_GCM, "GCM"},
+};
+
+// Our display names, indexed like LibContext::ciphers_. CFB128 is OpenSSL's
+// "AES-*-CFB" (full-block feedback).
+constexpr const char* kCipherNames[18] = {
+    "AES-128-ECB",    "AES-192-ECB", "AES-256-ECB",    "AES-128-CBC",
+    "AES-192-CBC",    "AES-256-CBC", "AES-128-CFB128", "AES-192-CFB128",
+    "AES-256-CFB128", "AES-128-OFB", "AES-192-OFB",    "AES-256-OFB",
+    "AES-128-CTR",    "AES-192-CTR", "AES-256-CTR",    "AES-128-GCM",
+    "AES-192-GCM",    "AES-256-GCM",
+};
+
+struct DigestName {
+  accelcrypt_alg alg;
+  const char* name;       // ours
+  const char* ossl_name;  // one of the provider's names
+  size_t digest_len;
+};
+
+constexpr DigestName kDigests[] = {
+    {ACCELCRYPT_ALG_SHA1, "SHA-1", "SHA1", 20},
+    {ACCELCRYPT_ALG_SHA224, "SHA-224", "SHA2-224", 28},
+    {ACCELCRYPT_ALG_SHA256, "SHA-256", "SHA2-256", 32},
+    {ACCELCRYPT_ALG_SHA384, "SHA-384", "SHA2-384", 48},
+    {ACCELCRYPT_ALG_SHA512, "SHA-512", "SHA2-512", 64},
+};
+
+size_t CipherIndex(uint32_t mode, size_t key_len) {
+  return (mode - 1) * 3 + (key_len / 8 - 2);
+}
+
+// FindImplementation returns the dispatch table of the algorithm one of whose
+// colon-separated names is `name` (case-insensitive), or nullptr.
+const OSSL_DISPATCH* FindImplementation(const OSSL_ALGORITHM* algs,
+                                        absl::string_view name) {
+  for (const OSSL_ALGORITHM* a = algs; a != nullptr && a->algorithm_names;
+       ++a) {
+    for (absl::string_view alias : absl::StrSplit(a->algorithm_names, ':')) {
+      if (absl::EqualsIgnoreCase(alias, name)) return a->implementation;
+    }
+  }
+  return nullptr;
+}
+
+template <typename Fn>
+void Bind(const OSSL_DISPATCH* table, int id, Fn** out) {
+  for (const OSSL_DISPATCH* d = table; d->function_id != 0; ++d) {
+    if (d->function_id == id) {
+      *out = reinterpret_cast<Fn*>(d->function);
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LibContext>> LibContext::Create() {
+  std::unique_ptr<LibContext> ctx(new (std::nothrow) LibContext());
+  if (ctx == nullptr) {
+    return absl::ResourceExhaustedError("software: out of memory");
+  }
+  // A fresh library context reads no configuration file: only what we load
+  // explicitly is there.
+  ctx->libctx_ = OSSL_LIB_CTX_new();
+  if (ctx->libctx_ == nullptr) {
+    return LibcryptoError(absl::StatusCode::kUnavailable, "init",
+                          "OSSL_LIB_CTX_new failed");
+  }
+  ctx->provider_ = OSSL_PROVIDER_load(ctx->libctx_, "default");
+  if (ctx->provider_ == nullptr) {
+    return LibcryptoError(absl::StatusCode::kUnavailable, "init",
+                          "cannot load OpenSSL's default provider");
+  }
+  absl::Status status = ctx->LookUp();
+  if (!status.ok()) return status;
+  return ctx;
+}
+
+absl::Status LibContext::LookUp() {
+  int no_store = 0;
+  cipher_algs_ =
+      OSSL_PROVIDER_query_operation(provider_, OSSL_OP_CIPHER, &no_store);
+  digest_algs_ =
+      OSSL_PROVIDER_query_operation(provider_, OSSL_OP_DIGEST, &no_store);
+  void* provctx = OSSL_PROVIDER_get0_provider_ctx(provider_);
+  if (cipher_algs_ == nullptr && digest_algs_ == nullptr) {
+    return LibcryptoError(absl::StatusCode::kUnavailable, "init",
+                          "the default provider lists no ciphers or digests");
+  }
+
+  for (const CipherName& m : kModes) {
+    for (size_t key_len : {16, 24, 32}) {
+      std::string ossl_name =
+          absl::StrFormat("AES-%d-%s", key_len * 8, m.mode_name);
+      const OSSL_DISPATCH* table = FindImplementation(cipher_algs_, ossl_name);
+      if (table == nullptr) continue;
+      CipherDispatch d;
+      Bind(table, OSSL_FUNC_CIPHER_NEWCTX, &d.newctx);
+      Bind(table, OSSL_FUNC_CIPHER_ENCRYPT_INIT, &d.encrypt_init);
+      Bind(table, OSSL_FUNC_CIPHER_DECRYPT_INIT, &d.decrypt_init);
+      Bind(table, OSSL_FUNC_CIPHER_UPDATE, &d.update);
+      Bind(table, OSSL_FUNC_CIPHER_FINAL, &d.final);
+      Bind(table, OSSL_FUNC_CIPHER_CIPHER, &d.cipher);
+      Bind(table, OSSL_FUNC_CIPHER_FREECTX, &d.freectx);
+      Bind(table, OSSL_FUNC_CIPHER_DUPCTX, &d.dupctx);
+      Bind(table, OSSL_FUNC_CIPHER_GET_CTX_PARAMS, &d.get_ctx_params);
+      Bind(table, OSSL_FUNC_CIPHER_SET_CTX_PARAMS, &d.set_ctx_params);
+      bool gcm = m.mode == ACCELCRYPT_MODE_GCM;
+      // What our contexts call: raw `cipher` for the block and stream modes,
+      // update/final for GCM.
+      if (d.newctx == nullptr || d.encrypt_init == nullptr ||
+          d.decrypt_init == nullptr || d.freectx == nullptr ||
+          d.dupctx == nullptr || d.get_ctx_params == nullptr ||
+          d.set_ctx_params == nullptr ||
+          (gcm ? (d.update == nullptr || d.final == nullptr)
+               : d.cipher == nullptr)) {
+        continue;
+      }
+      d.mode = m.mode;
+      d.key_len = key_len;
+      d.alg = ACCELCRYPT_CIPHER_ALG(m.mode, key_len);
+      size_t index = CipherIndex(m.mode, key_len);
+      d.name = kCipherNames[index];
+      d.provctx = provctx;
+      uint32_t flags = ACCELCRYPT_CAP_STREAMING;
+      if (!gcm) flags |= ACCELCRYPT_CAP_PORTABLE_STATE;
+      if (m.mode == ACCELCRYPT_MODE_CFB128 || m.mode == ACCELCRYPT_MODE_OFB) {
+        // kModes lists ECB first, so its entry is already filled (or absent).
+        const CipherDispatch& ecb =
+            ciphers_[CipherIndex(ACCELCRYPT_MODE_ECB, key_len)];
+        if (ecb.alg != 0) {
+          d.ecb = &ecb;
+        } else {
+          flags &= ~ACCELCRYPT_CAP_PORTABLE_STATE;
+        }
+      }
+      ciphers_[index] = d;
+      caps_.push_back(accelcrypt_capability{d.alg, flags, 1, 0, 0});
+    }
+  }
+
+  for (const DigestName& n : kDigests) {
+    const OSSL_DISPATCH* table = FindImplementation(digest_algs_, n.ossl_name);
+    if (table == nullptr) continue;
+    DigestDispatch d;
+    Bind(table, OSSL_FUNC_DIGEST_NEWCTX, &d.newctx);
+    Bind(table, OSSL_FUNC_DIGEST_INIT, &d.init);
+    Bind(table, OSSL_FUNC_DIGEST_UPDATE, &d.update);
+    Bind(table, OSSL_FUNC_DIGEST_FINAL, &d.final);
+    Bind(table, OSSL_FUNC_DIGEST_FREECTX, &d.freectx);
+    Bind(table, OSSL_FUNC_DIGEST_DUPCTX, &d.dupctx);
+    if (d.newctx == nullptr || d.init == nullptr || d.update == nullptr ||
+        d.final == nullptr || d.freectx == nullptr || d.dupctx == nullptr) {
+      continue;
+    }
+    d.alg = n.alg;
+    d.name = n.name;
+    d.digest_len = n.digest_len;
+    d.provctx = provctx;
+    digests_[(n.alg & 0xffu) - 1] = d;
+    caps_.push_back(
+        accelcrypt_capability{n.alg, ACCELCRYPT_CAP_STREAMING, 1, 0, 0});
+  }
+
+  // Probe the DRBG once so the capability is only declared when it works.
+  // No ENTROPY capability: this backend has no noise source of its own.
+  uint8_t probe[16];
+  rng_ok_ = RAND_bytes_ex(libctx_, probe, sizeof(probe), 0) == 1;
+  OPENSSL_cleanse(probe, sizeof(probe));
+  if (rng_ok_) {
+    caps_.push_back(
+        accelcrypt_capability{ACCELCRYPT_ALG_RNG_RANDOM, 0, 1, 0, 0});
+  }
+  ERR_clear_error();
+
+  description_ = absl::StrFormat(
+      "%s, default provider in a private library context (direct provider "
+      "dispatch), %d algorithms",
+      OpenSSL_version(OPENSSL_VERSION), caps_.size());
+  return absl::OkStatus();
+}
+
+LibContext::~LibContext() {
+  if (provider_ != nullptr) {
+    if (cipher_algs_ != nullptr) {
+      OSSL_PROVIDER_unquery_operation(provider_, OSSL_OP_CIPHER, cipher_algs_);
+    }
+    if (digest_algs_ != nullptr) {
+      OSSL_PROVIDER_unquery_operation(provider_, OSSL_OP_DIGEST, digest_algs_);
+    }
+    OSSL_PROVIDER_unload(provider_);
+  }
+  OSSL_LIB_CTX_free(libctx_);
+}
+
+const CipherDispatch* LibContext::Cipher(accelcrypt_alg alg) const {
+  if (ACCELCRYPT_ALG_FAMILY(alg) != ACCELCRYPT_FAMILY_CIPHER) return nullptr;
+  uint32_t mode = ACCELCRYPT_CIPHER_MODE(alg);
+  uint32_t key_len = ACCELCRYPT_CIPHER_KEY_BYTES(alg);
+  if (mode < ACCELCRYPT_MODE_ECB || mode > ACCELCRYPT_MODE_GCM ||
+      (key_len != 16 && key_len != 24 && key_len != 32) ||
+      (alg & 0x00ff0000u) != 0) {
+    return nullptr;
+  }
+  const CipherDispatch& d = ciphers_[CipherIndex(mode, key_len)];
+  return d.alg == alg ? &d : nullptr;
+}
+
+const DigestDispatch* LibContext::Digest(accelcrypt_alg alg) const {
+  if (ACCELCRYPT_ALG_FAMILY(alg) != ACCELCRYPT_FAMILY_DIGEST) return nullptr;
+  uint32_t index = alg & 0xffffffu;
+  if (index < 1 || index > digests_.size()) return nullptr;
+  const DigestDispatch& d = digests_[index - 1];
+  return d.alg == alg ? &d : nullptr;
+}
+
+absl::Status LibContext::RandomBytes(absl::Span<uint8_t> out) const {
+  if (!rng_ok_) {
+    return absl::UnimplementedError("software: RNG: not available");
+  }
+  if (out.empty()) return absl::OkStatus();
+  if (RAND_bytes_ex(libctx_, out.data(), out.size(), 0) != 1) {
+    return LibcryptoError(absl::StatusCode::kUnavailable, "RNG",
+                          "RAND_bytes_ex failed");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace accelcrypt::software

@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+#ifndef ACCELCRYPT_BACKENDS_SOFTWARE_SHA_SOFTWARE_H_
+#define ACCELCRYPT_BACKENDS_SOFTWARE_SHA_SOFTWARE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "backends/software/lib_context.h"
+
+namespace accelcrypt::software {
+
+// ShaSoftware is one SHA-1/SHA-2 hash over a context of OpenSSL's default
+// provider, driven through the provider's dispatch functions. Not
+// thread-safe; one per operation.
+class ShaSoftware {
+ public:
+  // Create allocates and initialises a provider context for `d` (which
+  // outlives this object). kResourceExhausted when the provider cannot
+  // allocate.
+  static absl::StatusOr<std::unique_ptr<ShaSoftware>> Create(
+      const DigestDispatch& d);
+  ~ShaSoftware();
+  ShaSoftware(const ShaSoftware&) = delete;
+  ShaSoftware& operator=(const ShaSoftware&) = delete;
+
+  // Init restarts the hash.
+  absl::Status Init();
+  // Update hashes len bytes of `data`. kFailedPrecondition after Final.
+  absl::Status Update(const uint8_t* data, size_t len);
+  // Final writes the digest to `out` (out_len >= digest size, else
+  // kOutOfRange with nothing changed); the context then needs Init.
+  absl::Status Final(uint8_t* out, size_t out_len);
+  absl::StatusOr<std::unique_ptr<ShaSoftware>> Clone() const;
+
+  // OneShot hashes `data` into `out` with a temporary context.
+  static absl::Status OneShot(const DigestDispatch& d, const uint8_t* data,
+                              size_t len, uint8_t* out, size_t out_len);
+
+ private:
+  ShaSoftware(const DigestDispatch& d, void* prov_ctx)
+      : d_(d), prov_ctx_(prov_ctx) {}
+
+  const DigestDispatch& d_;
+  void* prov_ctx_;
+  bool ready_ = false;
+};
+
+}  // namespace accelcrypt::software
+
+#endif  // ACCELCRYPT_BACKENDS_SOFTWARE_SHA_SOFTWARE_H_

@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: Apache-2.0
+// The software backend's plugin-ABI shim: the only place its statuses become
+// ABI codes and where no exception may pass.
+#include "backends/software/software_backend.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <new>
+#include <utility>
+
+#include "absl/base/optimization.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "accelcrypt/backend.h"
+#include "backends/software/aes_software.h"
+#include "backends/software/lib_context.h"
+#include "backends/software/openssl_error.h"
+#include "backends/software/sha_software.h"
+
+#ifndef ACCELCRYPT_SOFTWARE_VERSION
+#define ACCELCRYPT_SOFTWARE_VERSION "0.0.0"
+#endif
+
+namespace accelcrypt::software {
+namespace {
+
+// Guard runs `f` (returning absl::Status) and converts its result, turning
+// any exception into a code: nothing C++ leaves through the ABI.
+template <typename F>
+inline accelcrypt_status Guard(accelcrypt_error* err, F&& f) {
+  try {
+    absl::Status status = std::forward<F>(f)();
+    if (ABSL_PREDICT_TRUE(status.ok())) return ACCELCRYPT_OK;
+    return ToAbi(status, err);
+  } catch (const std::bad_alloc&) {
+    return WriteAbiError(ACCELCRYPT_ERR_RESOURCE_EXHAUSTED,
+                         "software: out of memory", err);
+  } catch (...) {
+    return WriteAbiError(ACCELCRYPT_ERR_INTERNAL,
+                         "software: unexpected exception", err);
+  }
+}
+
+accelcrypt_status NullArgument(const char* what, accelcrypt_error* err) {
+  char message[96];
+  std::snprintf(message, sizeof(message), "software: %s is NULL", what);
+  return WriteAbiError(ACCELCRYPT_ERR_INVALID_ARGUMENT, message, err);
+}
+
+LibContext* AsLib(void* backend) { return static_cast<LibContext*>(backend); }
+AesSoftware* AsAes(accelcrypt_cipher_ctx* ctx) {
+  return reinterpret_cast<AesSoftware*>(ctx);
+}
+const AesSoftware* AsAes(const accelcrypt_cipher_ctx* ctx) {
+  return reinterpret_cast<const AesSoftware*>(ctx);
+}
+ShaSoftware* AsSha(accelcrypt_digest_ctx* ctx) {
+  return reinterpret_cast<ShaSoftware*>(ctx);
+}
+const ShaSoftware* AsSha(const accelcrypt_digest_ctx* ctx) {
+  return reinterpret_cast<const ShaSoftware*>(ctx);
+}
+
+absl::Status NotDeclared(accelcrypt_alg alg) {
+  char message[96];
+  std::snprintf(message, sizeof(message),
+                "software: algorithm 0x%08x is not offered", alg);
+  return absl::UnimplementedError(message);
+}
+
+// Cipher family.
+
+accelcrypt_status CipherNewCtx(void* backend, accelcrypt_alg alg,
+                               accelcrypt_cipher_ctx** out,
+                               accelcrypt_error* err) {
+  if (backend == nullptr || out == nullptr)
+    return NullArgument("argument", err);
+  return Guard(err, [&]() -> absl::Status {
+    const CipherDispatch* d = AsLib(backend)->Cipher(alg);
+    if (d == nullptr) return NotDeclared(alg);
+    absl::StatusOr<std::unique_ptr<AesSoftware>> ctx = AesSoftware::Create(*d);
+    if (!ctx.ok()) return ctx.status();
+    *out = reinterpret_cast<accelcrypt_cipher_ctx*>(ctx->release());
+    return absl::OkStatus();
+  });
+}
+
+accelcrypt_status CipherInit(accelcrypt_cipher_ctx* ctx, int encrypt,
+                             const uint8_t* key, size_t key_len,
+                             const uint8_t* iv, size_t iv_len,
+                             accelcrypt_error* err) {
+  if (ctx == nullptr) return NullArgument("context", err);
+  return Guard(err, [&] {
+    return AsAes(ctx)->Init(encrypt != 0, absl::MakeConstSpan(key, key_len),
+                            absl::MakeConstSpan(iv, iv_len));
+  });
+}
+
+accelcrypt_status CipherUpdate(accelcrypt_cipher_ctx* ctx, const uint8_t* in,
+                               size_t in_len, uint8_t* out,
+                               accelcrypt_error* err) {
+  if (ABSL_PREDICT_FALSE(ctx == nullptr)) return NullArgument("context", err);
+  return Guard(err, [&] { return AsAes(ctx)->Update(in, in_len, out); });
+}
+
+accelcrypt_status CipherAad(accelcrypt_cipher_ctx* ctx, const uint8_t* aad,
+                            size_t aad_len, accelcrypt_error* err) {
+  if (ctx == nullptr) return NullArgument("context", err);
+  return Guard(err, [&] { return AsAes(ctx)->Aad(aad, aad_len); });
+}
+
+accelcrypt_status CipherFinal(accelcrypt_cipher_ctx* ctx,
+                              accelcrypt_error* err) {
+  if (ctx == nullptr) return NullArgument("context", err);
+  return Guard(err, [&] { return AsAes(ctx)->Final(); });
+}
+
+accelcrypt_status CipherGetTag(accelcrypt_cipher_ctx* ctx, uint8_t* tag,
+                               size_t tag_len, accelcrypt_error* err) {
+  if (ctx == nullptr) return NullArgument("context", err);
+  return Guard(err, [&] { return AsAes(ctx)->GetTag(tag, tag_len); });
+}
+
+accelcrypt_status CipherSetTag(accelcrypt_cipher_ctx* ctx, const uint8_t* tag,
+                               size_t tag_len, accelcrypt_error* err) {
+  if (ctx == nullptr) return NullArgument("context", err);
+  return Guard(err, [&] { return AsAes(ctx)->SetTag(tag, tag_len); });
+}
+
+accelcrypt_status CipherGetState(const accelcrypt_cipher_ctx* ctx,
+                                 accelcrypt_cipher_state* out,
+                                 accelcrypt_error* err) {
+  if (ctx == nullptr || out == nullptr) return NullArgument("argument", err);
+  return Guard(err, [&] { return AsAes(ctx)->GetState(out); });
+}
+
+accelcrypt_status CipherSetState(accelcrypt_cipher_ctx* ctx,
+                                 const accelcrypt_cipher_state* state,
+                                 accelcrypt_error* err) {
+  if (ctx == nullptr || state == nullptr) return NullArgument("argument", err);
+  return Guard(err, [&] { return AsAes(ctx)->SetState(*state); });
+}
+
+accelcrypt_status CipherDupCtx(const accelcrypt_cipher_ctx* ctx,
+                               accelcrypt_cipher_ctx** out,
+                               accelcrypt_error* err) {
+  if (ctx == nullptr || out == nullptr) return NullArgument("argument", err);
+  return Guard(err, [&]() -> absl::Status {
+    absl::StatusOr<std::unique_ptr<AesSoftware>> copy = AsAes(ctx)->Clone();
+    if (!copy.ok()) return copy.status();
+    *out = reinterpret_cast<accelcrypt_cipher_ctx*>(copy->release());
+    return absl::OkStatus();
+  });
+}
+
+void CipherFreeCtx(accelcrypt_cipher_ctx* ctx) { delete AsAes(ctx); }
+
+constexpr accelcrypt_cipher_table kCipherTable = {
+    sizeof(accelcrypt_cipher_table),
+    CipherNewCtx,
+    CipherInit,
+    CipherUpdate,
+    CipherAad,
+    CipherFinal,
+    CipherGetTag,
+    CipherSetTag,
+    CipherGetState,
+    CipherSetState,
+    CipherDupCtx,
+    CipherFreeCtx,
+};
+
+// Digest family.
+
+accelcrypt_status DigestNewCtx(void* backend, accelcrypt_alg alg,
+                               accelcrypt_digest_ctx** out,
+                               accelcrypt_error* err) {
+  if (backend == nullptr || out == nullptr)
+    return NullArgument("argument", err);
+  return Guard(err, [&]() -> absl::Status {
+    const DigestDispatch* d = AsLib(backend)->Digest(alg);
+    if (d == nullptr) return NotDeclared(alg);
+    absl::StatusOr<std::unique_ptr<ShaSoftware>> ctx = ShaSoftware::Create(*d);
+    if (!ctx.ok()) return ctx.status();
+    *out = reinterpret_cast<accelcrypt_digest_ctx*>(ctx->release());
+    return absl::OkStatus();
+  });
+}
+
+accelcrypt_status DigestInit(accelcrypt_digest_ctx* ctx,
+                             accelcrypt_error* err) {
+  if (ctx == nullptr) return NullArgument("context", err);
+  return Guard(err, [&] { return AsSha(ctx)->Init(); });
+}
+
+accelcrypt_status DigestUpdate(accelcrypt_digest_ctx* ctx, const uint8_t* data,
+                               size_t len, accelcrypt_error* err) {
+  if (ABSL_PREDICT_FALSE(ctx == nullptr)) return NullArgument("context", err);
+  return Guard(err, [&] { return AsSha(ctx)->Update(data, len); });
+}
+
+accelcrypt_status DigestFinal(accelcrypt_digest_ctx* ctx, uint8_t* out,
+                              size_t out_len, accelcrypt_error* err) {
+  if (ctx == nullptr) return NullArgument("context", err);
+  return Guard(err, [&] { return AsSha(ctx)->Final(out, out_len); });
+}
+
+accelcrypt_status DigestOneShot(void* backend, accelcrypt_alg alg,
+                                const uint8_t* data, size_t len, uint8_t* out,
+                                size_t out_len, accelcrypt_error* err) {
+  if (backend == nullptr) return NullArgument("backend", err);
+  return Guard(err, [&]() -> absl::Status {
+    const DigestDispatch* d = AsLib(backend)->Digest(alg);
+    if (d == nullptr) return NotDeclared(alg);
+    return ShaSoftware::OneShot(*d, data, len, out, out_len);
+  });
+}
+
+accelcrypt_status DigestDupCtx(const accelcrypt_digest_ctx* ctx,
+                               accelcrypt_digest_ctx** out,
+                               accelcrypt_error* err) {
+  if (ctx == nullptr || out == nullptr) return NullArgument("argument", err);
+  return Guard(err, [&]() -> absl::Status {
+    absl::StatusOr<std::unique_ptr<ShaSoftware>> copy = AsSha(ctx)->Clone();
+    if (!copy.ok()) return copy.status();
+    *out = reinterpret_cast<accelcrypt_digest_ctx*>(copy->release());
+    return absl::OkStatus();
+  });
+}
+
+void DigestFreeCtx(accelcrypt_digest_ctx* ctx) { delete AsSha(ctx); }
+
+constexpr accelcrypt_digest_table kDigestTable = {
+    sizeof(accelcrypt_digest_table),
+    DigestNewCtx,
+    DigestInit,
+    DigestUpdate,
+    DigestFinal,
+    DigestOneShot,
+    DigestDupCtx,
+    DigestFreeCtx,
+};
+
+// RNG family.
+
+accelcrypt_status RandomBytes(void* backend, uint8_t* out, size_t len,
+                              accelcrypt_error* err) {
+  if (backend == nullptr || (out == nullptr && len != 0)) {
+    return NullArgument("argument", err);
+  }
+  return Guard(err, [&] {
+    return AsLib(backend)->RandomBytes(absl::MakeSpan(out, len));
+  });
+}
+
+// No entropy function: the software backend has no noise source of its own.
+constexpr accelcrypt_rng_table kRngTable = {
+    sizeof(accelcrypt_rng_table),
+    RandomBytes,
+    nullptr,
+};
+
+// Backend descriptor.
+
+accelcrypt_status BackendInit(const accelcrypt_host* host, void** backend_out,
+                              accelcrypt_error* err) {
+  if (backend_out == nullptr) return NullArgument("backend_out", err);
+  return Guard(err, [&]() -> absl::Status {
+    absl::StatusOr<std::unique_ptr<LibContext>> lib = LibContext::Create();
+    if (!lib.ok()) return lib.status();
+    *backend_out = lib->release();
+    return absl::OkStatus();
+  });
+}
+
+void BackendTeardown(void* backend) { delete AsLib(backend); }
+
+accelcrypt_status BackendCapabilities(void* backend,
+                                      const accelcrypt_capability** out,
+                                      size_t* num_out, accelcrypt_error* err) {
+  if (backend == nullptr || out == nullptr || num_out == nullptr) {
+    return NullArgument("argument", err);
+  }
+  absl::Span<const accelcrypt_capability> caps = AsLib(backend)->capabilities();
+  *out = caps.data();
+  *num_out = caps.size();
+  return ACCELCRYPT_OK;
+}
+
+const void* BackendQueryFamily(void* backend, uint32_t family) {
+  switch (family) {
+    case ACCELCRYPT_FAMILY_CIPHER:
+      return &kCipherTable;
+    case ACCELCRYPT_FAMILY_DIGEST:
+      return &kDigestTable;
+    case ACCELCRYPT_FAMILY_RNG:
+      return &kRngTable;
+    default:
+      return nullptr;
+  }
+}
+
+void BackendDescribe(void* backend, char* out, size_t out_len) {
+  if (backend == nullptr || out == nullptr || out_len == 0) return;
+  std::snprintf(out, out_len, "%s", AsLib(backend)->description().c_str());
+}
+
+constexpr accelcrypt_backend_desc kDescriptor = {
+    ACCELCRYPT_ABI_VERSION,
+    sizeof(accelcrypt_backend_desc),
+    "software",
+    ACCELCRYPT_SOFTWARE_VERSION,
+    BackendInit,
+    BackendTeardown,
+    BackendCapabilities,
+    BackendQueryFamily,
+    BackendDescribe,
+};
+
+}  // namespace
+}  // namespace accelcrypt::software
+
+extern "C" const accelcrypt_backend_desc* accelcrypt_software_backend_entry(
+    uint32_t host_abi_version) {
+  if (host_abi_version != ACCELCRYPT_ABI_VERSION) return nullptr;
+  return &accelcrypt::software::kDescriptor;
+}
