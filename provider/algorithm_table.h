@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: Apache-2.0
+#ifndef ACCELCRYPT_PROVIDER_ALGORITHM_TABLE_H_
+#define ACCELCRYPT_PROVIDER_ALGORITHM_TABLE_H_
+
+#include <openssl/core.h>
+
+#include <array>
+#include <cstddef>
+#include <utility>
+
+namespace accelcrypt::provider {
+
+// kMaxAlgorithms bounds the identity table's size for the per-algorithm
+// dispatch tables. OpenSSL's newctx, get_params and one-shot digest calls
+// carry no algorithm argument, so each algorithm needs its own function
+// addresses: they are template instances over the row's index in
+// AllAlgorithms(), generated here instead of written out per algorithm.
+// Rows past this bound are not published (the builders report it).
+inline constexpr size_t kMaxAlgorithms = 64;
+
+// The property string of every algorithm we publish. The provider never
+// sets default properties itself; users prefer it with
+// `default_properties = ?provider=accelcrypt`.
+inline constexpr char kProperties[] = "provider=accelcrypt";
+
+// DispatchTables returns, for I in [0, kMaxAlgorithms), the address of
+// Table<I>::kDispatch, a NULL-terminated OSSL_DISPATCH array.
+template <template <size_t> class Table, size_t... I>
+constexpr std::array<const OSSL_DISPATCH*, sizeof...(I)> DispatchTablesImpl(
+    std::index_sequence<I...>) {
+  return {Table<I>::kDispatch...};
+}
+
+template <template <size_t> class Table>
+constexpr std::array<const OSSL_DISPATCH*, kMaxAlgorithms> DispatchTables() {
+  return DispatchTablesImpl<Table>(std::make_index_sequence<kMaxAlgorithms>());
+}
+
+}  // namespace accelcrypt::provider
+
+#endif  // ACCELCRYPT_PROVIDER_ALGORITHM_TABLE_H_

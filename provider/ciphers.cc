@@ -1,0 +1,807 @@
+// SPDX-License-Identifier: Apache-2.0
+// Cipher dispatch functions. Semantics follow OpenSSL 3.0's default provider
+// (providers/implementations/ciphers/ciphercommon.c, ciphercommon_gcm.c) so
+// that OpenSSL's own evp_test passes against this provider: which init
+// arguments may be NULL, how a re-init treats the IV, which parameters are
+// gettable and settable, and when GCM accepts a tag.
+#include "provider/ciphers.h"
+
+#include <openssl/core_dispatch.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+#include <openssl/rand.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <new>
+
+#include "absl/strings/str_format.h"
+#include "absl/types/span.h"
+#include "core/algorithms.h"
+#include "core/cipher_stream.h"
+#include "core/status.h"
+#include "provider/algorithm_table.h"
+#include "provider/errors.h"
+
+namespace accelcrypt::provider {
+namespace {
+
+constexpr size_t kMaxKeyLen = 32;
+// OpenSSL's GCM_IV_MAX_SIZE: the longest GCM IV the default provider takes.
+constexpr size_t kMaxGcmIvLen = 128;
+constexpr size_t kGcmTagLen = 16;
+constexpr size_t kGcmMinGeneratedIvLen = 12;
+constexpr size_t kTagUnset = static_cast<size_t>(-1);
+
+// GCM IV life cycle, as in OpenSSL's PROV_GCM_CTX: an IV given at init is
+// buffered and handed to the cipher at the first update; after final it is
+// spent and a new one must be given.
+enum class IvState { kUninitialised, kBuffered, kCopied, kFinished };
+
+struct CipherCtx {
+  CipherCtx(ProvCtx* p, const AlgorithmInfo* i) : prov(p), info(i) {
+    ivlen = i->iv_len;
+  }
+  ~CipherCtx() {
+    OPENSSL_cleanse(key, sizeof(key));
+    OPENSSL_cleanse(iv, sizeof(iv));
+    OPENSSL_cleanse(tag, sizeof(tag));
+  }
+  bool gcm() const { return info->mode == CipherMode::kGcm; }
+
+  ProvCtx* prov;
+  const AlgorithmInfo* info;
+  std::unique_ptr<CipherStream> stream;
+  // stream_ready: stream->Init ran with the current key (and IV).
+  bool stream_ready = false;
+  bool enc = true;
+  bool pad = true;
+  bool key_set = false;
+  bool iv_set = false;
+  unsigned int num = 0;
+  uint8_t key[kMaxKeyLen] = {};
+  // Non-GCM: the IV as given at init (OpenSSL's oiv). GCM: the IV.
+  uint8_t iv[kMaxGcmIvLen] = {};
+  size_t ivlen = 0;
+  // GCM only.
+  IvState iv_state = IvState::kUninitialised;
+  size_t taglen = kTagUnset;
+  uint8_t tag[kGcmTagLen] = {};
+};
+
+unsigned int EvpMode(CipherMode mode) {
+  switch (mode) {
+    case CipherMode::kEcb:
+      return EVP_CIPH_ECB_MODE;
+    case CipherMode::kCbc:
+      return EVP_CIPH_CBC_MODE;
+    case CipherMode::kCfb128:
+      return EVP_CIPH_CFB_MODE;
+    case CipherMode::kOfb:
+      return EVP_CIPH_OFB_MODE;
+    case CipherMode::kCtr:
+      return EVP_CIPH_CTR_MODE;
+    case CipherMode::kGcm:
+      return EVP_CIPH_GCM_MODE;
+    case CipherMode::kNone:
+      break;
+  }
+  return 0;
+}
+
+absl::Status BadParam(std::string_view name, std::string_view what) {
+  return ProviderError(Reason::kBadParameter,
+                       absl::StatusCode::kInvalidArgument,
+                       absl::StrFormat("parameter \"%s\": %s", name, what));
+}
+
+absl::Status NoKey(const CipherCtx& ctx) {
+  return ProviderError(
+      Reason::kNoKeySet, absl::StatusCode::kFailedPrecondition,
+      absl::StrFormat("%s: no key set (call init with a key first)",
+                      ctx.info->name));
+}
+
+absl::Status TlsNotSupported(const CipherCtx& ctx, const char* param) {
+  return ProviderError(
+      Reason::kNotSupported, absl::StatusCode::kUnimplemented,
+      absl::StrFormat("%s: TLS record-layer parameter \"%s\" is not "
+                      "supported by accelcrypt",
+                      ctx.info->name, param));
+}
+
+absl::Status EnsureStream(CipherCtx& ctx) {
+  if (ctx.stream != nullptr) return absl::OkStatus();
+  ACCELCRYPT_ASSIGN_OR_RETURN(std::unique_ptr<Cipher> cipher,
+                              ctx.prov->core().router().NewCipher(
+                                  ctx.info->id));
+  ctx.stream = std::make_unique<CipherStream>(std::move(cipher));
+  ctx.stream->set_padding(ctx.pad);
+  return absl::OkStatus();
+}
+
+// --- Parameters -----------------------------------------------------------
+
+absl::Status SetOctets(OSSL_PARAM* p, const void* data, size_t len) {
+  // OpenSSL's ciphers answer both pointer and string requests.
+  if (OSSL_PARAM_set_octet_ptr(p, data, len) ||
+      OSSL_PARAM_set_octet_string(p, data, len)) {
+    return absl::OkStatus();
+  }
+  return BadParam(p->key, "cannot store the value (buffer too small?)");
+}
+
+absl::Status SetNum(CipherCtx& ctx, unsigned int num) {
+  // As the default provider: num must be below the reported block size, so
+  // stream modes (block size 1) only accept 0.
+  if (ctx.info->block_len > 0 && num >= ctx.info->block_len) {
+    return BadParam(OSSL_CIPHER_PARAM_NUM, "must be below the block size");
+  }
+  ctx.num = num;
+  if (IsStreamMode(ctx.info->mode) && ctx.stream_ready) {
+    ACCELCRYPT_ASSIGN_OR_RETURN(accelcrypt_cipher_state state,
+                                ctx.stream->cipher().GetState());
+    state.num = num;
+    ACCELCRYPT_RETURN_IF_ERROR(ctx.stream->cipher().SetState(state));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SetCtxParams(CipherCtx& ctx, const OSSL_PARAM params[]) {
+  if (params == nullptr) return absl::OkStatus();
+  for (const OSSL_PARAM* p = params; p->key != nullptr; ++p) {
+    std::string_view key = p->key;
+    if (key == OSSL_CIPHER_PARAM_KEYLEN) {
+      size_t keylen = 0;
+      if (!OSSL_PARAM_get_size_t(p, &keylen)) {
+        return BadParam(key, "not an unsigned integer");
+      }
+      if (keylen != ctx.info->key_len) {
+        return ProviderError(
+            Reason::kInvalidKeyLength, absl::StatusCode::kInvalidArgument,
+            absl::StrFormat("%s takes a %u-byte key, not %u", ctx.info->name,
+                            ctx.info->key_len, keylen));
+      }
+    } else if (ctx.gcm()) {
+      if (key == OSSL_CIPHER_PARAM_AEAD_TAG) {
+        void* dst = ctx.tag;
+        size_t len = 0;
+        if (!OSSL_PARAM_get_octet_string(p, &dst, sizeof(ctx.tag), &len)) {
+          return BadParam(key, "not an octet string of at most 16 bytes");
+        }
+        if (len == 0 || ctx.enc) {
+          return ProviderError(
+              Reason::kInvalidTag, absl::StatusCode::kInvalidArgument,
+              absl::StrFormat("%s: a tag can only be set for decryption "
+                              "(1..16 bytes)",
+                              ctx.info->name));
+        }
+        ctx.taglen = len;
+      } else if (key == OSSL_CIPHER_PARAM_AEAD_IVLEN) {
+        size_t len = 0;
+        if (!OSSL_PARAM_get_size_t(p, &len)) {
+          return BadParam(key, "not an unsigned integer");
+        }
+        if (len == 0 || len > kMaxGcmIvLen) {
+          return ProviderError(
+              Reason::kInvalidIvLength, absl::StatusCode::kInvalidArgument,
+              absl::StrFormat("%s: IV length %u outside 1..%u",
+                              ctx.info->name, len, kMaxGcmIvLen));
+        }
+        if (len != ctx.ivlen) {
+          // An IV already given no longer matches: it is spent.
+          if (ctx.iv_state != IvState::kUninitialised) {
+            ctx.iv_state = IvState::kFinished;
+          }
+          ctx.ivlen = len;
+        }
+      } else if (key == OSSL_CIPHER_PARAM_AEAD_TLS1_AAD ||
+                 key == OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED ||
+                 key == OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV) {
+        return TlsNotSupported(ctx, p->key);
+      }
+    } else {
+      if (key == OSSL_CIPHER_PARAM_PADDING) {
+        unsigned int pad = 0;
+        if (!OSSL_PARAM_get_uint(p, &pad)) {
+          return BadParam(key, "not an unsigned integer");
+        }
+        ctx.pad = pad != 0;
+        if (ctx.stream != nullptr) ctx.stream->set_padding(ctx.pad);
+      } else if (key == OSSL_CIPHER_PARAM_NUM) {
+        unsigned int num = 0;
+        if (!OSSL_PARAM_get_uint(p, &num)) {
+          return BadParam(key, "not an unsigned integer");
+        }
+        ACCELCRYPT_RETURN_IF_ERROR(SetNum(ctx, num));
+      } else if (key == OSSL_CIPHER_PARAM_TLS_VERSION ||
+                 key == OSSL_CIPHER_PARAM_TLS_MAC_SIZE) {
+        // Accepting these silently would let libssl believe we strip TLS
+        // padding and MACs; refuse clearly instead.
+        return TlsNotSupported(ctx, p->key);
+      }
+    }
+    // Unknown keys are ignored, as every OpenSSL provider does.
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GetCtxParamsGeneric(CipherCtx& ctx, OSSL_PARAM params[]) {
+  OSSL_PARAM* p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IVLEN);
+  if (p != nullptr && !OSSL_PARAM_set_size_t(p, ctx.info->iv_len)) {
+    return BadParam(p->key, "cannot store");
+  }
+  p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_KEYLEN);
+  if (p != nullptr && !OSSL_PARAM_set_size_t(p, ctx.info->key_len)) {
+    return BadParam(p->key, "cannot store");
+  }
+  p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_PADDING);
+  if (p != nullptr && !OSSL_PARAM_set_uint(p, ctx.pad ? 1 : 0)) {
+    return BadParam(p->key, "cannot store");
+  }
+  p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IV);
+  if (p != nullptr) {
+    ACCELCRYPT_RETURN_IF_ERROR(SetOctets(p, ctx.iv, ctx.info->iv_len));
+  }
+  OSSL_PARAM* updated = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_UPDATED_IV);
+  OSSL_PARAM* num = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_NUM);
+  if (updated != nullptr || num != nullptr) {
+    accelcrypt_cipher_state state{};
+    state.num = ctx.num;
+    std::memcpy(state.iv, ctx.iv, std::min(sizeof(state.iv), ctx.info->iv_len));
+    if (ctx.stream_ready && ctx.info->mode != CipherMode::kEcb) {
+      ACCELCRYPT_ASSIGN_OR_RETURN(state, ctx.stream->cipher().GetState());
+      if (!IsStreamMode(ctx.info->mode)) state.num = ctx.num;
+    }
+    if (updated != nullptr) {
+      ACCELCRYPT_RETURN_IF_ERROR(
+          SetOctets(updated, state.iv, ctx.info->iv_len));
+    }
+    if (num != nullptr && !OSSL_PARAM_set_uint(num, state.num)) {
+      return BadParam(num->key, "cannot store");
+    }
+    OPENSSL_cleanse(&state, sizeof(state));
+  }
+  return absl::OkStatus();
+}
+
+// Returns false (no error raised) where OpenSSL's GCM also fails silently:
+// asking for the IV before one exists.
+absl::StatusOr<bool> GetCtxParamsGcm(CipherCtx& ctx, OSSL_PARAM params[]) {
+  OSSL_PARAM* p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IVLEN);
+  if (p != nullptr && !OSSL_PARAM_set_size_t(p, ctx.ivlen)) {
+    return BadParam(p->key, "cannot store");
+  }
+  p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_KEYLEN);
+  if (p != nullptr && !OSSL_PARAM_set_size_t(p, ctx.info->key_len)) {
+    return BadParam(p->key, "cannot store");
+  }
+  p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TAGLEN);
+  if (p != nullptr &&
+      !OSSL_PARAM_set_size_t(
+          p, ctx.taglen != kTagUnset ? ctx.taglen : kGcmTagLen)) {
+    return BadParam(p->key, "cannot store");
+  }
+  for (const char* name :
+       {OSSL_CIPHER_PARAM_IV, OSSL_CIPHER_PARAM_UPDATED_IV}) {
+    p = OSSL_PARAM_locate(params, name);
+    if (p == nullptr) continue;
+    if (ctx.iv_state == IvState::kUninitialised) return false;
+    if (ctx.ivlen > p->data_size) {
+      return ProviderError(Reason::kInvalidIvLength,
+                           absl::StatusCode::kOutOfRange,
+                           absl::StrFormat("%s: IV is %u bytes, buffer %u",
+                                           ctx.info->name, ctx.ivlen,
+                                           p->data_size));
+    }
+    ACCELCRYPT_RETURN_IF_ERROR(SetOctets(p, ctx.iv, ctx.ivlen));
+  }
+  p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TAG);
+  if (p != nullptr) {
+    const size_t len = p->data_size;
+    if (len == 0 || len > kGcmTagLen || !ctx.enc || ctx.taglen == kTagUnset) {
+      return ProviderError(
+          Reason::kInvalidTag, absl::StatusCode::kFailedPrecondition,
+          absl::StrFormat("%s: the tag is available after encryption final, "
+                          "1..16 bytes",
+                          ctx.info->name));
+    }
+    if (!OSSL_PARAM_set_octet_string(p, ctx.tag, len)) {
+      return BadParam(p->key, "cannot store");
+    }
+  }
+  return true;
+}
+
+// --- Init -------------------------------------------------------------------
+
+absl::Status CheckKeyLen(const CipherCtx& ctx, size_t keylen) {
+  if (keylen != ctx.info->key_len) {
+    return ProviderError(
+        Reason::kInvalidKeyLength, absl::StatusCode::kInvalidArgument,
+        absl::StrFormat("%s takes a %u-byte key, not %u", ctx.info->name,
+                        ctx.info->key_len, keylen));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status InitGeneric(CipherCtx& ctx, const unsigned char* key,
+                         size_t keylen, const unsigned char* iv, size_t ivlen,
+                         const OSSL_PARAM params[]) {
+  const CipherMode mode = ctx.info->mode;
+  uint8_t cur_iv[16] = {};
+  if (iv != nullptr && mode != CipherMode::kEcb) {
+    if (ivlen != ctx.info->iv_len) {
+      return ProviderError(
+          Reason::kInvalidIvLength, absl::StatusCode::kInvalidArgument,
+          absl::StrFormat("%s takes a %u-byte IV, not %u", ctx.info->name,
+                          ctx.info->iv_len, ivlen));
+    }
+    std::memcpy(ctx.iv, iv, ivlen);
+    ctx.iv_set = true;
+  }
+  if (key != nullptr) ACCELCRYPT_RETURN_IF_ERROR(CheckKeyLen(ctx, keylen));
+
+  if (iv == nullptr && mode == CipherMode::kCtr && ctx.stream_ready) {
+    // OpenSSL keeps a CTR counter running across a re-init without IV (it
+    // restores the original IV only for CBC, CFB and OFB).
+    ACCELCRYPT_ASSIGN_OR_RETURN(accelcrypt_cipher_state state,
+                                ctx.stream->cipher().GetState());
+    std::memcpy(cur_iv, state.iv, sizeof(cur_iv));
+    OPENSSL_cleanse(&state, sizeof(state));
+  } else {
+    std::memcpy(cur_iv, ctx.iv, std::min(sizeof(cur_iv), ctx.info->iv_len));
+  }
+  if (key != nullptr) {
+    std::memcpy(ctx.key, key, keylen);
+    ctx.key_set = true;
+  }
+  ctx.num = 0;
+  absl::Status status = absl::OkStatus();
+  if (ctx.key_set) {
+    ctx.stream_ready = false;
+    status = EnsureStream(ctx);
+    if (status.ok()) {
+      ctx.stream->set_padding(ctx.pad);
+      status = ctx.stream->Init(
+          ctx.enc, absl::MakeConstSpan(ctx.key, ctx.info->key_len),
+          absl::MakeConstSpan(cur_iv, ctx.info->iv_len));
+      ctx.stream_ready = status.ok();
+    }
+  }
+  OPENSSL_cleanse(cur_iv, sizeof(cur_iv));
+  ACCELCRYPT_RETURN_IF_ERROR(status);
+  return SetCtxParams(ctx, params);
+}
+
+absl::Status InitGcm(CipherCtx& ctx, const unsigned char* key, size_t keylen,
+                     const unsigned char* iv, size_t ivlen,
+                     const OSSL_PARAM params[]) {
+  if (iv != nullptr) {
+    if (ivlen == 0 || ivlen > kMaxGcmIvLen) {
+      return ProviderError(
+          Reason::kInvalidIvLength, absl::StatusCode::kInvalidArgument,
+          absl::StrFormat("%s: IV length %u outside 1..%u", ctx.info->name,
+                          ivlen, kMaxGcmIvLen));
+    }
+  }
+  if (key != nullptr) ACCELCRYPT_RETURN_IF_ERROR(CheckKeyLen(ctx, keylen));
+  if (iv != nullptr) {
+    ctx.ivlen = ivlen;
+    std::memcpy(ctx.iv, iv, ivlen);
+    ctx.iv_state = IvState::kBuffered;
+  }
+  if (key != nullptr) {
+    std::memcpy(ctx.key, key, keylen);
+    ctx.key_set = true;
+    ACCELCRYPT_RETURN_IF_ERROR(EnsureStream(ctx));
+    // The key reaches the cipher with the IV at the first update.
+    if (ctx.iv_state == IvState::kCopied) ctx.iv_state = IvState::kBuffered;
+  }
+  return SetCtxParams(ctx, params);
+}
+
+int CipherInit(void* vctx, const unsigned char* key, size_t keylen,
+               const unsigned char* iv, size_t ivlen,
+               const OSSL_PARAM params[], bool enc) {
+  auto* ctx = static_cast<CipherCtx*>(vctx);
+  return Guard(ctx->prov, [&] {
+    ctx->enc = enc;
+    absl::Status status = ctx->gcm()
+                              ? InitGcm(*ctx, key, keylen, iv, ivlen, params)
+                              : InitGeneric(*ctx, key, keylen, iv, ivlen, params);
+    return status.ok() ? 1 : RaiseError(ctx->prov, status);
+  });
+}
+
+int EncryptInit(void* vctx, const unsigned char* key, size_t keylen,
+                const unsigned char* iv, size_t ivlen,
+                const OSSL_PARAM params[]) {
+  return CipherInit(vctx, key, keylen, iv, ivlen, params, true);
+}
+
+int DecryptInit(void* vctx, const unsigned char* key, size_t keylen,
+                const unsigned char* iv, size_t ivlen,
+                const OSSL_PARAM params[]) {
+  return CipherInit(vctx, key, keylen, iv, ivlen, params, false);
+}
+
+// --- GCM data path ----------------------------------------------------------
+
+// GcmActivate hands the buffered IV (or a generated one, when encrypting
+// without an IV, as OpenSSL does) and the key to the cipher.
+absl::Status GcmActivate(CipherCtx& ctx) {
+  if (!ctx.key_set) return NoKey(ctx);
+  if (ctx.iv_state == IvState::kFinished) {
+    return ProviderError(
+        Reason::kOperationFinished, absl::StatusCode::kFailedPrecondition,
+        absl::StrFormat("%s: the IV is spent (operation finished or IV length "
+                        "changed); re-initialise with a new IV",
+                        ctx.info->name));
+  }
+  if (ctx.iv_state == IvState::kUninitialised) {
+    if (!ctx.enc || ctx.ivlen < kGcmMinGeneratedIvLen) {
+      return ProviderError(Reason::kOutOfOrder,
+                           absl::StatusCode::kFailedPrecondition,
+                           absl::StrFormat("%s: no IV set", ctx.info->name));
+    }
+    if (RAND_bytes_ex(ctx.prov->libctx(), ctx.iv, ctx.ivlen, 0) <= 0) {
+      return ProviderError(Reason::kEntropyUnavailable,
+                           absl::StatusCode::kUnavailable,
+                           "cannot generate a GCM IV: RAND_bytes_ex failed");
+    }
+    ctx.iv_state = IvState::kBuffered;
+  }
+  if (ctx.iv_state == IvState::kBuffered) {
+    ctx.stream_ready = false;
+    ACCELCRYPT_RETURN_IF_ERROR(ctx.stream->Init(
+        ctx.enc, absl::MakeConstSpan(ctx.key, ctx.info->key_len),
+        absl::MakeConstSpan(ctx.iv, ctx.ivlen)));
+    ctx.stream_ready = true;
+    ctx.iv_state = IvState::kCopied;
+  }
+  return absl::OkStatus();
+}
+
+// GcmCipher is OpenSSL's gcm_cipher_internal: in == NULL finishes, out ==
+// NULL feeds AAD, otherwise data.
+absl::Status GcmCipher(CipherCtx& ctx, unsigned char* out, size_t* outl,
+                       size_t outsize, const unsigned char* in, size_t inl) {
+  *outl = 0;
+  ACCELCRYPT_RETURN_IF_ERROR(GcmActivate(ctx));
+  Cipher& cipher = ctx.stream->cipher();
+  if (in != nullptr) {
+    if (out == nullptr) {
+      ACCELCRYPT_RETURN_IF_ERROR(cipher.Aad(absl::MakeConstSpan(in, inl)));
+    } else {
+      if (outsize < inl) {
+        return absl::OutOfRangeError(absl::StrFormat(
+            "%s: output buffer of %u bytes for %u bytes of input",
+            ctx.info->name, outsize, inl));
+      }
+      ACCELCRYPT_ASSIGN_OR_RETURN(
+          size_t n, ctx.stream->Update(absl::MakeConstSpan(in, inl),
+                                       absl::MakeSpan(out, outsize)));
+      (void)n;
+    }
+    *outl = inl;
+    return absl::OkStatus();
+  }
+  if (!ctx.enc) {
+    if (ctx.taglen == kTagUnset) {
+      return ProviderError(
+          Reason::kInvalidTag, absl::StatusCode::kFailedPrecondition,
+          absl::StrFormat("%s: set the expected tag before decrypt final",
+                          ctx.info->name));
+    }
+    ACCELCRYPT_RETURN_IF_ERROR(
+        cipher.SetTag(absl::MakeConstSpan(ctx.tag, ctx.taglen)));
+  }
+  // Whatever the outcome, this IV must not be used again.
+  ctx.iv_state = IvState::kFinished;
+  ACCELCRYPT_ASSIGN_OR_RETURN(size_t n,
+                              ctx.stream->Final(absl::MakeSpan(out, outsize)));
+  (void)n;
+  if (ctx.enc) {
+    ACCELCRYPT_RETURN_IF_ERROR(cipher.GetTag(absl::MakeSpan(ctx.tag)));
+    ctx.taglen = kGcmTagLen;
+  }
+  return absl::OkStatus();
+}
+
+// --- Dispatch functions -----------------------------------------------------
+
+void CipherFreeCtx(void* vctx) { delete static_cast<CipherCtx*>(vctx); }
+
+void* CipherDupCtx(void* vctx) {
+  auto* src = static_cast<CipherCtx*>(vctx);
+  CipherCtx* dup = nullptr;
+  int ok = Guard(src->prov, [&] {
+    auto copy = std::make_unique<CipherCtx>(src->prov, src->info);
+    copy->stream_ready = src->stream_ready;
+    copy->enc = src->enc;
+    copy->pad = src->pad;
+    copy->key_set = src->key_set;
+    copy->iv_set = src->iv_set;
+    copy->num = src->num;
+    std::memcpy(copy->key, src->key, sizeof(copy->key));
+    std::memcpy(copy->iv, src->iv, sizeof(copy->iv));
+    copy->ivlen = src->ivlen;
+    copy->iv_state = src->iv_state;
+    copy->taglen = src->taglen;
+    std::memcpy(copy->tag, src->tag, sizeof(copy->tag));
+    if (src->stream != nullptr) {
+      if (src->stream_ready) {
+        absl::StatusOr<std::unique_ptr<CipherStream>> clone =
+            src->stream->Clone();
+        if (!clone.ok()) return RaiseError(src->prov, clone.status());
+        copy->stream = *std::move(clone);
+      } else {
+        absl::Status status = EnsureStream(*copy);
+        if (!status.ok()) return RaiseError(src->prov, status);
+      }
+    }
+    dup = copy.release();
+    return 1;
+  });
+  return ok ? dup : nullptr;
+}
+
+int CipherUpdate(void* vctx, unsigned char* out, size_t* outl, size_t outsize,
+                 const unsigned char* in, size_t inl) {
+  auto* ctx = static_cast<CipherCtx*>(vctx);
+  return Guard(ctx->prov, [&] {
+    if (inl == 0 && (ctx->gcm() || IsStreamMode(ctx->info->mode))) {
+      // Nothing to do; OpenSSL does not even require a key here.
+      *outl = 0;
+      return 1;
+    }
+    if (ctx->gcm()) {
+      absl::Status status = GcmCipher(*ctx, out, outl, outsize, in, inl);
+      return status.ok() ? 1 : RaiseError(ctx->prov, status);
+    }
+    if (!ctx->stream_ready) return RaiseError(ctx->prov, NoKey(*ctx));
+    if (ctx->stream->finished()) {
+      return RaiseError(
+          ctx->prov,
+          ProviderError(Reason::kOperationFinished,
+                        absl::StatusCode::kFailedPrecondition,
+                        absl::StrFormat("%s: update after final; "
+                                        "re-initialise the context",
+                                        ctx->info->name)));
+    }
+    absl::StatusOr<size_t> n = ctx->stream->Update(
+        absl::MakeConstSpan(in, inl), absl::MakeSpan(out, outsize));
+    if (!n.ok()) return RaiseError(ctx->prov, n.status());
+    *outl = *n;
+    return 1;
+  });
+}
+
+int CipherFinal(void* vctx, unsigned char* out, size_t* outl,
+                size_t outsize) {
+  auto* ctx = static_cast<CipherCtx*>(vctx);
+  return Guard(ctx->prov, [&] {
+    if (ctx->gcm()) {
+      absl::Status status = GcmCipher(*ctx, out, outl, outsize, nullptr, 0);
+      *outl = 0;
+      return status.ok() ? 1 : RaiseError(ctx->prov, status);
+    }
+    if (!ctx->stream_ready) return RaiseError(ctx->prov, NoKey(*ctx));
+    absl::StatusOr<size_t> n =
+        ctx->stream->Final(absl::MakeSpan(out, outsize));
+    if (!n.ok()) return RaiseError(ctx->prov, n.status());
+    *outl = *n;
+    return 1;
+  });
+}
+
+// CipherOneShot serves EVP_Cipher(): the raw mode without padding or
+// buffering (the caller gives whole blocks for ECB/CBC).
+int CipherOneShot(void* vctx, unsigned char* out, size_t* outl,
+                  size_t outsize, const unsigned char* in, size_t inl) {
+  auto* ctx = static_cast<CipherCtx*>(vctx);
+  return Guard(ctx->prov, [&] {
+    if (ctx->gcm()) {
+      if (outsize < inl) {
+        return RaiseError(ctx->prov, absl::OutOfRangeError(
+                                         "output buffer too small"));
+      }
+      absl::Status status = GcmCipher(*ctx, out, outl, outsize, in, inl);
+      if (!status.ok()) return RaiseError(ctx->prov, status);
+      *outl = inl;
+      return 1;
+    }
+    if (!ctx->stream_ready) return RaiseError(ctx->prov, NoKey(*ctx));
+    if (outsize < inl) {
+      return RaiseError(ctx->prov,
+                        absl::OutOfRangeError("output buffer too small"));
+    }
+    absl::Status status = ctx->stream->cipher().Update(
+        absl::MakeConstSpan(in, inl), absl::MakeSpan(out, outsize));
+    if (!status.ok()) return RaiseError(ctx->prov, status);
+    *outl = inl;
+    return 1;
+  });
+}
+
+int CipherGetCtxParams(void* vctx, OSSL_PARAM params[]) {
+  auto* ctx = static_cast<CipherCtx*>(vctx);
+  if (params == nullptr) return 1;
+  return Guard(ctx->prov, [&] {
+    if (ctx->gcm()) {
+      absl::StatusOr<bool> ok = GetCtxParamsGcm(*ctx, params);
+      if (!ok.ok()) return RaiseError(ctx->prov, ok.status());
+      return *ok ? 1 : 0;
+    }
+    absl::Status status = GetCtxParamsGeneric(*ctx, params);
+    return status.ok() ? 1 : RaiseError(ctx->prov, status);
+  });
+}
+
+int CipherSetCtxParams(void* vctx, const OSSL_PARAM params[]) {
+  auto* ctx = static_cast<CipherCtx*>(vctx);
+  return Guard(ctx->prov, [&] {
+    absl::Status status = SetCtxParams(*ctx, params);
+    return status.ok() ? 1 : RaiseError(ctx->prov, status);
+  });
+}
+
+const OSSL_PARAM kGettableParams[] = {
+    OSSL_PARAM_uint(OSSL_CIPHER_PARAM_MODE, nullptr),
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, nullptr),
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_IVLEN, nullptr),
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_BLOCK_SIZE, nullptr),
+    OSSL_PARAM_int(OSSL_CIPHER_PARAM_AEAD, nullptr),
+    OSSL_PARAM_int(OSSL_CIPHER_PARAM_CUSTOM_IV, nullptr),
+    OSSL_PARAM_int(OSSL_CIPHER_PARAM_CTS, nullptr),
+    OSSL_PARAM_int(OSSL_CIPHER_PARAM_TLS1_MULTIBLOCK, nullptr),
+    OSSL_PARAM_int(OSSL_CIPHER_PARAM_HAS_RAND_KEY, nullptr),
+    OSSL_PARAM_END};
+
+const OSSL_PARAM kGenericGettableCtxParams[] = {
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, nullptr),
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_IVLEN, nullptr),
+    OSSL_PARAM_uint(OSSL_CIPHER_PARAM_PADDING, nullptr),
+    OSSL_PARAM_uint(OSSL_CIPHER_PARAM_NUM, nullptr),
+    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_IV, nullptr, 0),
+    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_UPDATED_IV, nullptr, 0),
+    OSSL_PARAM_END};
+
+const OSSL_PARAM kGenericSettableCtxParams[] = {
+    OSSL_PARAM_uint(OSSL_CIPHER_PARAM_PADDING, nullptr),
+    OSSL_PARAM_uint(OSSL_CIPHER_PARAM_NUM, nullptr),
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, nullptr),
+    OSSL_PARAM_END};
+
+const OSSL_PARAM kGcmGettableCtxParams[] = {
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, nullptr),
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_IVLEN, nullptr),
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_TAGLEN, nullptr),
+    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_IV, nullptr, 0),
+    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_UPDATED_IV, nullptr, 0),
+    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, nullptr, 0),
+    OSSL_PARAM_END};
+
+const OSSL_PARAM kGcmSettableCtxParams[] = {
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, nullptr),
+    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, nullptr, 0),
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, nullptr),
+    OSSL_PARAM_END};
+
+const OSSL_PARAM* CipherGettableParams(void*) { return kGettableParams; }
+
+// Per-algorithm functions: OpenSSL passes no algorithm to these.
+template <size_t I>
+struct CipherTable {
+  static const AlgorithmInfo* Info() {
+    auto all = AllAlgorithms();
+    if (I >= all.size() || all[I].family != Family::kCipher) return nullptr;
+    return &all[I];
+  }
+
+  static void* NewCtx(void* provctx) {
+    const AlgorithmInfo* info = Info();
+    if (info == nullptr) return nullptr;
+    return new (std::nothrow) CipherCtx(static_cast<ProvCtx*>(provctx), info);
+  }
+
+  static int GetParams(OSSL_PARAM params[]) {
+    const AlgorithmInfo* info = Info();
+    if (info == nullptr) return 0;
+    const bool aead = info->mode == CipherMode::kGcm;
+    struct {
+      const char* key;
+      size_t value;
+    } const sizes[] = {{OSSL_CIPHER_PARAM_KEYLEN, info->key_len},
+                       {OSSL_CIPHER_PARAM_IVLEN, info->iv_len},
+                       {OSSL_CIPHER_PARAM_BLOCK_SIZE, info->block_len}};
+    for (const auto& s : sizes) {
+      OSSL_PARAM* p = OSSL_PARAM_locate(params, s.key);
+      if (p != nullptr && !OSSL_PARAM_set_size_t(p, s.value)) {
+        return RaiseError(nullptr, BadParam(s.key, "cannot store"));
+      }
+    }
+    struct {
+      const char* key;
+      int value;
+    } const flags[] = {{OSSL_CIPHER_PARAM_AEAD, aead ? 1 : 0},
+                       {OSSL_CIPHER_PARAM_CUSTOM_IV, aead ? 1 : 0},
+                       {OSSL_CIPHER_PARAM_CTS, 0},
+                       {OSSL_CIPHER_PARAM_TLS1_MULTIBLOCK, 0},
+                       {OSSL_CIPHER_PARAM_HAS_RAND_KEY, 0}};
+    for (const auto& f : flags) {
+      OSSL_PARAM* p = OSSL_PARAM_locate(params, f.key);
+      if (p != nullptr && !OSSL_PARAM_set_int(p, f.value)) {
+        return RaiseError(nullptr, BadParam(f.key, "cannot store"));
+      }
+    }
+    OSSL_PARAM* p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_MODE);
+    if (p != nullptr && !OSSL_PARAM_set_uint(p, EvpMode(info->mode))) {
+      return RaiseError(nullptr, BadParam(p->key, "cannot store"));
+    }
+    return 1;
+  }
+
+  static const OSSL_PARAM* GettableCtxParams(void*, void*) {
+    const AlgorithmInfo* info = Info();
+    return info != nullptr && info->mode == CipherMode::kGcm
+               ? kGcmGettableCtxParams
+               : kGenericGettableCtxParams;
+  }
+
+  static const OSSL_PARAM* SettableCtxParams(void*, void*) {
+    const AlgorithmInfo* info = Info();
+    return info != nullptr && info->mode == CipherMode::kGcm
+               ? kGcmSettableCtxParams
+               : kGenericSettableCtxParams;
+  }
+
+  using Fn = void (*)(void);
+  static inline const OSSL_DISPATCH kDispatch[] = {
+      {OSSL_FUNC_CIPHER_NEWCTX, reinterpret_cast<Fn>(&NewCtx)},
+      {OSSL_FUNC_CIPHER_FREECTX, reinterpret_cast<Fn>(&CipherFreeCtx)},
+      {OSSL_FUNC_CIPHER_DUPCTX, reinterpret_cast<Fn>(&CipherDupCtx)},
+      {OSSL_FUNC_CIPHER_ENCRYPT_INIT, reinterpret_cast<Fn>(&EncryptInit)},
+      {OSSL_FUNC_CIPHER_DECRYPT_INIT, reinterpret_cast<Fn>(&DecryptInit)},
+      {OSSL_FUNC_CIPHER_UPDATE, reinterpret_cast<Fn>(&CipherUpdate)},
+      {OSSL_FUNC_CIPHER_FINAL, reinterpret_cast<Fn>(&CipherFinal)},
+      {OSSL_FUNC_CIPHER_CIPHER, reinterpret_cast<Fn>(&CipherOneShot)},
+      {OSSL_FUNC_CIPHER_GET_PARAMS, reinterpret_cast<Fn>(&GetParams)},
+      {OSSL_FUNC_CIPHER_GET_CTX_PARAMS,
+       reinterpret_cast<Fn>(&CipherGetCtxParams)},
+      {OSSL_FUNC_CIPHER_SET_CTX_PARAMS,
+       reinterpret_cast<Fn>(&CipherSetCtxParams)},
+      {OSSL_FUNC_CIPHER_GETTABLE_PARAMS,
+       reinterpret_cast<Fn>(&CipherGettableParams)},
+      {OSSL_FUNC_CIPHER_GETTABLE_CTX_PARAMS,
+       reinterpret_cast<Fn>(&GettableCtxParams)},
+      {OSSL_FUNC_CIPHER_SETTABLE_CTX_PARAMS,
+       reinterpret_cast<Fn>(&SettableCtxParams)},
+      {0, nullptr}};
+};
+
+}  // namespace
+
+absl::Status AppendCipherAlgorithms(ProvCtx& ctx,
+                                    std::vector<OSSL_ALGORITHM>* out) {
+  static constexpr auto kTables = DispatchTables<CipherTable>();
+  for (const AlgorithmInfo& info : AllAlgorithms()) {
+    if (info.family != Family::kCipher) continue;
+    if (info.index >= kTables.size()) {
+      return absl::InternalError(absl::StrFormat(
+          "identity table row %u (%s) beyond kMaxAlgorithms", info.index,
+          info.name));
+    }
+    if (!ctx.core().router().Supports(info.id)) continue;
+    out->push_back(OSSL_ALGORITHM{info.openssl_names.data(), kProperties,
+                                  kTables[info.index],
+                                  "accelcrypt routed cipher"});
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace accelcrypt::provider

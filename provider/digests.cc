@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: Apache-2.0
+// Digest dispatch functions: SHA-1 and SHA-2 routed through the core. Reported
+// parameters match OpenSSL 3.0's default provider (digestcommon.c, sha2_prov.c:
+// the SHA family sets PROV_DIGEST_FLAG_ALGID_ABSENT).
+#include "provider/digests.h"
+
+#include <openssl/core_dispatch.h>
+#include <openssl/core_names.h>
+#include <openssl/params.h>
+
+#include <memory>
+#include <new>
+
+#include "absl/strings/str_format.h"
+#include "absl/types/span.h"
+#include "core/algorithms.h"
+#include "core/digest.h"
+#include "core/status.h"
+#include "provider/algorithm_table.h"
+#include "provider/errors.h"
+
+namespace accelcrypt::provider {
+namespace {
+
+struct DigestCtx {
+  DigestCtx(ProvCtx* p, const AlgorithmInfo* i) : prov(p), info(i) {}
+  ProvCtx* prov;
+  const AlgorithmInfo* info;
+  std::unique_ptr<Digest> digest;
+  // ready: initialised and not yet finalised.
+  bool ready = false;
+};
+
+absl::Status NotReady(const DigestCtx& ctx) {
+  return ProviderError(
+      Reason::kOutOfOrder, absl::StatusCode::kFailedPrecondition,
+      absl::StrFormat("%s: digest not initialised (init before update/final)",
+                      ctx.info->name));
+}
+
+void DigestFreeCtx(void* vctx) { delete static_cast<DigestCtx*>(vctx); }
+
+void* DigestDupCtx(void* vctx) {
+  auto* src = static_cast<DigestCtx*>(vctx);
+  DigestCtx* dup = nullptr;
+  int ok = Guard(src->prov, [&] {
+    auto copy = std::make_unique<DigestCtx>(src->prov, src->info);
+    copy->ready = src->ready;
+    if (src->digest != nullptr) {
+      absl::StatusOr<std::unique_ptr<Digest>> clone = src->digest->Clone();
+      if (!clone.ok()) return RaiseError(src->prov, clone.status());
+      copy->digest = *std::move(clone);
+    }
+    dup = copy.release();
+    return 1;
+  });
+  return ok ? dup : nullptr;
+}
+
+int DigestInit(void* vctx, const OSSL_PARAM params[]) {
+  auto* ctx = static_cast<DigestCtx*>(vctx);
+  return Guard(ctx->prov, [&] {
+    ctx->ready = false;
+    if (ctx->digest == nullptr) {
+      absl::StatusOr<std::unique_ptr<Digest>> digest =
+          ctx->prov->core().router().NewDigest(ctx->info->id);
+      if (!digest.ok()) return RaiseError(ctx->prov, digest.status());
+      ctx->digest = *std::move(digest);
+    } else {
+      absl::Status status = ctx->digest->Init();
+      if (!status.ok()) return RaiseError(ctx->prov, status);
+    }
+    ctx->ready = true;
+    // SHA digests take no settable parameters; unknown ones are ignored.
+    (void)params;
+    return 1;
+  });
+}
+
+int DigestUpdate(void* vctx, const unsigned char* in, size_t inl) {
+  auto* ctx = static_cast<DigestCtx*>(vctx);
+  return Guard(ctx->prov, [&] {
+    if (!ctx->ready) return RaiseError(ctx->prov, NotReady(*ctx));
+    if (inl == 0) return 1;
+    absl::Status status = ctx->digest->Update(absl::MakeConstSpan(in, inl));
+    return status.ok() ? 1 : RaiseError(ctx->prov, status);
+  });
+}
+
+int DigestFinal(void* vctx, unsigned char* out, size_t* outl, size_t outsz) {
+  auto* ctx = static_cast<DigestCtx*>(vctx);
+  return Guard(ctx->prov, [&] {
+    if (!ctx->ready) return RaiseError(ctx->prov, NotReady(*ctx));
+    if (outsz < ctx->info->digest_len) {
+      return RaiseError(ctx->prov,
+                        absl::OutOfRangeError(absl::StrFormat(
+                            "%s: output buffer of %u bytes, need %u",
+                            ctx->info->name, outsz, ctx->info->digest_len)));
+    }
+    ctx->ready = false;
+    absl::Status status = ctx->digest->Final(
+        absl::MakeSpan(out, ctx->info->digest_len));
+    if (!status.ok()) return RaiseError(ctx->prov, status);
+    *outl = ctx->info->digest_len;
+    return 1;
+  });
+}
+
+const OSSL_PARAM kGettableParams[] = {
+    OSSL_PARAM_size_t(OSSL_DIGEST_PARAM_BLOCK_SIZE, nullptr),
+    OSSL_PARAM_size_t(OSSL_DIGEST_PARAM_SIZE, nullptr),
+    OSSL_PARAM_int(OSSL_DIGEST_PARAM_XOF, nullptr),
+    OSSL_PARAM_int(OSSL_DIGEST_PARAM_ALGID_ABSENT, nullptr),
+    OSSL_PARAM_END};
+
+const OSSL_PARAM* DigestGettableParams(void*) { return kGettableParams; }
+
+template <size_t I>
+struct DigestTable {
+  static const AlgorithmInfo* Info() {
+    auto all = AllAlgorithms();
+    if (I >= all.size() || all[I].family != Family::kDigest) return nullptr;
+    return &all[I];
+  }
+
+  static void* NewCtx(void* provctx) {
+    const AlgorithmInfo* info = Info();
+    if (info == nullptr) return nullptr;
+    return new (std::nothrow) DigestCtx(static_cast<ProvCtx*>(provctx), info);
+  }
+
+  // OneShot serves OSSL_FUNC_DIGEST_DIGEST through the router's one-shot
+  // path (which a one-shot-only accelerator serves without buffering).
+  static int OneShot(void* provctx, const unsigned char* in, size_t inl,
+                     unsigned char* out, size_t* outl, size_t outsz) {
+    auto* prov = static_cast<ProvCtx*>(provctx);
+    const AlgorithmInfo* info = Info();
+    return Guard(prov, [&] {
+      if (info == nullptr) {
+        return RaiseError(prov, absl::InternalError("not a digest"));
+      }
+      if (outsz < info->digest_len) {
+        return RaiseError(prov, absl::OutOfRangeError(absl::StrFormat(
+                                    "%s: output buffer of %u bytes, need %u",
+                                    info->name, outsz, info->digest_len)));
+      }
+      absl::Status status = prov->core().router().DigestOneShot(
+          info->id, absl::MakeConstSpan(in, inl),
+          absl::MakeSpan(out, info->digest_len));
+      if (!status.ok()) return RaiseError(prov, status);
+      *outl = info->digest_len;
+      return 1;
+    });
+  }
+
+  static int GetParams(OSSL_PARAM params[]) {
+    const AlgorithmInfo* info = Info();
+    if (info == nullptr) return 0;
+    OSSL_PARAM* p = OSSL_PARAM_locate(params, OSSL_DIGEST_PARAM_BLOCK_SIZE);
+    if (p != nullptr && !OSSL_PARAM_set_size_t(p, info->block_len)) return 0;
+    p = OSSL_PARAM_locate(params, OSSL_DIGEST_PARAM_SIZE);
+    if (p != nullptr && !OSSL_PARAM_set_size_t(p, info->digest_len)) return 0;
+    p = OSSL_PARAM_locate(params, OSSL_DIGEST_PARAM_XOF);
+    if (p != nullptr && !OSSL_PARAM_set_int(p, 0)) return 0;
+    p = OSSL_PARAM_locate(params, OSSL_DIGEST_PARAM_ALGID_ABSENT);
+    if (p != nullptr && !OSSL_PARAM_set_int(p, 1)) return 0;
+    return 1;
+  }
+
+  using Fn = void (*)(void);
+  static inline const OSSL_DISPATCH kDispatch[] = {
+      {OSSL_FUNC_DIGEST_NEWCTX, reinterpret_cast<Fn>(&NewCtx)},
+      {OSSL_FUNC_DIGEST_INIT, reinterpret_cast<Fn>(&DigestInit)},
+      {OSSL_FUNC_DIGEST_UPDATE, reinterpret_cast<Fn>(&DigestUpdate)},
+      {OSSL_FUNC_DIGEST_FINAL, reinterpret_cast<Fn>(&DigestFinal)},
+      {OSSL_FUNC_DIGEST_DIGEST, reinterpret_cast<Fn>(&OneShot)},
+      {OSSL_FUNC_DIGEST_FREECTX, reinterpret_cast<Fn>(&DigestFreeCtx)},
+      {OSSL_FUNC_DIGEST_DUPCTX, reinterpret_cast<Fn>(&DigestDupCtx)},
+      {OSSL_FUNC_DIGEST_GET_PARAMS, reinterpret_cast<Fn>(&GetParams)},
+      {OSSL_FUNC_DIGEST_GETTABLE_PARAMS,
+       reinterpret_cast<Fn>(&DigestGettableParams)},
+      {0, nullptr}};
+};
+
+}  // namespace
+
+absl::Status AppendDigestAlgorithms(ProvCtx& ctx,
+                                    std::vector<OSSL_ALGORITHM>* out) {
+  static constexpr auto kTables = DispatchTables<DigestTable>();
+  for (const AlgorithmInfo& info : AllAlgorithms()) {
+    if (info.family != Family::kDigest) continue;
+    if (info.index >= kTables.size()) {
+      return absl::InternalError(absl::StrFormat(
+          "identity table row %u (%s) beyond kMaxAlgorithms", info.index,
+          info.name));
+    }
+    if (!ctx.core().router().Supports(info.id)) continue;
+    out->push_back(OSSL_ALGORITHM{info.openssl_names.data(), kProperties,
+                                  kTables[info.index],
+                                  "accelcrypt routed digest"});
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace accelcrypt::provider

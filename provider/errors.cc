@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "provider/errors.h"
+
+#include <openssl/err.h>
+
+#include <cstdarg>
+#include <optional>
+#include <string>
+
+#include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
+#include "core/status.h"
+#include "provider/provider_ctx.h"
+
+namespace accelcrypt::provider {
+namespace {
+
+constexpr absl::string_view kReasonPayload =
+    "type.accelcrypt/accelcrypt.provider.Reason";
+
+// Reason texts: short, lower case, as OpenSSL's own reason strings are.
+const OSSL_ITEM kReasonStrings[] = {
+    {static_cast<unsigned int>(Reason::kInvalidArgument), (void*)"invalid argument"},
+    {static_cast<unsigned int>(Reason::kOutOfOrder),
+     (void*)"operation called out of order"},
+    {static_cast<unsigned int>(Reason::kOutputBufferTooSmall),
+     (void*)"output buffer too small"},
+    {static_cast<unsigned int>(Reason::kNotSupported), (void*)"not supported"},
+    {static_cast<unsigned int>(Reason::kDeviceUnavailable),
+     (void*)"accelerator device unavailable"},
+    {static_cast<unsigned int>(Reason::kResourceExhausted),
+     (void*)"accelerator resources exhausted"},
+    {static_cast<unsigned int>(Reason::kInternal), (void*)"internal error"},
+    {static_cast<unsigned int>(Reason::kTagMismatch),
+     (void*)"authentication tag mismatch"},
+    {static_cast<unsigned int>(Reason::kInvalidKeyLength),
+     (void*)"invalid key length"},
+    {static_cast<unsigned int>(Reason::kInvalidIvLength),
+     (void*)"invalid iv length"},
+    {static_cast<unsigned int>(Reason::kInvalidTag), (void*)"invalid tag"},
+    {static_cast<unsigned int>(Reason::kNoKeySet), (void*)"no key set"},
+    {static_cast<unsigned int>(Reason::kBadParameter), (void*)"bad parameter"},
+    {static_cast<unsigned int>(Reason::kInitFailed),
+     (void*)"provider initialisation failed"},
+    {static_cast<unsigned int>(Reason::kEntropyUnavailable),
+     (void*)"entropy source unavailable"},
+    {static_cast<unsigned int>(Reason::kBadDecrypt), (void*)"bad decrypt"},
+    {static_cast<unsigned int>(Reason::kOperationFinished),
+     (void*)"operation already finished"},
+    {0, nullptr},
+};
+
+std::optional<Reason> ExplicitReason(const absl::Status& status) {
+  absl::optional<absl::Cord> payload = status.GetPayload(kReasonPayload);
+  if (!payload.has_value()) return std::nullopt;
+  int value = 0;
+  if (!absl::SimpleAtoi(std::string(*payload), &value)) return std::nullopt;
+  return static_cast<Reason>(value);
+}
+
+void CoreSetError(const ProvCtx& ctx, uint32_t reason, const char* fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  ctx.upcalls().vset_error(ctx.handle(), reason, fmt, args);
+  va_end(args);
+}
+
+}  // namespace
+
+const OSSL_ITEM* ReasonStrings() { return kReasonStrings; }
+
+absl::Status ProviderError(Reason reason, absl::StatusCode code,
+                           absl::string_view message) {
+  absl::Status status(code, message);
+  status.SetPayload(kReasonPayload,
+                    absl::Cord(std::to_string(static_cast<int>(reason))));
+  return status;
+}
+
+Reason ReasonFor(const absl::Status& status) {
+  if (std::optional<Reason> reason = ExplicitReason(status)) return *reason;
+  if (GetStatusDetail(status) == StatusDetail::kAuthFailed) {
+    return Reason::kTagMismatch;
+  }
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+      return Reason::kInvalidArgument;
+    case absl::StatusCode::kFailedPrecondition:
+      return Reason::kOutOfOrder;
+    case absl::StatusCode::kOutOfRange:
+      return Reason::kOutputBufferTooSmall;
+    case absl::StatusCode::kUnimplemented:
+    case absl::StatusCode::kNotFound:
+      return Reason::kNotSupported;
+    case absl::StatusCode::kUnavailable:
+      return Reason::kDeviceUnavailable;
+    case absl::StatusCode::kResourceExhausted:
+      return Reason::kResourceExhausted;
+    default:
+      return Reason::kInternal;
+  }
+}
+
+int RaiseError(const ProvCtx* ctx, const absl::Status& status,
+               std::source_location where) {
+  const Reason reason =
+      status.ok() ? Reason::kInternal : ReasonFor(status);
+  const std::string message =
+      status.ok() ? std::string("failed without a status")
+                  : std::string(status.message());
+  const uint32_t code = static_cast<uint32_t>(reason);
+  if (ctx != nullptr && ctx->upcalls().new_error != nullptr &&
+      ctx->upcalls().set_error_debug != nullptr &&
+      ctx->upcalls().vset_error != nullptr) {
+    ctx->upcalls().new_error(ctx->handle());
+    ctx->upcalls().set_error_debug(ctx->handle(), where.file_name(),
+                                   static_cast<int>(where.line()),
+                                   where.function_name());
+    CoreSetError(*ctx, code, "%s", message.c_str());
+    return 0;
+  }
+  // No upcalls (never the case with libcrypto 3.0): report under the
+  // provider library with the same reason number.
+  ERR_new();
+  ERR_set_debug(where.file_name(), static_cast<int>(where.line()),
+                where.function_name());
+  ERR_set_error(ERR_LIB_PROV, static_cast<int>(code), "%s", message.c_str());
+  return 0;
+}
+
+}  // namespace accelcrypt::provider

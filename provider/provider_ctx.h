@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: Apache-2.0
+#ifndef ACCELCRYPT_PROVIDER_PROVIDER_CTX_H_
+#define ACCELCRYPT_PROVIDER_PROVIDER_CTX_H_
+
+#include <openssl/core.h>
+#include <openssl/core_dispatch.h>
+
+#include <memory>
+#include <vector>
+
+#include "core/core.h"
+
+namespace accelcrypt::provider {
+
+// CoreUpcalls are the libcrypto functions handed to OSSL_provider_init in
+// its `in` dispatch table. Any of them may be null when the core did not
+// offer it; callers check.
+struct CoreUpcalls {
+  OSSL_FUNC_core_get_params_fn* get_params = nullptr;
+  OSSL_FUNC_core_get_libctx_fn* get_libctx = nullptr;
+  OSSL_FUNC_core_new_error_fn* new_error = nullptr;
+  OSSL_FUNC_core_set_error_debug_fn* set_error_debug = nullptr;
+  OSSL_FUNC_core_vset_error_fn* vset_error = nullptr;
+};
+
+// ProvCtx is the provider context OpenSSL passes back as `provctx` to every
+// algorithm function: the core handle, its upcalls, and the one accelcrypt
+// Core this provider instance owns. Created in OSSL_provider_init, destroyed
+// in teardown (which destroys the Core and so writes its stats). The
+// algorithm arrays are built once at init from what the router supports and
+// never change afterwards, so reads need no lock.
+class ProvCtx {
+ public:
+  ProvCtx(const OSSL_CORE_HANDLE* handle, const CoreUpcalls& upcalls)
+      : handle_(handle), upcalls_(upcalls) {}
+  ProvCtx(const ProvCtx&) = delete;
+  ProvCtx& operator=(const ProvCtx&) = delete;
+
+  const OSSL_CORE_HANDLE* handle() const { return handle_; }
+  const CoreUpcalls& upcalls() const { return upcalls_; }
+
+  // core is valid once init has succeeded, for the provider's lifetime.
+  Core& core() { return *core_; }
+  void set_core(std::unique_ptr<Core> core) { core_ = std::move(core); }
+
+  // libctx returns the library context the provider was loaded into (the
+  // application's), for RAND_bytes_ex when GCM generates an IV. May be null
+  // (the default context then).
+  OSSL_LIB_CTX* libctx() const;
+
+  std::vector<OSSL_ALGORITHM>& ciphers() { return ciphers_; }
+  std::vector<OSSL_ALGORITHM>& digests() { return digests_; }
+  std::vector<OSSL_ALGORITHM>& rands() { return rands_; }
+
+ private:
+  const OSSL_CORE_HANDLE* handle_;
+  CoreUpcalls upcalls_;
+  std::unique_ptr<Core> core_;
+  // NULL-terminated OSSL_ALGORITHM arrays returned by query_operation.
+  std::vector<OSSL_ALGORITHM> ciphers_;
+  std::vector<OSSL_ALGORITHM> digests_;
+  std::vector<OSSL_ALGORITHM> rands_;
+};
+
+}  // namespace accelcrypt::provider
+
+#endif  // ACCELCRYPT_PROVIDER_PROVIDER_CTX_H_
