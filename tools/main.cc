@@ -3,6 +3,7 @@
 // accelcrypt: inspect, test, configure and trace the accelcrypt stack.
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -21,6 +22,32 @@ void AddCoreOptions(CLI::App* app, CoreOptions* options) {
                   "directories (colon-separated) to load backend modules from");
   app->add_option("--backends", options->backends,
                   "comma list: load only these backends, in this order");
+}
+
+// SplitTraceCommand returns how many leading arguments CLI11 should parse.
+// For `accelcrypt trace [OPTIONS] [--] CMD ARGS...` the command starts after
+// `--`, or at the first word that is neither a trace option nor its value;
+// it is moved into `command`.
+int SplitTraceCommand(int argc, char** argv, std::vector<std::string>* command) {
+  if (argc < 2 || std::string_view(argv[1]) != "trace") return argc;
+  for (int i = 2; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    int start = -1;
+    if (arg == "--") {
+      start = i + 1;
+    } else if (arg == "--conf" || arg == "-o" || arg == "--output" ||
+               arg == "--keep") {
+      ++i;  // its value
+      continue;
+    } else if (!arg.empty() && arg[0] == '-') {
+      continue;
+    } else {
+      start = i;
+    }
+    for (int j = start; j < argc; ++j) command->push_back(argv[j]);
+    return i;
+  }
+  return argc;
 }
 
 constexpr char kExitCodes[] =
@@ -98,8 +125,9 @@ int main(int argc, char** argv) {
                         "write the per-process stats files into this (empty) "
                         "directory and keep them");
   trace_cmd->add_flag("--json", trace.json, "report as JSON");
-  trace_cmd->add_option("command", trace.command, "CMD ARGS... (after --)")
-      ->required();
+  trace_cmd->add_option("command", trace.command,
+                        "CMD ARGS...: everything after `--` (or from the first "
+                        "word that is not a trace option) is run as is");
   trace_cmd->footer(
       "Usage: accelcrypt trace [--conf FILE] -- CMD ARGS...\n"
       "Exit code: CMD's (128+N if killed by signal N; 127 not found, 126 not "
@@ -122,8 +150,12 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--script", bench.script, "path of bench.sh");
   bench_cmd->footer("Exit codes: the script's (0 ok, 1 a run failed).");
 
+  // `trace` passes its command through untouched, options included, so the
+  // command is cut off before CLI11 sees it.
+  std::vector<std::string> traced_command;
+  const int parsed_argc = SplitTraceCommand(argc, argv, &traced_command);
   try {
-    app.parse(argc, argv);
+    app.parse(parsed_argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : accelcrypt::tools::kExitUsage;
@@ -132,7 +164,10 @@ int main(int argc, char** argv) {
   if (list_cmd->parsed()) return accelcrypt::tools::RunList(list);
   if (selftest_cmd->parsed()) return accelcrypt::tools::RunSelftest(selftest);
   if (config_cmd->parsed()) return accelcrypt::tools::RunConfig(config);
-  if (trace_cmd->parsed()) return accelcrypt::tools::RunTrace(trace);
+  if (trace_cmd->parsed()) {
+    trace.command = traced_command;
+    return accelcrypt::tools::RunTrace(trace);
+  }
   if (bench_cmd->parsed()) return accelcrypt::tools::RunBench(bench);
   std::cerr << app.help();
   return accelcrypt::tools::kExitUsage;

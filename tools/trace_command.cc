@@ -204,7 +204,7 @@ int RunTrace(const TraceOptions& options) {
     nlohmann::json j = report.ToJson();
     j["command_exit_code"] = child.exit_code;
     *out << j.dump(2) << "\n";
-  } else {
+  } else if (report.files > 0) {
     PrintReport(*out, report);
   }
   if (report.files == 0 && child.problem.empty()) {
