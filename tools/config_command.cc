@@ -31,13 +31,15 @@ int RunConfig(const ConfigOptions& options) {
   if (options.include_only) {
     std::cout
         << "# accelcrypt provider, for `.include` at the END of an openssl.cnf\n"
-           "# whose `openssl_conf` section is [openssl_init] with\n"
-           "# `providers = provider_sect` (Debian's default). Sections named\n"
-           "# again here are merged into the existing ones.\n"
+           "# whose `openssl_conf` section is [openssl_init] (Debian's). The\n"
+           "# sections named here are merged into existing ones of the same\n"
+           "# name; `providers` and `alg_section` replace any earlier values.\n"
            "[openssl_init]\n"
+           "providers = provider_sect\n"
            "alg_section = algorithm_sect\n"
            "\n"
            "[provider_sect]\n"
+           "default = default_sect\n"
            "accelcrypt = accelcrypt_sect\n"
            "\n"
            "[default_sect]\n"

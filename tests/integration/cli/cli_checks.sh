@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# Integration checks of the built `accelcrypt` tool against the real openssl
+# binary and the built provider. One check per CTest test:
+#   cli_checks.sh CHECK ACCELCRYPT_BINARY PROVIDER_MODULE VECTOR_DIR
+# CHECK: help | list | selftest | config | trace
+set -euo pipefail
+
+check=$1
+cli=$2
+module=$3
+vectors=$4
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/accelcrypt-cli-test.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+pass() { echo "ok: $*"; }
+# expect_rc WANT CMD...: runs CMD (stdout+stderr to $tmp/out) and checks its
+# exit code.
+expect_rc() {
+  local want=$1; shift
+  local rc=0
+  "$@" > "$tmp/out" 2>&1 || rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    cat "$tmp/out" >&2
+    fail "'$*' exited $rc, expected $want"
+  fi
+}
+expect_out() {  # expect_out REGEX WHAT
+  grep -Eq -- "$1" "$tmp/out" || { cat "$tmp/out" >&2; fail "$2: no line matching /$1/"; }
+}
+
+[ -x "$cli" ] || fail "accelcrypt binary $cli missing"
+
+case "$check" in
+help)
+  expect_rc 0 "$cli" --help
+  for sub in list selftest config trace bench; do
+    expect_out "^  $sub " "top-level help lists $sub"
+  done
+  expect_out "Exit codes" "top-level help documents exit codes"
+  for sub in list selftest config trace bench; do
+    expect_rc 0 "$cli" "$sub" --help
+    expect_out "Usage: .*$sub" "$sub --help usage line"
+  done
+  expect_rc 0 "$cli" --version
+  expect_out "^accelcrypt [0-9]+\.[0-9]+\.[0-9]+" "--version"
+  expect_rc 2 "$cli"
+  expect_rc 2 "$cli" list --no-such-option
+  expect_rc 2 "$cli" selftest --vectors /nonexistent/dir
+  pass "help, version and usage errors"
+  ;;
+
+list)
+  expect_rc 0 "$cli" list
+  expect_out "^  software [^ ]+  \[software\]  from built-in" "software backend line"
+  expect_out "AES-128-CBC +streaming" "software capability row"
+  expect_out "^  AES-128-CBC +software" "routing row for AES-128-CBC"
+  expect_out "^Load events" "load events section"
+  expect_out "^  rdseed +(yes|no|present)" "CPUID feature rdseed"
+  expect_rc 0 "$cli" list --json
+  expect_out '"name": "software"' "JSON backend name"
+  expect_out '"AES-128-CBC": \[' "JSON routes"
+  expect_out '"rdseed": \{' "JSON cpu features"
+  # Restricting to a backend that does not exist leaves nothing loaded.
+  expect_rc 1 "$cli" list --backends no-such-backend
+  pass "list (text and JSON)"
+  ;;
+
+selftest)
+  expect_rc 0 "$cli" selftest --vectors "$vectors"
+  expect_out "^software +AES-128-CBC +[1-9][0-9]* +0 +0 +ok" "software AES-128-CBC passed"
+  expect_out "^software +SHA2-256 +[1-9][0-9]* +0 +0 +ok" "software SHA2-256 passed"
+  expect_out "^selftest: [1-9][0-9]* passed, 0 failed" "summary line"
+  expect_rc 0 "$cli" selftest --vectors "$vectors" --json
+  expect_out '"ok": true' "JSON verdict"
+  # A corrupted vector must make selftest fail (exit 1) and name the file.
+  mkdir -p "$tmp/vec/aes"
+  src="$vectors/aes/CBCGFSbox128.rsp"
+  [ -f "$src" ] || fail "$src missing"
+  awk '!done && toupper($0) ~ /^CIPHERTEXT = / {
+         n = index($0, "= ") + 2; c = substr($0, n, 1);
+         $0 = substr($0, 1, n - 1) (c == "0" ? "1" : "0") substr($0, n + 1); done = 1 }
+       { print }' "$src" > "$tmp/vec/aes/CBCGFSbox128.rsp"
+  cmp -s "$src" "$tmp/vec/aes/CBCGFSbox128.rsp" && fail "could not corrupt the vector copy"
+  expect_rc 1 "$cli" selftest --vectors "$tmp/vec"
+  expect_out "^software +AES-128-CBC +[0-9]+ +[1-9][0-9]* +[0-9]+ +FAIL" "corrupted vector detected"
+  expect_out "CBCGFSbox128" "failure names the file"
+  mkdir -p "$tmp/empty"
+  expect_rc 2 "$cli" selftest --vectors "$tmp/empty"
+  pass "selftest (passes on the tree vectors, fails on a corrupted one)"
+  ;;
+
+config)
+  [ -f "$module" ] || fail "provider $module not built"
+  expect_rc 0 "$cli" config --module "$module"
+  cp "$tmp/out" "$tmp/accelcrypt.cnf"
+  for line in "openssl_conf = openssl_init" "default = default_sect" \
+              "accelcrypt = accelcrypt_sect" "module = $module" "activate = 1" \
+              "soft_load = 1" "default_properties = ?provider=accelcrypt"; do
+    grep -qxF -- "$line" "$tmp/accelcrypt.cnf" || fail "config lacks '$line'"
+  done
+  OPENSSL_CONF="$tmp/accelcrypt.cnf" openssl list -providers > "$tmp/out" 2>&1 ||
+    { cat "$tmp/out" >&2; fail "openssl rejected the generated config"; }
+  expect_out "^  accelcrypt$" "accelcrypt provider listed"
+  expect_out "^  default$" "default provider listed"
+  [ "$(grep -c 'status: active' "$tmp/out")" -eq 2 ] || { cat "$tmp/out" >&2; fail "both providers active"; }
+  # The preference works: SHA-256 is fetched from accelcrypt.
+  OPENSSL_CONF="$tmp/accelcrypt.cnf" openssl list -digest-algorithms > "$tmp/out" 2>&1
+  expect_out "SHA2-256.*@ accelcrypt" "accelcrypt offers SHA2-256"
+  # The include-only snippet merges into a Debian-style openssl.cnf.
+  expect_rc 0 "$cli" config --include-only --module "$module"
+  cp "$tmp/out" "$tmp/snippet.cnf"
+  grep -q "^openssl_conf" "$tmp/snippet.cnf" && fail "--include-only must not set openssl_conf"
+  base=/etc/ssl/openssl.cnf
+  if [ -f "$base" ]; then
+    cp "$base" "$tmp/main.cnf"
+  else
+    printf 'openssl_conf = openssl_init\n[openssl_init]\nproviders = provider_sect\n[provider_sect]\ndefault = default_sect\n[default_sect]\n' > "$tmp/main.cnf"
+  fi
+  printf '\n.include %s\n' "$tmp/snippet.cnf" >> "$tmp/main.cnf"
+  OPENSSL_CONF="$tmp/main.cnf" openssl list -providers > "$tmp/out" 2>&1 ||
+    { cat "$tmp/out" >&2; fail "openssl rejected openssl.cnf + snippet"; }
+  expect_out "^  accelcrypt$" "accelcrypt via .include"
+  expect_out "^  default$" "default via .include"
+  # soft_load: a missing module does not break OpenSSL.
+  expect_rc 0 "$cli" config --module "$tmp/missing/accelcrypt.so"
+  grep -v '^accelcrypt config: warning' "$tmp/out" > "$tmp/missing.cnf"
+  OPENSSL_CONF="$tmp/missing.cnf" openssl dgst -sha256 "$tmp/missing.cnf" > "$tmp/out" 2>&1 ||
+    { cat "$tmp/out" >&2; fail "soft_load did not keep openssl working"; }
+  pass "config (full stanza and include snippet load in openssl)"
+  ;;
+
+trace)
+  [ -f "$module" ] || fail "provider $module not built"
+  "$cli" config --module "$module" > "$tmp/accelcrypt.cnf"
+  head -c 100000 /dev/urandom > "$tmp/plain"
+  key=000102030405060708090a0b0c0d0e0f
+  iv=0f0e0d0c0b0a09080706050403020100
+  expect_rc 0 "$cli" trace --conf "$tmp/accelcrypt.cnf" -o "$tmp/report" -- \
+    openssl enc -aes-128-cbc -K "$key" -iv "$iv" -in "$tmp/plain" -out "$tmp/cipher"
+  cp "$tmp/report" "$tmp/out"
+  expect_out "^accelcrypt trace: 1 process loaded accelcrypt" "one process traced"
+  # bytes >= the 100000 plaintext bytes (plus padding) went through software.
+  awk '$1 == "software" && $2 == "AES-128-CBC" && $3 > 0 && $4 >= 100000 { found = 1 }
+       END { exit !found }' "$tmp/report" || { cat "$tmp/report" >&2; fail "no software AES-128-CBC bytes in the trace"; }
+  # Same ciphertext as OpenSSL's default provider alone.
+  OPENSSL_CONF=/dev/null openssl enc -aes-128-cbc -K "$key" -iv "$iv" \
+    -in "$tmp/plain" -out "$tmp/cipher.default"
+  cmp -s "$tmp/cipher" "$tmp/cipher.default" || fail "ciphertext differs from the default provider's"
+  # --json has the same cell.
+  expect_rc 0 "$cli" trace --json --conf "$tmp/accelcrypt.cnf" -o "$tmp/report.json" -- \
+    openssl dgst -sha256 "$tmp/plain"
+  cp "$tmp/report.json" "$tmp/out"
+  expect_out '"algorithm": "SHA2-256"' "JSON cell algorithm"
+  expect_out '"backend": "software"' "JSON cell backend"
+  # The command's exit code comes back; a missing command is 127.
+  expect_rc 3 "$cli" trace -- sh -c 'exit 3'
+  expect_rc 127 "$cli" trace -- "$tmp/no-such-command"
+  # Without the provider loaded, trace says so.
+  : > "$tmp/empty.cnf"
+  expect_rc 0 "$cli" trace --conf "$tmp/empty.cnf" -- openssl dgst -sha256 "$tmp/plain"
+  expect_out "no process wrote accelcrypt stats" "no-stats message"
+  pass "trace (enc through software, exit codes, no-provider message)"
+  ;;
+
+*)
+  fail "unknown check '$check'"
+  ;;
+esac
