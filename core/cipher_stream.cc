@@ -25,7 +25,8 @@ bool Overlaps(const uint8_t* a, size_t a_len, const uint8_t* b, size_t b_len) {
 }  // namespace
 
 CipherStream::CipherStream(std::unique_ptr<Cipher> cipher)
-    : cipher_(std::move(cipher)) {}
+    : cipher_(std::move(cipher)),
+      block_mode_(IsBlockMode(cipher_->info().mode)) {}
 
 CipherStream::~CipherStream() { OPENSSL_cleanse(buf_, sizeof(buf_)); }
 
@@ -42,7 +43,7 @@ absl::Status CipherStream::Init(bool encrypt, absl::Span<const uint8_t> key,
 }
 
 size_t CipherStream::MaxUpdateOutput(size_t in_len) const {
-  if (!IsBlockMode(cipher_->info().mode)) return in_len;
+  if (!block_mode_) return in_len;
   size_t total = buf_len_ + in_len;
   size_t whole = total - total % kBlock;
   // Decrypting with padding holds the last whole block back.
@@ -54,16 +55,13 @@ size_t CipherStream::MaxUpdateOutput(size_t in_len) const {
 
 absl::StatusOr<size_t> CipherStream::Update(absl::Span<const uint8_t> in,
                                             absl::Span<uint8_t> out) {
-  const AlgorithmInfo& info = cipher_->info();
-  if (!initialized_) {
+  if (!initialized_ || finished_) [[unlikely]] {
     return absl::FailedPreconditionError(
-        absl::StrFormat("%s: update before init", info.name));
+        absl::StrFormat("%s: update %s", cipher_->info().name,
+                        finished_ ? "after final" : "before init"));
   }
-  if (finished_) {
-    return absl::FailedPreconditionError(
-        absl::StrFormat("%s: update after final", info.name));
-  }
-  if (!IsBlockMode(info.mode)) {
+  if (!block_mode_) {
+    const AlgorithmInfo& info = cipher_->info();
     if (out.size() < in.size()) {
       return absl::OutOfRangeError(absl::StrFormat(
           "%s: output buffer of %d bytes is too small for %d bytes", info.name,
@@ -78,6 +76,7 @@ absl::StatusOr<size_t> CipherStream::Update(absl::Span<const uint8_t> in,
     return in.size();
   }
 
+  const AlgorithmInfo& info = cipher_->info();
   const size_t produce = MaxUpdateOutput(in.size());
   if (out.size() < produce) {
     return absl::OutOfRangeError(absl::StrFormat(

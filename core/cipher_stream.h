@@ -48,6 +48,7 @@ class CipherStream {
 
  private:
   std::unique_ptr<Cipher> cipher_;
+  bool block_mode_;  // ECB or CBC: whole blocks, buffering, padding
   bool encrypt_ = true;
   bool padding_ = true;
   bool initialized_ = false;

@@ -16,7 +16,11 @@
 namespace accelcrypt {
 namespace {
 
-thread_local const Backend* t_inside = nullptr;
+// Initial-exec: this object is dlopen'ed into other processes, and the
+// default model calls __tls_get_addr on every access (measured on the
+// cipher update path).
+thread_local const Backend* t_inside __attribute__((tls_model("initial-exec"))) =
+    nullptr;
 
 uint64_t NowNs() {
   struct timespec ts;
@@ -48,7 +52,10 @@ class RoutedCipher final : public Cipher {
   RoutedCipher(Router* router, const AlgorithmInfo& info,
                std::vector<Router::Slot*> candidates)
       : router_(router), info_(info), candidates_(std::move(candidates)) {}
-  ~RoutedCipher() override { OPENSSL_cleanse(key_, sizeof(key_)); }
+  ~RoutedCipher() override {
+    FlushBytes();
+    OPENSSL_cleanse(key_, sizeof(key_));
+  }
 
   // Open creates the backend object on the first candidate that works.
   absl::Status Open(size_t from) {
@@ -91,6 +98,7 @@ class RoutedCipher final : public Cipher {
           "%s: IV is %d bytes, expected %d", info_.name, iv.size(),
           info_.iv_len));
     }
+    FlushBytes();
     encrypt_ = encrypt;
     std::memcpy(key_, key.data(), key.size());
     std::memcpy(iv_, iv.data(), iv.size());
@@ -113,9 +121,9 @@ class RoutedCipher final : public Cipher {
   absl::Status Update(absl::Span<const uint8_t> in,
                       absl::Span<uint8_t> out) override {
     absl::Status st = Call([&] { return impl_->Update(in, out); });
-    if (st.ok()) {
+    if (st.ok()) [[likely]] {
       started_ = true;
-      counter_->AddBytes(in.size());
+      pending_bytes_ += in.size();
       return st;
     }
     if (!IsDeviceError(st) || !initialized_) return st;
@@ -123,7 +131,7 @@ class RoutedCipher final : public Cipher {
     st = Call([&] { return impl_->Update(in, out); });
     if (st.ok()) {
       started_ = true;
-      counter_->AddBytes(in.size());
+      pending_bytes_ += in.size();
     }
     return st;
   }
@@ -143,6 +151,7 @@ class RoutedCipher final : public Cipher {
   }
 
   absl::Status Final() override {
+    FlushBytes();
     absl::Status st = Call([&] { return impl_->Final(); });
     if (IsDeviceError(st)) Error(st);
     return st;
@@ -185,7 +194,17 @@ class RoutedCipher final : public Cipher {
     return fn();
   }
 
+  // Bytes are added to the shared counter once per operation, not per
+  // update: an atomic add per 16-byte update is measurable.
+  void FlushBytes() {
+    if (pending_bytes_ != 0 && counter_ != nullptr) {
+      counter_->AddBytes(pending_bytes_);
+      pending_bytes_ = 0;
+    }
+  }
+
   void Error(const absl::Status& st) {
+    FlushBytes();
     counter_->errors.fetch_add(1, std::memory_order_relaxed);
     router_->RecordDeviceError(candidates_[current_], info_);
   }
@@ -251,6 +270,7 @@ class RoutedCipher final : public Cipher {
   size_t current_ = 0;
   std::unique_ptr<Cipher> impl_;
   Counter* counter_ = nullptr;
+  uint64_t pending_bytes_ = 0;
   uint8_t key_[32] = {};
   uint8_t iv_[kMaxIv] = {};
   size_t iv_len_ = 0;
