@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# Side-by-side throughput: `openssl speed -elapsed -evp ALG` through
+# accelcrypt (software backend only, preferred by default_properties) and
+# through OpenSSL's default provider alone, run alternately, best of the
+# rounds per block size. Prints MB/s per block size and the ratio
+# accelcrypt/default. The machine is shared and noisy: read ratios, not
+# absolute numbers.
+#
+# Usage: bench.sh [--module PATH] [--seconds N] [--rounds N] [--quick]
+#                 [--alg NAME]... [--markdown FILE]
+#   --module    accelcrypt.so (default: $ACCELCRYPT_MODULE, build/lib, then
+#               OpenSSL's modules directory)
+#   --seconds   seconds per block size per run (default 2)
+#   --rounds    alternating rounds per algorithm (default 2)
+#   --quick     --seconds 1 --rounds 1 (about a minute)
+#   --alg       aes-128-cbc, aes-128-ctr, aes-256-gcm, sha256 (default: all)
+#   --markdown  also write the table as Markdown to FILE
+# Exit codes: 0 ran (ratios below target are reported, not fatal), 1 a run
+# failed or did not go through accelcrypt, 2 usage.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+module=${ACCELCRYPT_MODULE:-}
+seconds=2
+rounds=2
+algs=()
+markdown=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --module) module=$2; shift 2 ;;
+    --seconds) seconds=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --quick) seconds=1; rounds=1; shift ;;
+    --alg) algs+=("$2"); shift 2 ;;
+    --markdown) markdown=$2; shift 2 ;;
+    -h|--help) sed -n '3,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+case "$seconds" in ''|*[!0-9]*) echo "bench.sh: --seconds takes a whole number" >&2; exit 2 ;; esac
+case "$rounds" in ''|*[!0-9]*|0) echo "bench.sh: --rounds takes a positive number" >&2; exit 2 ;; esac
+[ ${#algs[@]} -gt 0 ] || algs=(aes-128-cbc aes-128-ctr aes-256-gcm sha256)
+if [ -z "$module" ]; then
+  if [ -f "$root/build/lib/accelcrypt.so" ]; then
+    module=$root/build/lib/accelcrypt.so
+  else
+    mdir=$(openssl version -m | sed -n 's/^MODULESDIR: "\(.*\)"$/\1/p')
+    module=$mdir/accelcrypt.so
+  fi
+fi
+[ -f "$module" ] || { echo "bench.sh: provider $module not found (build it or pass --module)" >&2; exit 1; }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/accelcrypt-bench.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+cat > "$tmp/accelcrypt.cnf" <<CNF
+openssl_conf = openssl_init
+[openssl_init]
+providers = provider_sect
+alg_section = algorithm_sect
+[provider_sect]
+default = default_sect
+accelcrypt = accelcrypt_sect
+[default_sect]
+activate = 1
+[accelcrypt_sect]
+module = $module
+activate = 1
+[algorithm_sect]
+default_properties = ?provider=accelcrypt
+CNF
+cat > "$tmp/default.cnf" <<CNF
+openssl_conf = openssl_init
+[openssl_init]
+providers = provider_sect
+[provider_sect]
+default = default_sect
+[default_sect]
+activate = 1
+CNF
+# Software backend only, whatever else is installed.
+printf '[accelcrypt]\nbackends = software\n' > "$tmp/accelcrypt-settings.cnf"
+
+# speed_run CONFIG ALG OUT: one `openssl speed -mr` run; writes
+# "size bytes_per_second" lines to OUT.
+speed_run() {
+  local conf=$1 alg=$2 out=$3 raw
+  raw="$out.raw"
+  if ! OPENSSL_CONF=$conf ACCELCRYPT_CONF="$tmp/accelcrypt-settings.cnf" \
+       openssl speed -mr -elapsed -seconds "$seconds" -evp "$alg" > "$raw" 2>&1; then
+    echo "bench.sh: openssl speed -evp $alg failed:" >&2
+    tail -n 5 "$raw" >&2
+    return 1
+  fi
+  awk -F: '/^\+H:/ { for (i = 2; i <= NF; i++) size[i] = $i; n = NF }
+           /^\+F:/ { for (i = 4; i <= NF; i++) print size[i - 2], $i }' "$raw" > "$out"
+  [ -s "$out" ] || { echo "bench.sh: no results from openssl speed -evp $alg" >&2; return 1; }
+}
+
+# best A B: per size, the larger of two result files.
+best() {
+  if [ ! -f "$1" ]; then cp "$2" "$1"; return; fi
+  paste -d' ' "$1" "$2" | awk '{ print $1, ($2 > $4 ? $2 : $4) }' > "$1.tmp"
+  mv "$1.tmp" "$1"
+}
+
+echo "accelcrypt bench: openssl speed -elapsed -seconds $seconds -evp ALG, $rounds round(s), alternating"
+echo "  accelcrypt: $module (backends = software, default_properties = ?provider=accelcrypt)"
+echo "  default:    OpenSSL's default provider only"
+echo "  $(openssl version)"
+rows="$tmp/rows"
+: > "$rows"
+for alg in "${algs[@]}"; do
+  for r in $(seq 1 "$rounds"); do
+    printf '  %-12s round %d/%d: default' "$alg" "$r" "$rounds" >&2
+    speed_run "$tmp/default.cnf" "$alg" "$tmp/d.$r"
+    best "$tmp/default.$alg" "$tmp/d.$r"
+    printf ', accelcrypt' >&2
+    mkdir -p "$tmp/stats"
+    ACCELCRYPT_STATS_DIR="$tmp/stats" speed_run "$tmp/accelcrypt.cnf" "$alg" "$tmp/a.$r"
+    best "$tmp/accel.$alg" "$tmp/a.$r"
+    printf '\n' >&2
+  done
+  # Prove the accelcrypt runs went through accelcrypt's software backend.
+  canon=$(echo "$alg" | tr '[:lower:]' '[:upper:]' | sed 's/^SHA256$/SHA2-256/')
+  if ! cat "$tmp"/stats/*.json 2>/dev/null | grep -q "\"$canon\""; then
+    echo "bench.sh: the accelcrypt runs of $alg did not go through accelcrypt (no $canon in its stats)" >&2
+    exit 1
+  fi
+  rm -rf "$tmp/stats"
+  paste -d' ' "$tmp/default.$alg" "$tmp/accel.$alg" |
+    awk -v alg="$alg" '{ printf "%s %s %.1f %.1f %.3f\n", alg, $1, $2 / 1e6, $4 / 1e6, ($2 > 0 ? $4 / $2 : 0) }' >> "$rows"
+done
+
+echo
+awk 'BEGIN { printf "%-12s %7s %14s %14s %7s  %s\n", "algorithm", "bytes", "default MB/s", "accelcrypt MB/s", "ratio", "target" }
+     { target = ($2 <= 16) ? 0.95 : ($2 >= 1024 ? 0.99 : 0);
+       note = target == 0 ? "" : ($5 >= target ? "ok (>= " target ")" : "BELOW " target);
+       printf "%-12s %7d %14.1f %14.1f %7.3f  %s\n", $1, $2, $3, $4, $5, note }' "$rows"
+below=$(awk '{ t = ($2 <= 16) ? 0.95 : ($2 >= 1024 ? 0.99 : 0); if (t > 0 && $5 < t) n++ } END { print n + 0 }' "$rows")
+echo
+echo "ratio = accelcrypt / default (best of $rounds round(s)); $below cell(s) below target"
+
+if [ -n "$markdown" ]; then
+  {
+    echo "| algorithm | bytes | default MB/s | accelcrypt MB/s | ratio |"
+    echo "| --- | ---: | ---: | ---: | ---: |"
+    awk '{ printf "| %s | %d | %.1f | %.1f | %.3f |\n", $1, $2, $3, $4, $5 }' "$rows"
+  } > "$markdown"
+  echo "(Markdown table written to $markdown)"
+fi
