@@ -1,0 +1,278 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Drives the real `openssl` binary with accelcrypt.so loaded from a config
+# file. One case per invocation (CTest runs each as its own test):
+#   provider_cli_test.sh CASE
+# Environment (set by CMake): OPENSSL_BIN, ACCELCRYPT_TEST_CNF (default +
+# accelcrypt preferred), ACCELCRYPT_TEST_CNF_ONLY (accelcrypt + base),
+# ACCELCRYPT_TEST_BACKENDS (build-tree backend dir), ACCELCRYPT_TEST_ONLY_BACKENDS
+# (test-only backend dir), ACCELCRYPT_PROVIDER_MODULE, WORK_DIR.
+# Exit 0 pass, 1 fail, 77 skip (with the reason printed).
+set -u
+
+CASE="${1:?usage: provider_cli_test.sh CASE}"
+OPENSSL="${OPENSSL_BIN:-openssl}"
+CNF="${ACCELCRYPT_TEST_CNF:?}"
+CNF_ONLY="${ACCELCRYPT_TEST_CNF_ONLY:?}"
+BACKENDS="${ACCELCRYPT_TEST_BACKENDS:?}"
+TEST_BACKENDS="${ACCELCRYPT_TEST_ONLY_BACKENDS:-}"
+MODULE="${ACCELCRYPT_PROVIDER_MODULE:?}"
+WORK="${WORK_DIR:?}/${CASE}"
+
+rm -rf "$WORK"
+mkdir -p "$WORK"
+# Never inherit a developer's settings.
+unset ACCELCRYPT_CONF ACCELCRYPT_STATS_DIR ACCELCRYPT_LOG_LEVEL \
+  ACCELCRYPT_FAILING_MODE ACCELCRYPT_FAILING_AFTER ACCELCRYPT_FAILING_EVERY \
+  ACCELCRYPT_FAILING_RATE ACCELCRYPT_FAILING_SEED
+export ACCELCRYPT_BACKEND_DIR="$BACKENDS"
+
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); }
+fail() {
+  failed=$((failed + 1))
+  echo "FAIL: $*" >&2
+}
+check() {  # check DESCRIPTION COMMAND...
+  local what="$1"
+  shift
+  if "$@"; then pass; else fail "$what"; fi
+}
+finish() {
+  echo "${CASE}: ${passed} passed, ${failed} failed"
+  [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
+  exit $?
+}
+skip() {
+  echo "SKIP: $*"
+  exit 77
+}
+
+ossl() { OPENSSL_CONF="$CNF" "$OPENSSL" "$@"; }
+ossl_default() { OPENSSL_CONF=/dev/null "$OPENSSL" "$@"; }
+
+CIPHERS="aes-128-ecb aes-192-ecb aes-256-ecb aes-128-cbc aes-192-cbc
+aes-256-cbc aes-128-cfb aes-192-cfb aes-256-cfb aes-128-ofb aes-192-ofb
+aes-256-ofb aes-128-ctr aes-192-ctr aes-256-ctr"
+ALL_CIPHERS="$CIPHERS aes-128-gcm aes-192-gcm aes-256-gcm"
+DIGESTS="sha1 sha224 sha256 sha384 sha512"
+SIZES="0 1 15 16 17 4097"
+
+make_inputs() {
+  for n in $SIZES; do
+    head -c "$n" /dev/urandom >"$WORK/in.$n"
+  done
+}
+
+key_for() {  # key_for CIPHER -> hex key of the right length
+  case "$1" in
+    aes-128-*) echo 2b7e151628aed2a6abf7158809cf4f3c ;;
+    aes-192-*) echo 8e73b0f7da0e6452c810f32b809079e562f8ead2522c6b7b ;;
+    aes-256-*) echo 603deb1015ca71be2b73aef0857d77811f352c073b6108d72d9810a30914dff4 ;;
+  esac
+}
+IV=000102030405060708090a0b0c0d0e0f
+
+# enc_one PROVIDER CIPHER IN OUT [-d]
+enc_one() {
+  local prov="$1" c="$2" in="$3" out="$4"
+  shift 4
+  local ivopt=(-iv "$IV")
+  case "$c" in *-ecb) ivopt=() ;; esac
+  ossl enc "-$c" "$@" -K "$(key_for "$c")" "${ivopt[@]}" -in "$in" -out "$out" \
+    -propquery "provider=$prov" 2>"$out.err"
+}
+
+case "$CASE" in
+  providers)
+    out="$(ossl list -providers 2>&1)"
+    check "accelcrypt listed" grep -q "^  accelcrypt" <<<"$out"
+    check "accelcrypt active" grep -A3 "^  accelcrypt" <<<"$out" \
+      | grep -q "status: active"
+    check "default still active" grep -A3 "^  default" <<<"$out" \
+      | grep -q "status: active"
+    out="$(OPENSSL_CONF="$CNF_ONLY" "$OPENSSL" list -providers 2>&1)"
+    check "accelcrypt alone with base" grep -q "^  accelcrypt" <<<"$out"
+    ;;
+
+  ciphers)
+    out="$(ossl list -cipher-algorithms -provider accelcrypt 2>&1)"
+    n="$(grep -c '@ accelcrypt' <<<"$out")"
+    check "18 ciphers from accelcrypt (got $n)" test "$n" -eq 18
+    for c in $ALL_CIPHERS; do
+      check "$c listed" grep -qi "[ ,{]${c}[ ,}].*@ accelcrypt" <<<"$out"
+    done
+    out="$(ossl list -digest-algorithms 2>&1)"
+    n="$(grep -c '@ accelcrypt' <<<"$out")"
+    check "5 digests from accelcrypt (got $n)" test "$n" -eq 5
+    ;;
+
+  enc)
+    make_inputs
+    export ACCELCRYPT_STATS_DIR="$WORK/stats"
+    mkdir -p "$ACCELCRYPT_STATS_DIR"
+    for c in $CIPHERS; do
+      for n in $SIZES; do
+        in="$WORK/in.$n"
+        base="$WORK/$c.$n"
+        if ! enc_one accelcrypt "$c" "$in" "$base.acc"; then
+          fail "$c/$n encrypt (accelcrypt): $(cat "$base.acc.err")"
+          continue
+        fi
+        if ! enc_one default "$c" "$in" "$base.def"; then
+          fail "$c/$n encrypt (default): $(cat "$base.def.err")"
+          continue
+        fi
+        check "$c/$n ciphertext identical" cmp -s "$base.acc" "$base.def"
+        enc_one default "$c" "$base.acc" "$base.acc.dec" -d \
+          && check "$c/$n accelcrypt->default round trip" \
+            cmp -s "$in" "$base.acc.dec" \
+          || fail "$c/$n decrypt (default): $(cat "$base.acc.dec.err")"
+        enc_one accelcrypt "$c" "$base.def" "$base.def.dec" -d \
+          && check "$c/$n default->accelcrypt round trip" \
+            cmp -s "$in" "$base.def.dec" \
+          || fail "$c/$n decrypt (accelcrypt): $(cat "$base.def.dec.err")"
+      done
+    done
+    # The stats prove accelcrypt really served each mode.
+    stats="$(cat "$ACCELCRYPT_STATS_DIR"/*.json 2>/dev/null)"
+    for c in $CIPHERS; do
+      name="$(tr a-z A-Z <<<"$c")"
+      check "stats show $name served by accelcrypt" grep -q "\"$name\"" \
+        <<<"$stats"
+    done
+    ;;
+
+  nopad)
+    # ECB/CBC without padding on whole blocks, and the error on a partial
+    # block (a clear error, no output file garbage accepted).
+    make_inputs
+    for c in aes-128-ecb aes-256-cbc; do
+      enc_one accelcrypt "$c" "$WORK/in.16" "$WORK/$c.acc" -nopad
+      enc_one default "$c" "$WORK/in.16" "$WORK/$c.def" -nopad
+      check "$c -nopad identical" cmp -s "$WORK/$c.acc" "$WORK/$c.def"
+      if enc_one accelcrypt "$c" "$WORK/in.17" "$WORK/$c.bad" -nopad; then
+        fail "$c -nopad on 17 bytes succeeded"
+      else
+        pass
+      fi
+    done
+    # Wrong padding on decrypt: garbage ciphertext is refused.
+    head -c 32 /dev/urandom >"$WORK/garbage"
+    if enc_one accelcrypt aes-128-cbc "$WORK/garbage" "$WORK/garbage.dec" -d \
+      && enc_one default aes-128-cbc "$WORK/garbage" "$WORK/garbage.dec2" -d; then
+      # Both accepted (1 in 256 chance of valid padding): outputs must agree.
+      check "garbage decrypt agrees" cmp -s "$WORK/garbage.dec" \
+        "$WORK/garbage.dec2"
+    else
+      check "bad padding reported" grep -qi "bad decrypt" \
+        "$WORK/garbage.dec.err"
+    fi
+    ;;
+
+  dgst)
+    make_inputs
+    export ACCELCRYPT_STATS_DIR="$WORK/stats"
+    mkdir -p "$ACCELCRYPT_STATS_DIR"
+    for d in $DIGESTS; do
+      for n in $SIZES; do
+        a="$(ossl dgst "-$d" -propquery provider=accelcrypt -r "$WORK/in.$n" \
+          2>&1 | cut -d' ' -f1)"
+        b="$(ossl_default dgst "-$d" -r "$WORK/in.$n" 2>&1 | cut -d' ' -f1)"
+        check "$d/$n digest identical ($a vs $b)" test -n "$a" -a "$a" = "$b"
+      done
+    done
+    stats="$(cat "$ACCELCRYPT_STATS_DIR"/*.json 2>/dev/null)"
+    for name in SHA1 SHA2-224 SHA2-256 SHA2-384 SHA2-512; do
+      check "stats show $name served by accelcrypt" grep -q "\"$name\"" \
+        <<<"$stats"
+    done
+    ;;
+
+  rand)
+    a="$(ossl rand -hex 32 2>&1)"
+    b="$(ossl rand -hex 32 2>&1)"
+    check "rand -hex 32 gives 64 hex digits ($a)" grep -Eq '^[0-9a-f]{64}$' \
+      <<<"$a"
+    check "two runs differ" test "$a" != "$b"
+    # With accelcrypt preferred, the DRBG's AES-256-CTR is ours.
+    export ACCELCRYPT_STATS_DIR="$WORK/stats"
+    mkdir -p "$ACCELCRYPT_STATS_DIR"
+    ossl rand -hex 64 >/dev/null 2>&1
+    check "DRBG cipher AES-256-CTR served by accelcrypt" \
+      grep -q '"AES-256-CTR"' <(cat "$ACCELCRYPT_STATS_DIR"/*.json)
+    ;;
+
+  robust)
+    # A missing or broken backend directory never breaks OpenSSL.
+    make_inputs
+    mkdir -p "$WORK/empty" "$WORK/garbage"
+    head -c 4096 /dev/urandom >"$WORK/garbage/garbage.so"
+    printf 'not an ELF file\n' >"$WORK/garbage/text.so"
+    # A real shared object without the backend entry point.
+    zlib="$(ldconfig -p | awk '/libz\.so\.1 /{print $NF; exit}')"
+    [ -n "$zlib" ] && cp "$zlib" "$WORK/garbage/nozentry.so"
+    for dir in "$WORK/empty" "$WORK/garbage" "$WORK/does-not-exist"; do
+      out="$(ACCELCRYPT_BACKEND_DIR="$dir" ossl list -providers 2>&1)"
+      check "providers listed with backend dir $dir" grep -q "^  default" \
+        <<<"$out"
+      check "accelcrypt still active with $dir (software built in)" \
+        grep -A3 "^  accelcrypt" <<<"$out" | grep -q "status: active"
+      ACCELCRYPT_BACKEND_DIR="$dir" enc_one accelcrypt aes-128-cbc \
+        "$WORK/in.4097" "$WORK/out.acc"
+      enc_one default aes-128-cbc "$WORK/in.4097" "$WORK/out.def"
+      check "enc correct with backend dir $dir" cmp -s "$WORK/out.acc" \
+        "$WORK/out.def"
+      a="$(ACCELCRYPT_BACKEND_DIR="$dir" ossl dgst -sha256 -r "$WORK/in.17")"
+      check "dgst works with backend dir $dir" test -n "$a"
+    done
+    # A config naming a module that does not exist (soft_load): OpenSSL
+    # keeps working with its default provider.
+    sed "s#^module = .*#module = $WORK/missing/accelcrypt.so#" "$CNF" \
+      >"$WORK/missing.cnf"
+    a="$(OPENSSL_CONF="$WORK/missing.cnf" "$OPENSSL" dgst -sha256 -r \
+      "$WORK/in.17" 2>&1 | cut -d' ' -f1)"
+    b="$(ossl_default dgst -sha256 -r "$WORK/in.17" | cut -d' ' -f1)"
+    check "missing module with soft_load: openssl still works" \
+      test "$a" = "$b"
+    # A malformed accelcrypt config file fails provider init cleanly; with
+    # soft_load OpenSSL goes on without it.
+    printf '[accelcrypt\nbroken = \n' >"$WORK/broken.conf"
+    a="$(ACCELCRYPT_CONF="$WORK/broken.conf" ossl dgst -sha256 -r \
+      "$WORK/in.17" 2>&1 | cut -d' ' -f1)"
+    check "broken ACCELCRYPT_CONF: openssl still works" test "$a" = "$b"
+    ;;
+
+  failing)
+    # Every accelerated op fails on the test-only failing backend: the
+    # router falls back to software and `openssl enc` output stays correct.
+    fb="$TEST_BACKENDS/failing.so"
+    [ -n "$TEST_BACKENDS" ] && [ -f "$fb" ] \
+      || skip "test-only failing backend not built ($fb)"
+    make_inputs
+    export ACCELCRYPT_STATS_DIR="$WORK/stats"
+    mkdir -p "$ACCELCRYPT_STATS_DIR"
+    for mode in always midstream every; do
+      for c in aes-128-cbc aes-256-ctr aes-192-cfb aes-128-ofb aes-256-ecb; do
+        for n in 16 4097; do
+          ACCELCRYPT_BACKEND_DIR="$BACKENDS:$TEST_BACKENDS" \
+            ACCELCRYPT_FAILING_MODE="$mode" ACCELCRYPT_FAILING_EVERY=2 \
+            enc_one accelcrypt "$c" "$WORK/in.$n" "$WORK/$c.$n.$mode" \
+            || fail "$c/$n mode=$mode: $(cat "$WORK/$c.$n.$mode.err")"
+          enc_one default "$c" "$WORK/in.$n" "$WORK/$c.$n.def"
+          check "$c/$n with failing backend ($mode) correct" \
+            cmp -s "$WORK/$c.$n.$mode" "$WORK/$c.$n.def"
+        done
+      done
+    done
+    check "stats mention the failing backend" grep -q '"failing"' \
+      <(cat "$ACCELCRYPT_STATS_DIR"/*.json)
+    ;;
+
+  *)
+    echo "unknown case $CASE" >&2
+    exit 2
+    ;;
+esac
+finish

@@ -1,0 +1,610 @@
+// SPDX-License-Identifier: Apache-2.0
+// accelcrypt.so through libcrypto's EVP API, loaded only by configuration
+// (OPENSSL_CONF names the test config, which keeps OpenSSL's default
+// provider active next to ours). Every result is compared with OpenSSL's
+// default provider fetched explicitly with "provider=default". Links
+// libcrypto only: no accelcrypt internals.
+#include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+#include <openssl/provider.h>
+#include <openssl/rand.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+
+constexpr const char* kAccel = "provider=accelcrypt";
+constexpr const char* kDefault = "provider=default";
+
+const std::vector<std::string>& CipherNames() {
+  static const std::vector<std::string> names = {
+      "AES-128-ECB", "AES-192-ECB", "AES-256-ECB", "AES-128-CBC",
+      "AES-192-CBC", "AES-256-CBC", "AES-128-CFB", "AES-192-CFB",
+      "AES-256-CFB", "AES-128-OFB", "AES-192-OFB", "AES-256-OFB",
+      "AES-128-CTR", "AES-192-CTR", "AES-256-CTR"};
+  return names;
+}
+
+struct CipherDeleter {
+  void operator()(EVP_CIPHER* c) const { EVP_CIPHER_free(c); }
+};
+struct CtxDeleter {
+  void operator()(EVP_CIPHER_CTX* c) const { EVP_CIPHER_CTX_free(c); }
+};
+struct MdDeleter {
+  void operator()(EVP_MD* m) const { EVP_MD_free(m); }
+};
+using CipherPtr = std::unique_ptr<EVP_CIPHER, CipherDeleter>;
+using CtxPtr = std::unique_ptr<EVP_CIPHER_CTX, CtxDeleter>;
+using MdPtr = std::unique_ptr<EVP_MD, MdDeleter>;
+
+CipherPtr Fetch(const std::string& name, const char* props) {
+  return CipherPtr(EVP_CIPHER_fetch(nullptr, name.c_str(), props));
+}
+
+std::string ProviderOf(const EVP_CIPHER* c) {
+  return OSSL_PROVIDER_get0_name(EVP_CIPHER_get0_provider(c));
+}
+
+Bytes Random(size_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  Bytes out(n);
+  for (auto& b : out) b = static_cast<uint8_t>(gen());
+  return out;
+}
+
+// LastReason returns the reason string of the newest queued error, and
+// clears the queue.
+std::string LastReason() {
+  unsigned long e = ERR_peek_last_error();
+  const char* r = e != 0 ? ERR_reason_error_string(e) : nullptr;
+  std::string out = r != nullptr ? r : "";
+  ERR_clear_error();
+  return out;
+}
+
+// Crypt runs a whole encryption or decryption, feeding `in` in pieces of
+// `chunk` bytes (0 = one piece). Returns false on any EVP failure.
+bool Crypt(const EVP_CIPHER* cipher, bool enc, const Bytes& key,
+           const Bytes& iv, const Bytes& in, size_t chunk, Bytes* out,
+           bool pad = true) {
+  CtxPtr ctx(EVP_CIPHER_CTX_new());
+  if (!EVP_CipherInit_ex2(ctx.get(), cipher, key.data(),
+                          iv.empty() ? nullptr : iv.data(), enc ? 1 : 0,
+                          nullptr)) {
+    return false;
+  }
+  EVP_CIPHER_CTX_set_padding(ctx.get(), pad ? 1 : 0);
+  out->assign(in.size() + 32, 0);
+  size_t done = 0;
+  int total = 0;
+  if (chunk == 0) chunk = std::max<size_t>(in.size(), 1);
+  while (done < in.size()) {
+    size_t n = std::min(chunk, in.size() - done);
+    int outl = 0;
+    if (!EVP_CipherUpdate(ctx.get(), out->data() + total, &outl,
+                          in.data() + done, static_cast<int>(n))) {
+      return false;
+    }
+    total += outl;
+    done += n;
+  }
+  int outl = 0;
+  if (!EVP_CipherFinal_ex(ctx.get(), out->data() + total, &outl)) return false;
+  out->resize(total + outl);
+  return true;
+}
+
+// QueuedReason reports whether any queued error carries `reason`, and
+// clears the queue (libcrypto may add its own error after ours).
+bool QueuedReason(const std::string& reason) {
+  bool found = false;
+  unsigned long e;
+  while ((e = ERR_get_error()) != 0) {
+    const char* r = ERR_reason_error_string(e);
+    if (r != nullptr && reason == r) found = true;
+  }
+  return found;
+}
+
+class ProviderEvpTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NE(getenv("OPENSSL_CONF"), nullptr)
+        << "run through CTest: OPENSSL_CONF must name the test config";
+    ASSERT_TRUE(OSSL_PROVIDER_available(nullptr, "accelcrypt"))
+        << "accelcrypt not loaded from " << getenv("OPENSSL_CONF");
+    ERR_clear_error();
+  }
+};
+
+TEST_F(ProviderEvpTest, PreferredByDefaultProperties) {
+  CipherPtr c = Fetch("AES-128-CBC", nullptr);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(ProviderOf(c.get()), "accelcrypt");
+  MdPtr md(EVP_MD_fetch(nullptr, "SHA256", nullptr));
+  ASSERT_NE(md, nullptr);
+  EXPECT_STREQ(OSSL_PROVIDER_get0_name(EVP_MD_get0_provider(md.get())),
+               "accelcrypt");
+}
+
+TEST_F(ProviderEvpTest, CiphersMatchDefaultEverySizeAndSplit) {
+  for (const std::string& name : CipherNames()) {
+    CipherPtr acc = Fetch(name, kAccel);
+    CipherPtr def = Fetch(name, kDefault);
+    ASSERT_NE(acc, nullptr) << name;
+    ASSERT_NE(def, nullptr) << name;
+    ASSERT_EQ(EVP_CIPHER_get_block_size(acc.get()),
+              EVP_CIPHER_get_block_size(def.get())) << name;
+    ASSERT_EQ(EVP_CIPHER_get_iv_length(acc.get()),
+              EVP_CIPHER_get_iv_length(def.get())) << name;
+    ASSERT_EQ(EVP_CIPHER_get_mode(acc.get()), EVP_CIPHER_get_mode(def.get()))
+        << name;
+    const Bytes key = Random(EVP_CIPHER_get_key_length(def.get()), 1);
+    const Bytes iv = Random(EVP_CIPHER_get_iv_length(def.get()), 2);
+    for (size_t size : {0, 1, 15, 16, 17, 4097}) {
+      const Bytes pt = Random(size, static_cast<uint32_t>(size));
+      for (size_t chunk : {0, 1, 7, 16, 33}) {
+        Bytes ct_acc, ct_def, back;
+        ASSERT_TRUE(Crypt(acc.get(), true, key, iv, pt, chunk, &ct_acc))
+            << name << " size " << size << " chunk " << chunk << " "
+            << LastReason();
+        ASSERT_TRUE(Crypt(def.get(), true, key, iv, pt, chunk, &ct_def));
+        EXPECT_EQ(ct_acc, ct_def) << name << " size " << size;
+        ASSERT_TRUE(Crypt(acc.get(), false, key, iv, ct_def, chunk, &back))
+            << name << " " << LastReason();
+        EXPECT_EQ(back, pt) << name << " size " << size;
+      }
+    }
+  }
+}
+
+TEST_F(ProviderEvpTest, InPlaceMatchesDefault) {
+  for (const std::string& name : CipherNames()) {
+    CipherPtr acc = Fetch(name, kAccel);
+    CipherPtr def = Fetch(name, kDefault);
+    const Bytes key = Random(EVP_CIPHER_get_key_length(def.get()), 3);
+    const Bytes iv = Random(EVP_CIPHER_get_iv_length(def.get()), 4);
+    Bytes buf = Random(64, 5);
+    Bytes expected;
+    ASSERT_TRUE(Crypt(def.get(), true, key, iv, buf, 0, &expected, false));
+    CtxPtr ctx(EVP_CIPHER_CTX_new());
+    ASSERT_TRUE(EVP_EncryptInit_ex2(ctx.get(), acc.get(), key.data(),
+                                    iv.empty() ? nullptr : iv.data(),
+                                    nullptr));
+    EVP_CIPHER_CTX_set_padding(ctx.get(), 0);
+    int outl = 0;
+    ASSERT_TRUE(EVP_EncryptUpdate(ctx.get(), buf.data(), &outl, buf.data(),
+                                  static_cast<int>(buf.size())));
+    EXPECT_EQ(outl, 64);
+    EXPECT_EQ(buf, expected) << name;
+  }
+}
+
+// The key and IV arrive in separate init calls, in both orders, and a
+// re-init with only a new IV keeps the key (OpenSSL does all three).
+TEST_F(ProviderEvpTest, KeyAndIvInSeparateInits) {
+  CipherPtr acc = Fetch("AES-256-CBC", kAccel);
+  CipherPtr def = Fetch("AES-256-CBC", kDefault);
+  const Bytes key = Random(32, 6), iv1 = Random(16, 7), iv2 = Random(16, 8);
+  const Bytes pt = Random(48, 9);
+  Bytes want1, want2;
+  ASSERT_TRUE(Crypt(def.get(), true, key, iv1, pt, 0, &want1));
+  ASSERT_TRUE(Crypt(def.get(), true, key, iv2, pt, 0, &want2));
+  auto run = [&](EVP_CIPHER_CTX* ctx, Bytes* out) {
+    out->assign(pt.size() + 16, 0);
+    int a = 0, b = 0;
+    ASSERT_TRUE(EVP_EncryptUpdate(ctx, out->data(), &a, pt.data(),
+                                  static_cast<int>(pt.size())));
+    ASSERT_TRUE(EVP_EncryptFinal_ex(ctx, out->data() + a, &b));
+    out->resize(a + b);
+  };
+  for (bool key_first : {true, false}) {
+    CtxPtr ctx(EVP_CIPHER_CTX_new());
+    ASSERT_TRUE(EVP_EncryptInit_ex(ctx.get(), acc.get(), nullptr, nullptr,
+                                   nullptr));
+    if (key_first) {
+      ASSERT_TRUE(EVP_EncryptInit_ex(ctx.get(), nullptr, nullptr, key.data(),
+                                     nullptr));
+      ASSERT_TRUE(EVP_EncryptInit_ex(ctx.get(), nullptr, nullptr, nullptr,
+                                     iv1.data()));
+    } else {
+      ASSERT_TRUE(EVP_EncryptInit_ex(ctx.get(), nullptr, nullptr, nullptr,
+                                     iv1.data()));
+      ASSERT_TRUE(EVP_EncryptInit_ex(ctx.get(), nullptr, nullptr, key.data(),
+                                     nullptr));
+    }
+    Bytes got;
+    run(ctx.get(), &got);
+    EXPECT_EQ(got, want1) << "key_first=" << key_first;
+    ASSERT_TRUE(EVP_EncryptInit_ex(ctx.get(), nullptr, nullptr, nullptr,
+                                   iv2.data()));
+    run(ctx.get(), &got);
+    EXPECT_EQ(got, want2) << "re-init with a new IV";
+  }
+}
+
+// GCM with AAD, several IV lengths, all tag lengths the default accepts on
+// decrypt, and the tag compared with the default provider's.
+TEST_F(ProviderEvpTest, GcmMatchesDefault) {
+  for (const char* name : {"AES-128-GCM", "AES-192-GCM", "AES-256-GCM"}) {
+    CipherPtr acc = Fetch(name, kAccel);
+    CipherPtr def = Fetch(name, kDefault);
+    ASSERT_EQ(ProviderOf(acc.get()), "accelcrypt");
+    const Bytes key = Random(EVP_CIPHER_get_key_length(def.get()), 10);
+    for (size_t ivlen : {12, 1, 16, 60}) {
+      for (size_t size : {0, 1, 15, 16, 17, 4097}) {
+        const Bytes iv = Random(ivlen, 11), aad = Random(20, 12),
+                    pt = Random(size, 13);
+        Bytes ct[2], tag[2];
+        const EVP_CIPHER* ciphers[2] = {acc.get(), def.get()};
+        for (int i = 0; i < 2; ++i) {
+          CtxPtr ctx(EVP_CIPHER_CTX_new());
+          ASSERT_TRUE(EVP_EncryptInit_ex(ctx.get(), ciphers[i], nullptr,
+                                         nullptr, nullptr));
+          ASSERT_GT(EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_SET_IVLEN,
+                                        static_cast<int>(ivlen), nullptr),
+                    0);
+          ASSERT_TRUE(EVP_EncryptInit_ex(ctx.get(), nullptr, nullptr,
+                                         key.data(), iv.data()));
+          int outl = 0;
+          ASSERT_TRUE(EVP_EncryptUpdate(ctx.get(), nullptr, &outl, aad.data(),
+                                        static_cast<int>(aad.size())));
+          ct[i].assign(size + 16, 0);
+          ASSERT_TRUE(EVP_EncryptUpdate(ctx.get(), ct[i].data(), &outl,
+                                        pt.data(), static_cast<int>(size)));
+          int fin = 0;
+          ASSERT_TRUE(EVP_EncryptFinal_ex(ctx.get(), ct[i].data() + outl,
+                                          &fin));
+          ct[i].resize(outl + fin);
+          tag[i].assign(16, 0);
+          ASSERT_GT(EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_GET_TAG, 16,
+                                        tag[i].data()),
+                    0);
+        }
+        EXPECT_EQ(ct[0], ct[1]) << name << " ivlen " << ivlen;
+        EXPECT_EQ(tag[0], tag[1]) << name << " ivlen " << ivlen;
+        for (size_t taglen : {16, 12, 4}) {
+          CtxPtr ctx(EVP_CIPHER_CTX_new());
+          ASSERT_TRUE(EVP_DecryptInit_ex(ctx.get(), acc.get(), nullptr,
+                                         nullptr, nullptr));
+          ASSERT_GT(EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_SET_IVLEN,
+                                        static_cast<int>(ivlen), nullptr),
+                    0);
+          ASSERT_TRUE(EVP_DecryptInit_ex(ctx.get(), nullptr, nullptr,
+                                         key.data(), iv.data()));
+          int outl = 0;
+          ASSERT_TRUE(EVP_DecryptUpdate(ctx.get(), nullptr, &outl, aad.data(),
+                                        static_cast<int>(aad.size())));
+          Bytes back(size + 16);
+          ASSERT_TRUE(EVP_DecryptUpdate(ctx.get(), back.data(), &outl,
+                                        ct[1].data(), static_cast<int>(size)));
+          ASSERT_GT(EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_SET_TAG,
+                                        static_cast<int>(taglen),
+                                        tag[1].data()),
+                    0);
+          int fin = 0;
+          ASSERT_TRUE(EVP_DecryptFinal_ex(ctx.get(), back.data() + outl, &fin))
+              << name << " taglen " << taglen << " " << LastReason();
+          back.resize(outl + fin);
+          EXPECT_EQ(back, pt);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(ProviderEvpTest, GcmTagMismatchFailsWithOurReason) {
+  CipherPtr acc = Fetch("AES-128-GCM", kAccel);
+  const Bytes key = Random(16, 20), iv = Random(12, 21), pt = Random(33, 22);
+  CtxPtr ctx(EVP_CIPHER_CTX_new());
+  ASSERT_TRUE(EVP_EncryptInit_ex2(ctx.get(), acc.get(), key.data(), iv.data(),
+                                  nullptr));
+  Bytes ct(pt.size());
+  int outl = 0, fin = 0;
+  ASSERT_TRUE(EVP_EncryptUpdate(ctx.get(), ct.data(), &outl, pt.data(),
+                                static_cast<int>(pt.size())));
+  ASSERT_TRUE(EVP_EncryptFinal_ex(ctx.get(), nullptr, &fin));
+  Bytes tag(16);
+  ASSERT_GT(
+      EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_GET_TAG, 16, tag.data()), 0);
+  tag[3] ^= 0x40;
+
+  CtxPtr dec(EVP_CIPHER_CTX_new());
+  ASSERT_TRUE(EVP_DecryptInit_ex2(dec.get(), acc.get(), key.data(), iv.data(),
+                                  nullptr));
+  Bytes back(pt.size());
+  ASSERT_TRUE(EVP_DecryptUpdate(dec.get(), back.data(), &outl, ct.data(),
+                                static_cast<int>(ct.size())));
+  ASSERT_GT(
+      EVP_CIPHER_CTX_ctrl(dec.get(), EVP_CTRL_AEAD_SET_TAG, 16, tag.data()), 0);
+  EXPECT_FALSE(EVP_DecryptFinal_ex(dec.get(), nullptr, &fin));
+  EXPECT_EQ(LastReason(), "authentication tag mismatch");
+  // The spent context refuses more data instead of decrypting unverified.
+  EXPECT_FALSE(EVP_DecryptUpdate(dec.get(), back.data(), &outl, ct.data(),
+                                 static_cast<int>(ct.size())));
+  EXPECT_EQ(LastReason(), "operation already finished");
+}
+
+TEST_F(ProviderEvpTest, GcmMisuseGivesClearErrors) {
+  CipherPtr acc = Fetch("AES-256-GCM", kAccel);
+  const Bytes key = Random(32, 30), iv = Random(12, 31);
+  CtxPtr ctx(EVP_CIPHER_CTX_new());
+  ASSERT_TRUE(EVP_EncryptInit_ex2(ctx.get(), acc.get(), key.data(), iv.data(),
+                                  nullptr));
+  Bytes tag(16);
+  // No tag before final.
+  EXPECT_LE(
+      EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_GET_TAG, 16, tag.data()), 0);
+  EXPECT_EQ(LastReason(), "invalid tag");
+  // Setting a tag is for decryption only.
+  EXPECT_LE(
+      EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_SET_TAG, 16, tag.data()), 0);
+  EXPECT_EQ(LastReason(), "invalid tag");
+  // TLS record-layer parameters are refused, not silently ignored.
+  uint8_t tls_aad[13] = {0};
+  tls_aad[11] = 0;
+  tls_aad[12] = 40;
+  OSSL_PARAM params[] = {
+      OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_AAD,
+                                        tls_aad, sizeof(tls_aad)),
+      OSSL_PARAM_construct_end()};
+  EXPECT_FALSE(EVP_CIPHER_CTX_set_params(ctx.get(), params));
+  EXPECT_EQ(LastReason(), "not supported");
+  // Decrypt final without a tag.
+  CtxPtr dec(EVP_CIPHER_CTX_new());
+  ASSERT_TRUE(EVP_DecryptInit_ex2(dec.get(), acc.get(), key.data(), iv.data(),
+                                  nullptr));
+  int fin = 0;
+  EXPECT_FALSE(EVP_DecryptFinal_ex(dec.get(), nullptr, &fin));
+  EXPECT_EQ(LastReason(), "invalid tag");
+}
+
+TEST_F(ProviderEvpTest, BadParamsAreRefusedClearly) {
+  CipherPtr acc = Fetch("AES-128-CBC", kAccel);
+  const Bytes key = Random(16, 40), iv = Random(16, 41);
+  CtxPtr ctx(EVP_CIPHER_CTX_new());
+  ASSERT_TRUE(EVP_EncryptInit_ex2(ctx.get(), acc.get(), key.data(), iv.data(),
+                                  nullptr));
+  // Wrong key length through the keylen parameter.
+  EXPECT_FALSE(EVP_CIPHER_CTX_set_key_length(ctx.get(), 17));
+  EXPECT_EQ(LastReason(), "invalid key length");
+  size_t bad = 24;
+  OSSL_PARAM keylen[] = {
+      OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_KEYLEN, &bad),
+      OSSL_PARAM_construct_end()};
+  CtxPtr ctx2(EVP_CIPHER_CTX_new());
+  EXPECT_FALSE(EVP_EncryptInit_ex2(ctx2.get(), acc.get(), key.data(),
+                                   iv.data(), keylen));
+  EXPECT_TRUE(QueuedReason("invalid key length"));
+  // num beyond the block size.
+  unsigned int num = 99;
+  OSSL_PARAM numparam[] = {
+      OSSL_PARAM_construct_uint(OSSL_CIPHER_PARAM_NUM, &num),
+      OSSL_PARAM_construct_end()};
+  EXPECT_FALSE(EVP_CIPHER_CTX_set_params(ctx.get(), numparam));
+  EXPECT_EQ(LastReason(), "bad parameter");
+  // NULL and unknown parameters are accepted and change nothing, as with
+  // every OpenSSL provider; the context still encrypts correctly.
+  EXPECT_TRUE(EVP_CIPHER_CTX_set_params(ctx.get(), nullptr));
+  int x = 1;
+  OSSL_PARAM unknown[] = {OSSL_PARAM_construct_int("no-such-param", &x),
+                          OSSL_PARAM_construct_end()};
+  EXPECT_TRUE(EVP_CIPHER_CTX_set_params(ctx.get(), unknown));
+  const Bytes pt = Random(40, 42);
+  Bytes out(pt.size() + 16);
+  int outl = 0, fin = 0;
+  ASSERT_TRUE(EVP_EncryptUpdate(ctx.get(), out.data(), &outl, pt.data(),
+                                static_cast<int>(pt.size())));
+  ASSERT_TRUE(EVP_EncryptFinal_ex(ctx.get(), out.data() + outl, &fin));
+  out.resize(outl + fin);
+  Bytes want;
+  ASSERT_TRUE(Crypt(Fetch("AES-128-CBC", kDefault).get(), true, key, iv, pt, 0,
+                    &want));
+  EXPECT_EQ(out, want);
+  // Update after final: refused until re-initialised.
+  EXPECT_FALSE(EVP_EncryptUpdate(ctx.get(), out.data(), &outl, pt.data(),
+                                 static_cast<int>(pt.size())));
+  EXPECT_EQ(LastReason(), "operation already finished");
+  ASSERT_TRUE(EVP_EncryptInit_ex2(ctx.get(), nullptr, nullptr, iv.data(),
+                                  nullptr));
+  EXPECT_TRUE(EVP_EncryptUpdate(ctx.get(), out.data(), &outl, pt.data(),
+                                static_cast<int>(pt.size())));
+  // Update without a key.
+  CtxPtr nokey(EVP_CIPHER_CTX_new());
+  ASSERT_TRUE(EVP_EncryptInit_ex(nokey.get(), acc.get(), nullptr, nullptr,
+                                 nullptr));
+  EXPECT_FALSE(EVP_EncryptUpdate(nokey.get(), out.data(), &outl, pt.data(),
+                                 static_cast<int>(pt.size())));
+  EXPECT_EQ(LastReason(), "no key set");
+}
+
+// Parameters evp_test reads: num and updated-iv after a partial block,
+// identical to the default provider's, and a duplicated context that
+// continues identically.
+TEST_F(ProviderEvpTest, NumUpdatedIvAndDupMatchDefault) {
+  for (const char* name :
+       {"AES-128-CFB", "AES-192-OFB", "AES-256-CTR", "AES-128-CBC"}) {
+    CipherPtr ciphers[2] = {Fetch(name, kAccel), Fetch(name, kDefault)};
+    const Bytes key =
+        Random(EVP_CIPHER_get_key_length(ciphers[1].get()), 50);
+    const Bytes iv = Random(16, 51), pt = Random(37, 52);
+    unsigned int nums[2] = {0, 0};
+    Bytes ivs[2], tails[2];
+    for (int i = 0; i < 2; ++i) {
+      CtxPtr ctx(EVP_CIPHER_CTX_new());
+      ASSERT_TRUE(EVP_EncryptInit_ex2(ctx.get(), ciphers[i].get(), key.data(),
+                                      iv.data(), nullptr));
+      EVP_CIPHER_CTX_set_padding(ctx.get(), 0);
+      Bytes out(64);
+      int outl = 0;
+      ASSERT_TRUE(EVP_EncryptUpdate(ctx.get(), out.data(), &outl, pt.data(),
+                                    21));
+      nums[i] = static_cast<unsigned int>(EVP_CIPHER_CTX_get_num(ctx.get()));
+      ivs[i].assign(16, 0);
+      ASSERT_TRUE(EVP_CIPHER_CTX_get_updated_iv(ctx.get(), ivs[i].data(), 16));
+      CtxPtr dup(EVP_CIPHER_CTX_new());
+      ASSERT_TRUE(EVP_CIPHER_CTX_copy(dup.get(), ctx.get()));
+      tails[i].assign(32, 0);
+      int taill = 0;
+      ASSERT_TRUE(EVP_EncryptUpdate(dup.get(), tails[i].data(), &taill,
+                                    pt.data() + 21, 11));
+      tails[i].resize(taill);
+    }
+    EXPECT_EQ(nums[0], nums[1]) << name;
+    EXPECT_EQ(ivs[0], ivs[1]) << name;
+    EXPECT_EQ(tails[0], tails[1]) << name;
+  }
+}
+
+TEST_F(ProviderEvpTest, DigestsMatchDefault) {
+  for (const char* name : {"SHA1", "SHA224", "SHA256", "SHA384", "SHA512",
+                           "SHA2-256", "SHA-512"}) {
+    MdPtr acc(EVP_MD_fetch(nullptr, name, kAccel));
+    MdPtr def(EVP_MD_fetch(nullptr, name, kDefault));
+    ASSERT_NE(acc, nullptr) << name;
+    EXPECT_EQ(EVP_MD_get_size(acc.get()), EVP_MD_get_size(def.get()));
+    EXPECT_EQ(EVP_MD_get_block_size(acc.get()),
+              EVP_MD_get_block_size(def.get()));
+    for (size_t size : {0, 1, 55, 56, 64, 111, 112, 128, 4097}) {
+      const Bytes msg = Random(size, 60);
+      uint8_t a[64], b[64];
+      unsigned int al = 0, bl = 0;
+      ASSERT_TRUE(EVP_Digest(msg.data(), size, a, &al, acc.get(), nullptr));
+      ASSERT_TRUE(EVP_Digest(msg.data(), size, b, &bl, def.get(), nullptr));
+      ASSERT_EQ(al, bl);
+      EXPECT_EQ(0, memcmp(a, b, al)) << name << " size " << size;
+      // Split updates and a copied context finishing separately.
+      EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+      ASSERT_TRUE(EVP_DigestInit_ex2(ctx, acc.get(), nullptr));
+      ASSERT_TRUE(EVP_DigestUpdate(ctx, msg.data(), size / 2));
+      EVP_MD_CTX* copy = EVP_MD_CTX_new();
+      ASSERT_TRUE(EVP_MD_CTX_copy_ex(copy, ctx));
+      ASSERT_TRUE(EVP_DigestUpdate(ctx, msg.data() + size / 2,
+                                   size - size / 2));
+      ASSERT_TRUE(EVP_DigestUpdate(copy, msg.data() + size / 2,
+                                   size - size / 2));
+      uint8_t c[64], d[64];
+      ASSERT_TRUE(EVP_DigestFinal_ex(ctx, c, &al));
+      ASSERT_TRUE(EVP_DigestFinal_ex(copy, d, &al));
+      EXPECT_EQ(0, memcmp(a, c, al));
+      EXPECT_EQ(0, memcmp(a, d, al));
+      EVP_MD_CTX_free(copy);
+      EVP_MD_CTX_free(ctx);
+    }
+  }
+}
+
+// Mixed AES/GCM/SHA through the provider from 8 threads; every result is
+// checked against the default provider computed up front.
+TEST_F(ProviderEvpTest, EightThreadsMixedOps) {
+  CipherPtr cbc = Fetch("AES-128-CBC", kAccel), gcm = Fetch("AES-256-GCM",
+                                                           kAccel);
+  MdPtr sha(EVP_MD_fetch(nullptr, "SHA256", kAccel));
+  CipherPtr cbc_def = Fetch("AES-128-CBC", kDefault);
+  const Bytes key16 = Random(16, 70), key32 = Random(32, 71),
+              iv = Random(16, 72), msg = Random(1000, 73);
+  Bytes want_cbc;
+  ASSERT_TRUE(Crypt(cbc_def.get(), true, key16, iv, msg, 0, &want_cbc));
+  uint8_t want_sha[32];
+  unsigned int l = 0;
+  MdPtr sha_def(EVP_MD_fetch(nullptr, "SHA256", kDefault));
+  ASSERT_TRUE(EVP_Digest(msg.data(), msg.size(), want_sha, &l, sha_def.get(),
+                         nullptr));
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 150; ++i) {
+        Bytes out;
+        if (!Crypt(cbc.get(), true, key16, iv, msg, 1 + (i + t) % 40, &out) ||
+            out != want_cbc) {
+          ++failures;
+        }
+        uint8_t md[32];
+        unsigned int ml = 0;
+        if (!EVP_Digest(msg.data(), msg.size(), md, &ml, sha.get(), nullptr) ||
+            memcmp(md, want_sha, 32) != 0) {
+          ++failures;
+        }
+        Bytes ct, back;
+        Bytes giv(iv.begin(), iv.begin() + 12);
+        if (!Crypt(gcm.get(), true, key32, giv, msg, 0, &ct)) ++failures;
+        (void)back;
+        uint8_t r[16];
+        if (RAND_bytes(r, sizeof(r)) != 1) ++failures;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+// Across fork(): the child computes through the provider and checks against
+// the default provider, and its DRBG output differs from the parent's (the
+// DRBG, whose AES-256-CTR is ours, reseeds in the child).
+TEST_F(ProviderEvpTest, ForkChildWorksAndDrbgDiffers) {
+  CipherPtr cbc = Fetch("AES-256-CBC", kAccel);
+  CipherPtr cbc_def = Fetch("AES-256-CBC", kDefault);
+  ASSERT_EQ(ProviderOf(cbc.get()), "accelcrypt");
+  const Bytes key = Random(32, 80), iv = Random(16, 81), msg = Random(777, 82);
+  Bytes want;
+  ASSERT_TRUE(Crypt(cbc_def.get(), true, key, iv, msg, 0, &want));
+  uint8_t warm[32];
+  ASSERT_EQ(RAND_bytes(warm, sizeof(warm)), 1);  // instantiate the DRBGs
+
+  int pipefd[2];
+  ASSERT_EQ(pipe(pipefd), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(pipefd[0]);
+    uint8_t child[32];
+    int ok = RAND_bytes(child, sizeof(child)) == 1;
+    Bytes out;
+    ok = ok && Crypt(cbc.get(), true, key, iv, msg, 13, &out) && out == want;
+    // One thread in the child too.
+    std::thread th([&] {
+      Bytes o;
+      ok = ok && Crypt(cbc.get(), true, key, iv, msg, 0, &o) && o == want;
+    });
+    th.join();
+    ssize_t w = write(pipefd[1], child, sizeof(child));
+    (void)w;
+    close(pipefd[1]);
+    _exit(ok ? 0 : 3);
+  }
+  close(pipefd[1]);
+  uint8_t parent[32], child[32];
+  ASSERT_EQ(RAND_bytes(parent, sizeof(parent)), 1);
+  ASSERT_EQ(read(pipefd[0], child, sizeof(child)),
+            static_cast<ssize_t>(sizeof(child)));
+  close(pipefd[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "child computed wrong results";
+  EXPECT_NE(0, memcmp(parent, child, sizeof(child)))
+      << "parent and child DRBG produced the same bytes";
+  Bytes out;
+  ASSERT_TRUE(Crypt(cbc.get(), true, key, iv, msg, 0, &out));
+  EXPECT_EQ(out, want);
+}
+
+}  // namespace
