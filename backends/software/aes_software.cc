@@ -119,7 +119,7 @@ absl::Status AesSoftware::Init(bool encrypt, absl::Span<const uint8_t> key,
   // context then needs a new Init.
   if (init_fn(prov_ctx_, key.data(), key.size(),
               iv.empty() ? nullptr : iv.data(), iv.size(), nullptr) <= 0) {
-    initialized_ = false;
+    initialized_ = raw_ready_ = false;
     return LibcryptoError(absl::StatusCode::kInternal, d_.name,
                           "provider init failed");
   }
@@ -127,48 +127,45 @@ absl::Status AesSoftware::Init(bool encrypt, absl::Span<const uint8_t> key,
   std::memcpy(key_, key.data(), key.size());
   encrypt_ = encrypt;
   initialized_ = true;
+  raw_ready_ = d_.mode != ACCELCRYPT_MODE_GCM;
   phase_ = Phase::kIdle;
   tag_set_ = false;
   return absl::OkStatus();
 }
 
-absl::Status AesSoftware::Update(const uint8_t* in, size_t in_len,
-                                 uint8_t* out) {
-  if (ABSL_PREDICT_FALSE(!initialized_)) {
+absl::Status AesSoftware::UpdateSlow(const uint8_t* in, size_t in_len,
+                                     uint8_t* out) {
+  if (!initialized_) {
     return absl::FailedPreconditionError(
         absl::StrFormat("software: %s: update before init", d_.name));
   }
-  if (ABSL_PREDICT_FALSE(in_len == 0)) return absl::OkStatus();
-  if (ABSL_PREDICT_FALSE(in == nullptr || out == nullptr)) {
+  if (in_len == 0) return absl::OkStatus();
+  if (in == nullptr || out == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrFormat("software: %s: NULL buffer", d_.name));
   }
-  size_t out_len = 0;
-  if (ABSL_PREDICT_FALSE(d_.mode == ACCELCRYPT_MODE_GCM)) {
-    if (phase_ == Phase::kFinal) {
-      return absl::FailedPreconditionError(
-          absl::StrFormat("software: %s: update after final", d_.name));
-    }
-    if (d_.update(prov_ctx_, out, &out_len, in_len, in, in_len) <= 0) {
-      return LibcryptoError(absl::StatusCode::kInternal, d_.name,
-                            "GCM update failed");
-    }
-    phase_ = Phase::kData;
-    return absl::OkStatus();
-  }
-  if (d_.mode <= ACCELCRYPT_MODE_CBC && (in_len % kBlockSize) != 0) {
+  if (d_.mode != ACCELCRYPT_MODE_GCM) {
+    // Update's fast path takes every valid non-GCM call.
     return absl::InvalidArgumentError(absl::StrFormat(
         "software: %s: %d bytes is not a whole number of 16-byte blocks",
         d_.name, in_len));
   }
-  // The provider's raw `cipher` call: no padding logic, no buffering, the
-  // position within a block kept by the provider (CFB/OFB/CTR).
-  if (ABSL_PREDICT_FALSE(
-          d_.cipher(prov_ctx_, out, &out_len, in_len, in, in_len) <= 0)) {
-    return LibcryptoError(absl::StatusCode::kInternal, d_.name,
-                          "cipher update failed");
+  if (phase_ == Phase::kFinal) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("software: %s: update after final", d_.name));
   }
+  size_t out_len = 0;
+  if (d_.update(prov_ctx_, out, &out_len, in_len, in, in_len) <= 0) {
+    return LibcryptoError(absl::StatusCode::kInternal, d_.name,
+                          "GCM update failed");
+  }
+  phase_ = Phase::kData;
   return absl::OkStatus();
+}
+
+absl::Status AesSoftware::CipherFailed() const {
+  return LibcryptoError(absl::StatusCode::kInternal, d_.name,
+                        "cipher update failed");
 }
 
 absl::Status AesSoftware::Aad(const uint8_t* aad, size_t aad_len) {
@@ -433,6 +430,7 @@ absl::StatusOr<std::unique_ptr<AesSoftware>> AesSoftware::Clone() const {
   }
   std::memcpy(copy->key_, key_, sizeof(key_));
   copy->initialized_ = initialized_;
+  copy->raw_ready_ = raw_ready_;
   copy->encrypt_ = encrypt_;
   copy->phase_ = phase_;
   copy->tag_set_ = tag_set_;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "absl/base/optimization.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -37,7 +38,21 @@ class AesSoftware {
   // Update transforms in_len bytes of `in` into `out` (room for in_len
   // bytes; may equal `in`). kFailedPrecondition before Init or after a GCM
   // Final; kInvalidArgument for a partial block in ECB/CBC.
-  absl::Status Update(const uint8_t* in, size_t in_len, uint8_t* out);
+  // Inline so the shim's OK path needs no Status object.
+  absl::Status Update(const uint8_t* in, size_t in_len, uint8_t* out) {
+    if (ABSL_PREDICT_TRUE(raw_ready_ && in != nullptr && out != nullptr &&
+                          in_len != 0 && (in_len & block_mask_) == 0)) {
+      // The provider's raw `cipher` call: no padding logic, no buffering,
+      // the position within a block kept by the provider (CFB/OFB/CTR).
+      size_t out_len = 0;
+      if (ABSL_PREDICT_TRUE(
+              d_.cipher(prov_ctx_, out, &out_len, in_len, in, in_len) > 0)) {
+        return absl::OkStatus();
+      }
+      return CipherFailed();
+    }
+    return UpdateSlow(in, in_len, out);
+  }
   // Aad feeds GCM additional data; kFailedPrecondition after data or for a
   // non-GCM mode.
   absl::Status Aad(const uint8_t* aad, size_t aad_len);
@@ -58,7 +73,16 @@ class AesSoftware {
   enum class Phase { kIdle, kAad, kData, kFinal };
 
   AesSoftware(const CipherDispatch& d, void* prov_ctx)
-      : d_(d), prov_ctx_(prov_ctx) {}
+      : d_(d),
+        prov_ctx_(prov_ctx),
+        block_mask_(d.mode == ACCELCRYPT_MODE_ECB ||
+                            d.mode == ACCELCRYPT_MODE_CBC
+                        ? 15
+                        : 0) {}
+  // UpdateSlow handles everything but a valid non-GCM update: errors, empty
+  // input and GCM.
+  absl::Status UpdateSlow(const uint8_t* in, size_t in_len, uint8_t* out);
+  absl::Status CipherFailed() const;
   // Restart re-runs the provider's init with the stored direction, no key
   // (the schedule is kept) and `iv`; position 0.
   absl::Status Restart(const uint8_t iv[16]);
@@ -72,6 +96,10 @@ class AesSoftware {
   void* prov_ctx_;
   uint8_t key_[32] = {};
   bool initialized_ = false;
+  // initialized_ and not GCM: Update may go straight to the provider.
+  bool raw_ready_ = false;
+  // 15 for ECB/CBC (whole blocks only), 0 for the other modes.
+  size_t block_mask_;
   bool encrypt_ = true;
   Phase phase_ = Phase::kIdle;
   bool tag_set_ = false;

@@ -45,21 +45,19 @@ absl::Status ShaSoftware::Init() {
   return absl::OkStatus();
 }
 
-absl::Status ShaSoftware::Update(const uint8_t* data, size_t len) {
-  if (ABSL_PREDICT_FALSE(!ready_)) {
+absl::Status ShaSoftware::UpdateSlow(const uint8_t* data, size_t len) {
+  if (!ready_) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "software: %s: update needs init (after final)", d_.name));
   }
-  if (ABSL_PREDICT_FALSE(len == 0)) return absl::OkStatus();
-  if (ABSL_PREDICT_FALSE(data == nullptr)) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("software: %s: NULL data", d_.name));
-  }
-  if (ABSL_PREDICT_FALSE(d_.update(prov_ctx_, data, len) <= 0)) {
-    return LibcryptoError(absl::StatusCode::kInternal, d_.name,
-                          "digest update failed");
-  }
-  return absl::OkStatus();
+  if (len == 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrFormat("software: %s: NULL data", d_.name));
+}
+
+absl::Status ShaSoftware::UpdateFailed() const {
+  return LibcryptoError(absl::StatusCode::kInternal, d_.name,
+                        "digest update failed");
 }
 
 absl::Status ShaSoftware::Final(uint8_t* out, size_t out_len) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "absl/base/optimization.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "backends/software/lib_context.h"
@@ -29,7 +30,16 @@ class ShaSoftware {
   // Init restarts the hash.
   absl::Status Init();
   // Update hashes len bytes of `data`. kFailedPrecondition after Final.
-  absl::Status Update(const uint8_t* data, size_t len);
+  // Inline so the shim's OK path needs no Status object.
+  absl::Status Update(const uint8_t* data, size_t len) {
+    if (ABSL_PREDICT_TRUE(ready_ && data != nullptr && len != 0)) {
+      if (ABSL_PREDICT_TRUE(d_.update(prov_ctx_, data, len) > 0)) {
+        return absl::OkStatus();
+      }
+      return UpdateFailed();
+    }
+    return UpdateSlow(data, len);
+  }
   // Final writes the digest to `out` (out_len >= digest size, else
   // kOutOfRange with nothing changed); the context then needs Init.
   absl::Status Final(uint8_t* out, size_t out_len);
@@ -42,6 +52,10 @@ class ShaSoftware {
  private:
   ShaSoftware(const DigestDispatch& d, void* prov_ctx)
       : d_(d), prov_ctx_(prov_ctx) {}
+
+  // UpdateSlow handles the calls Update's fast path does not take.
+  absl::Status UpdateSlow(const uint8_t* data, size_t len);
+  absl::Status UpdateFailed() const;
 
   const DigestDispatch& d_;
   void* prov_ctx_;
