@@ -23,10 +23,12 @@
 // mode=midstream fails the second and every later cipher update of each
 // context (re-init starts the count again), and nothing else.
 //
-// Calls that count and may fail: cipher newctx/init/update/aad/final, digest
-// newctx/init/update/final/oneshot, random_bytes. Never failed (they read or
-// restore state the router needs for fallback, or release resources):
-// cipher get_state/set_state/get_tag/set_tag/dupctx, digest dupctx, freectx.
+// Calls that count and may fail: cipher newctx/init/update/aad, GCM final,
+// digest newctx/init/update/final/oneshot, random_bytes. Never failed (they
+// read or restore state the router needs for fallback, release resources, or
+// are a no-op no device takes part in): cipher get_state/set_state/get_tag/
+// set_tag/dupctx, final of a non-AEAD mode (a no-op by the ABI), digest
+// dupctx, freectx.
 // A failure is decided before the wrapped backend is touched, so the context
 // is exactly as before the call (the ABI's atomicity contract).
 //
@@ -147,6 +149,7 @@ struct CipherCtx {
   Instance* inst;
   accelcrypt_cipher_ctx* inner;
   uint64_t updates;  // update calls since init, for mode=midstream
+  bool aead;         // GCM: final does device work
 };
 
 struct DigestCtx {
@@ -181,7 +184,8 @@ accelcrypt_status CipherNewCtx(void* backend, accelcrypt_alg alg,
   Instance* inst = static_cast<Instance*>(backend);
   accelcrypt_status rc = inst->Check("cipher newctx", err);
   if (rc != ACCELCRYPT_OK) return rc;
-  CipherCtx* ctx = new (std::nothrow) CipherCtx{inst, nullptr, 0};
+  CipherCtx* ctx = new (std::nothrow) CipherCtx{
+      inst, nullptr, 0, ACCELCRYPT_CIPHER_MODE(alg) == ACCELCRYPT_MODE_GCM};
   if (ctx == nullptr) {
     return SetError(err, ACCELCRYPT_ERR_RESOURCE_EXHAUSTED,
                     "failing: out of memory");
@@ -238,8 +242,10 @@ accelcrypt_status CipherFinal(accelcrypt_cipher_ctx* vctx,
                               accelcrypt_error* err) {
   if (vctx == nullptr) return NullArgument(err);
   CipherCtx* ctx = AsCipher(vctx);
-  accelcrypt_status rc = ctx->inst->Check("cipher final", err);
-  if (rc != ACCELCRYPT_OK) return rc;
+  if (ctx->aead) {
+    accelcrypt_status rc = ctx->inst->Check("cipher final", err);
+    if (rc != ACCELCRYPT_OK) return rc;
+  }
   return ctx->inst->cipher->final(ctx->inner, err);
 }
 
@@ -279,7 +285,7 @@ accelcrypt_status CipherDupCtx(const accelcrypt_cipher_ctx* vctx,
   if (vctx == nullptr || out == nullptr) return NullArgument(err);
   const CipherCtx* ctx = AsCipher(vctx);
   CipherCtx* copy =
-      new (std::nothrow) CipherCtx{ctx->inst, nullptr, ctx->updates};
+      new (std::nothrow) CipherCtx{ctx->inst, nullptr, ctx->updates, ctx->aead};
   if (copy == nullptr) {
     return SetError(err, ACCELCRYPT_ERR_RESOURCE_EXHAUSTED,
                     "failing: out of memory");
