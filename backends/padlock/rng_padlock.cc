@@ -102,6 +102,9 @@ accelcrypt_status Entropy(void* backend, uint8_t* out, size_t len,
     return SetError(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
                     "padlock: entropy: NULL buffer");
   }
+  // On every failure the whole output is wiped: nothing of a failed
+  // request, and nothing left over from the caller's buffer, looks random.
+  if (len > 0) SecureZero(out, len);
   std::lock_guard<std::mutex> lock(be->rng.mu);
   RngState& s = be->rng;
   if (s.failed) {

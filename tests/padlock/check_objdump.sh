@@ -18,7 +18,11 @@ for insn in xcrypt-ecb xcrypt-cbc xcrypt-ctr xcrypt-cfb xcrypt-ofb xsha1 xsha256
     echo "found $insn x$n"
   fi
 done
-if printf '%s\n' "$raw" | grep -q 'f3 0f a6 e0'; then
+# objdump decodes F3 0F A6 as "(bad)" and starts the next line at E0.
+if printf '%s\n' "$raw" | awk -F'\t' '
+    prev && $2 ~ /^e0 / { found = 1 }
+    { prev = ($2 ~ /^f3 0f a6 *$/) }
+    END { exit found ? 0 : 1 }'; then
   echo "found xsha512 bytes f3 0f a6 e0"
 else
   echo "MISSING: xsha512 bytes"; fail=1

@@ -74,6 +74,16 @@ TEST_F(PadlockVectors, AllFiles) {
          "SHA %zu/%zu/%zu\n",
          profile.c_str(), aes.passed, aes.failed, aes.skipped, gcm.passed,
          gcm.failed, gcm.skipped, sha.passed, sha.failed, sha.skipped);
+  padlock_emu_stats stats{};
+  accelcrypt_padlock_emu_get_stats(&stats);
+  printf("emulator: %llu xcrypt, %llu xsha, %llu xstore traps, %llu key "
+         "loads, %llu reload notes\n",
+         static_cast<unsigned long long>(stats.xcrypt_traps),
+         static_cast<unsigned long long>(stats.xsha_traps),
+         static_cast<unsigned long long>(stats.xstore_traps),
+         static_cast<unsigned long long>(stats.key_loads),
+         static_cast<unsigned long long>(stats.reload_notes));
+  EXPECT_GT(stats.xcrypt_traps, 0u);
   EXPECT_EQ(total.failed, 0u);
   // Every profile has ACE: all AES and GCM records must have run.
   EXPECT_GT(aes.passed, 5000u);
