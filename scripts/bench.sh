@@ -51,6 +51,8 @@ if [ -z "$module" ]; then
   fi
 fi
 [ -f "$module" ] || { echo "bench.sh: provider $module not found (build it or pass --module)" >&2; exit 1; }
+# OpenSSL resolves a relative module path against its own modules directory.
+module=$(cd "$(dirname "$module")" && pwd)/$(basename "$module")
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/accelcrypt-bench.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT

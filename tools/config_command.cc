@@ -21,6 +21,12 @@ int RunConfig(const ConfigOptions& options) {
     return kExitUsage;
   }
   std::error_code ec;
+  // OpenSSL resolves a relative `module` against its modules directory, not
+  // the current one: write what the user meant.
+  if (!options.module_path.empty() &&
+      std::filesystem::path(module).is_relative()) {
+    module = std::filesystem::absolute(module, ec).lexically_normal().string();
+  }
   if (!std::filesystem::is_regular_file(module, ec)) {
     // Still print: the stanza may be prepared before installation. soft_load
     // keeps OpenSSL working if it stays missing.
