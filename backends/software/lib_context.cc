@@ -62,7 +62,7 @@ constexpr DigestName kDigests[] = {
 };
 
 size_t CipherIndex(uint32_t mode, size_t key_len) {
-  return (mode - 1) * 3 + (key_len / 8 - 2);
+  return (static_cast<size_t>(mode) - 1) * 3 + (key_len / 8 - 2);
 }
 
 // FindImplementation returns the dispatch table of the algorithm one of whose

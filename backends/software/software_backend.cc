@@ -76,8 +76,9 @@ absl::Status NotDeclared(accelcrypt_alg alg) {
 accelcrypt_status CipherNewCtx(void* backend, accelcrypt_alg alg,
                                accelcrypt_cipher_ctx** out,
                                accelcrypt_error* err) {
-  if (backend == nullptr || out == nullptr)
+  if (backend == nullptr || out == nullptr) {
     return NullArgument("argument", err);
+  }
   return Guard(err, [&]() -> absl::Status {
     const CipherDispatch* d = AsLib(backend)->Cipher(alg);
     if (d == nullptr) return NotDeclared(alg);
@@ -178,8 +179,9 @@ constexpr accelcrypt_cipher_table kCipherTable = {
 accelcrypt_status DigestNewCtx(void* backend, accelcrypt_alg alg,
                                accelcrypt_digest_ctx** out,
                                accelcrypt_error* err) {
-  if (backend == nullptr || out == nullptr)
+  if (backend == nullptr || out == nullptr) {
     return NullArgument("argument", err);
+  }
   return Guard(err, [&]() -> absl::Status {
     const DigestDispatch* d = AsLib(backend)->Digest(alg);
     if (d == nullptr) return NotDeclared(alg);
