@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "core/config.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+#include "core/core.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/status_matchers.h"
+#include "tests/support/test_env.h"
+
+namespace accelcrypt {
+namespace {
+
+using ::accelcrypt::testing::BuildTreeConfig;
+using ::accelcrypt::testing::StatusIs;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Optional;
+
+class TempConf {
+ public:
+  explicit TempConf(const std::string& content) {
+    char name[] = "/tmp/accelcrypt_conf_XXXXXX";
+    int fd = mkstemp(name);
+    EXPECT_GE(fd, 0);
+    close(fd);
+    path_ = name;
+    std::ofstream(path_) << content;
+  }
+  ~TempConf() { unlink(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// ScopedEnv sets an environment variable for one test and restores it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    if (value != nullptr) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_, old_.c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
+TEST(ConfigTest, LoadsTheAccelcryptSectionWithOpenSslSyntax) {
+  TempConf conf(
+      "# openssl.cnf style\n"
+      "openssl_conf = openssl_init\n"
+      "[openssl_init]\n"
+      "providers = provider_sect\n"
+      "[accelcrypt]\n"
+      "Backends = x86, software\n"
+      "breaker_threshold = 7   \n"
+      "route.aes-128-cbc = only:software\n"
+      "[backend_failing]\n"
+      "mode = always\n"
+      "rate = 20\n");
+  ASSERT_OK_AND_ASSIGN(Config config, Config::LoadFile(conf.path()));
+  EXPECT_THAT(config.GetList("backends"), ElementsAre("x86", "software"));
+  EXPECT_THAT(config.Get("BACKENDS"), Optional(std::string("x86, software")));
+  ASSERT_OK_AND_ASSIGN(long long threshold, config.GetInt("breaker_threshold", 5));
+  EXPECT_EQ(threshold, 7);
+  EXPECT_THAT(config.Get("route.aes-128-cbc"), Optional(std::string("only:software")));
+  EXPECT_THAT(config.Get("failing.mode"), Optional(std::string("always")));
+  EXPECT_THAT(config.Get("failing.rate"), Optional(std::string("20")));
+  // Keys from unrelated sections stay out.
+  EXPECT_FALSE(config.Get("providers").has_value());
+}
+
+TEST(ConfigTest, SectionNamedByAccelcryptConf) {
+  TempConf conf(
+      "accelcrypt_conf = my_accel\n"
+      "[accelcrypt]\n"
+      "policy = wrong\n"
+      "[my_accel]\n"
+      "stats_dir = /tmp/somewhere\n");
+  ASSERT_OK_AND_ASSIGN(Config config, Config::LoadFile(conf.path()));
+  EXPECT_THAT(config.Get("stats_dir"), Optional(std::string("/tmp/somewhere")));
+  EXPECT_FALSE(config.Get("policy").has_value());
+}
+
+TEST(ConfigTest, MalformedFileNamesTheLine) {
+  TempConf conf("[accelcrypt]\nselftest = 1\n[broken\nx = 1\n");
+  EXPECT_THAT(Config::LoadFile(conf.path()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("line 3")));
+}
+
+TEST(ConfigTest, MissingFileIsNotFound) {
+  EXPECT_THAT(Config::LoadFile("/nonexistent/accelcrypt.cnf"),
+              StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST(ConfigTest, EnvironmentOverridesTheFile) {
+  TempConf conf(
+      "[accelcrypt]\n"
+      "backend_dir = /from/file\n"
+      "stats_dir = /stats/from/file\n"
+      "log_level = 1\n"
+      "selftest = 0\n");
+  ScopedEnv c("ACCELCRYPT_CONF", conf.path().c_str());
+  ScopedEnv b("ACCELCRYPT_BACKEND_DIR", "/from/env");
+  ScopedEnv s("ACCELCRYPT_STATS_DIR", nullptr);
+  ScopedEnv l("ACCELCRYPT_LOG_LEVEL", "3");
+  ASSERT_OK_AND_ASSIGN(Config config, Config::FromEnvironment());
+  EXPECT_THAT(config.Get("backend_dir"), Optional(std::string("/from/env")));
+  EXPECT_THAT(config.Get("stats_dir"), Optional(std::string("/stats/from/file")));
+  EXPECT_THAT(config.Get("log_level"), Optional(std::string("3")));
+  EXPECT_THAT(config.Get("selftest"), Optional(std::string("0")));
+}
+
+TEST(ConfigTest, EnvironmentWithoutFile) {
+  ScopedEnv c("ACCELCRYPT_CONF", nullptr);
+  ScopedEnv b("ACCELCRYPT_BACKEND_DIR", nullptr);
+  ScopedEnv s("ACCELCRYPT_STATS_DIR", "/env/stats");
+  ScopedEnv l("ACCELCRYPT_LOG_LEVEL", nullptr);
+  ASSERT_OK_AND_ASSIGN(Config config, Config::FromEnvironment());
+  EXPECT_THAT(config.Get("stats_dir"), Optional(std::string("/env/stats")));
+  EXPECT_FALSE(config.Get("backend_dir").has_value());
+}
+
+TEST(ConfigTest, BrokenConfFromEnvironmentIsAnError) {
+  ScopedEnv c("ACCELCRYPT_CONF", "/nonexistent/accelcrypt.cnf");
+  EXPECT_THAT(Config::FromEnvironment(), StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST(ConfigTest, UnknownKeysAreRecognisedAsSuch) {
+  EXPECT_FALSE(Config::Known("frobnicate"));
+  EXPECT_FALSE(Config::Known(""));
+  EXPECT_FALSE(Config::Known(".mode"));
+  EXPECT_TRUE(Config::Known("route.aes-128-gcm"));
+  EXPECT_TRUE(Config::Known("failing.mode"));
+  EXPECT_TRUE(Config::Known("BACKEND_DIR"));
+  // Every key the core itself reads must be known, or the provider would
+  // reject it as an unknown parameter.
+  for (const char* key :
+       {"backend_dir", "backends", "disable", "policy", "breaker_threshold",
+        "breaker_cooldown_ms", "digest_replay_max", "selftest", "stats_dir",
+        "log_level"}) {
+    EXPECT_TRUE(Config::Known(key)) << key;
+  }
+}
+
+TEST(ConfigTest, TypedAccessors) {
+  Config config;
+  config.Set("Breaker_Threshold", "  12 ");
+  config.Set("disable", "padlock,x86  pkcs11");
+  config.Set("bad", "twelve");
+  ASSERT_OK_AND_ASSIGN(long long v, config.GetInt("breaker_threshold", 5));
+  EXPECT_EQ(v, 12);
+  ASSERT_OK_AND_ASSIGN(long long d, config.GetInt("absent", 5));
+  EXPECT_EQ(d, 5);
+  EXPECT_THAT(config.GetInt("bad", 5), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(config.GetList("disable"), ElementsAre("padlock", "x86", "pkcs11"));
+  EXPECT_EQ(config.GetOr("absent", "dflt"), "dflt");
+  Config other;
+  other.Set("disable", "none");
+  other.Set("extra", "1");
+  config.Merge(other);
+  EXPECT_THAT(config.Get("disable"), Optional(std::string("none")));
+  EXPECT_THAT(config.Get("extra"), Optional(std::string("1")));
+  EXPECT_THAT(config.Get("breaker_threshold"), Optional(std::string("12")));
+}
+
+TEST(ConfigTest, BadValuesFailCoreCreation) {
+  EXPECT_THAT(Core::Create(BuildTreeConfig({{"breaker_threshold", "many"}})),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(Core::Create(BuildTreeConfig({{"policy", "quickest"}})),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(Core::Create(BuildTreeConfig({{"breaker_threshold", "0"}})),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST(ConfigTest, BackendsAndDisableSelectWhatLoads) {
+  ASSERT_OK_AND_ASSIGN(auto only, Core::Create(BuildTreeConfig({{"backends", "software"}})));
+  ASSERT_EQ(only->registry().backends().size(), 1u);
+  EXPECT_EQ(only->registry().backends()[0]->name(), "software");
+  ASSERT_OK_AND_ASSIGN(auto none, Core::Create(BuildTreeConfig({{"disable", "software"}})));
+  EXPECT_EQ(none->registry().Find("software"), nullptr);
+}
+
+}  // namespace
+}  // namespace accelcrypt
