@@ -230,8 +230,10 @@ CNF
 
 log="$work/evp_test.log"
 echo "running: evp_test -config $conf ${files[*]##*/}"
+stats="$work/stats"
+rm -rf "$stats"; mkdir -p "$stats"
 set +e
-"$bld/evp_test" -config "$conf" "${files[@]}" > "$log" 2>&1
+ACCELCRYPT_STATS_DIR="$stats" "$bld/evp_test" -config "$conf" "${files[@]}" > "$log" 2>&1
 rc=$?
 set -e
 grep -E 'Completed [0-9]+ tests' "$log" | sed 's/^[ #]*/  /' || true
@@ -244,4 +246,11 @@ if [ "$rc" -ne 0 ] || [ "$errors" -ne 0 ] || [ "$skipped" -ne 0 ] || [ "$complet
   echo "(full log: $log)"
   exit 1
 fi
+# The provider's own counters prove the work went through accelcrypt.
+for alg in AES-128-CBC AES-256-GCM SHA1 SHA2-512; do
+  if ! cat "$stats"/*.json 2>/dev/null | grep -q "\"$alg\""; then
+    echo "evp_test FAILED: accelcrypt's stats show no $alg operation (was the provider used?)"
+    exit 1
+  fi
+done
 echo "evp_test passed: every kept AES/SHA stanza, through accelcrypt only"
