@@ -538,8 +538,9 @@ __attribute__((constructor)) void EmuLoad() {
   g_rng_good_left = EnvLong("ACCELCRYPT_PADLOCK_RNG_FAULT_AFTER", 0);
   g_rng_zero_streak =
       static_cast<uint32_t>(EnvLong("ACCELCRYPT_PADLOCK_RNG_ZERO_STREAK", 0));
-  g_rng_seed = static_cast<uint64_t>(
-      EnvLong("ACCELCRYPT_PADLOCK_RNG_SEED", 0x5eed5eed5eed5eedll));
+  if (const char* seed = getenv("ACCELCRYPT_PADLOCK_RNG_SEED")) {
+    g_rng_seed = strtoull(seed, nullptr, 0);
+  }
 
   stack_t ss;
   memset(&ss, 0, sizeof(ss));
