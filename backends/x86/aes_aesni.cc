@@ -1,0 +1,301 @@
+// SPDX-License-Identifier: Apache-2.0
+// AES with AES-NI over XMM registers: all modes, 8 blocks in flight where the
+// mode is parallel (ECB, CBC decryption, CFB decryption, CTR). Chained modes
+// (CBC encryption, CFB encryption, OFB) run one block at a time: each block
+// needs the previous one. AES only through AESENC/AESDEC: no tables, so no
+// key- or data-dependent memory access.
+#include <immintrin.h>
+
+#include "backends/x86/internal/aes_leaf.h"
+#include "backends/x86/internal/target.h"
+
+namespace accelcrypt::x86::internal {
+namespace {
+
+constexpr int kLanes = 8;
+
+ACCELCRYPT_TARGET_AESNI inline void LoadKeys(const uint8_t (*src)[16],
+                                             int rounds, __m128i* rk) {
+  for (int i = 0; i <= rounds; ++i) {
+    rk[i] = _mm_load_si128(reinterpret_cast<const __m128i*>(src[i]));
+  }
+}
+
+ACCELCRYPT_TARGET_AESNI inline __m128i Encrypt1(const __m128i* rk, int rounds,
+                                                __m128i b) {
+  b = _mm_xor_si128(b, rk[0]);
+  for (int r = 1; r < rounds; ++r) b = _mm_aesenc_si128(b, rk[r]);
+  return _mm_aesenclast_si128(b, rk[rounds]);
+}
+
+ACCELCRYPT_TARGET_AESNI inline __m128i Decrypt1(const __m128i* rk, int rounds,
+                                                __m128i b) {
+  b = _mm_xor_si128(b, rk[0]);
+  for (int r = 1; r < rounds; ++r) b = _mm_aesdec_si128(b, rk[r]);
+  return _mm_aesdeclast_si128(b, rk[rounds]);
+}
+
+ACCELCRYPT_TARGET_AESNI inline void Encrypt8(const __m128i* rk, int rounds,
+                                             __m128i* b) {
+  for (int i = 0; i < kLanes; ++i) b[i] = _mm_xor_si128(b[i], rk[0]);
+  for (int r = 1; r < rounds; ++r) {
+    for (int i = 0; i < kLanes; ++i) b[i] = _mm_aesenc_si128(b[i], rk[r]);
+  }
+  for (int i = 0; i < kLanes; ++i) {
+    b[i] = _mm_aesenclast_si128(b[i], rk[rounds]);
+  }
+}
+
+ACCELCRYPT_TARGET_AESNI inline void Decrypt8(const __m128i* rk, int rounds,
+                                             __m128i* b) {
+  for (int i = 0; i < kLanes; ++i) b[i] = _mm_xor_si128(b[i], rk[0]);
+  for (int r = 1; r < rounds; ++r) {
+    for (int i = 0; i < kLanes; ++i) b[i] = _mm_aesdec_si128(b[i], rk[r]);
+  }
+  for (int i = 0; i < kLanes; ++i) {
+    b[i] = _mm_aesdeclast_si128(b[i], rk[rounds]);
+  }
+}
+
+ACCELCRYPT_TARGET_AESNI inline __m128i Load(const uint8_t* p) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+}
+
+ACCELCRYPT_TARGET_AESNI inline void Store(uint8_t* p, __m128i v) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v);
+}
+
+// Reverses the 16 bytes of a block: a big-endian 128-bit counter becomes a
+// little-endian integer whose low 64 bits PADDQ can increment.
+ACCELCRYPT_TARGET_AESNI inline __m128i Reverse16() {
+  return _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+}
+
+// Swaps bytes 12..15 only: GCM's 32-bit big-endian counter becomes a
+// little-endian lane PADDD can increment modulo 2^32.
+ACCELCRYPT_TARGET_AESNI inline __m128i Swap32Last() {
+  return _mm_set_epi8(12, 13, 14, 15, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+}
+
+}  // namespace
+
+ACCELCRYPT_TARGET_AESNI void AesEncryptBlockAesni(const AesRoundKeys* k,
+                                                  const uint8_t in[16],
+                                                  uint8_t out[16]) {
+  __m128i rk[15];
+  const int rounds = static_cast<int>(k->rounds);
+  LoadKeys(k->enc, rounds, rk);
+  Store(out, Encrypt1(rk, rounds, Load(in)));
+}
+
+ACCELCRYPT_TARGET_AESNI void AesEcbEncryptAesni(const AesRoundKeys* k,
+                                                const uint8_t* in,
+                                                uint8_t* out,
+                                                size_t num_blocks) {
+  __m128i rk[15];
+  const int rounds = static_cast<int>(k->rounds);
+  LoadKeys(k->enc, rounds, rk);
+  for (; num_blocks >= kLanes; num_blocks -= kLanes) {
+    __m128i b[kLanes];
+    for (int i = 0; i < kLanes; ++i) b[i] = Load(in + 16 * i);
+    Encrypt8(rk, rounds, b);
+    for (int i = 0; i < kLanes; ++i) Store(out + 16 * i, b[i]);
+    in += 16 * kLanes;
+    out += 16 * kLanes;
+  }
+  for (; num_blocks > 0; --num_blocks, in += 16, out += 16) {
+    Store(out, Encrypt1(rk, rounds, Load(in)));
+  }
+}
+
+ACCELCRYPT_TARGET_AESNI void AesEcbDecryptAesni(const AesRoundKeys* k,
+                                                const uint8_t* in,
+                                                uint8_t* out,
+                                                size_t num_blocks) {
+  __m128i rk[15];
+  const int rounds = static_cast<int>(k->rounds);
+  LoadKeys(k->dec, rounds, rk);
+  for (; num_blocks >= kLanes; num_blocks -= kLanes) {
+    __m128i b[kLanes];
+    for (int i = 0; i < kLanes; ++i) b[i] = Load(in + 16 * i);
+    Decrypt8(rk, rounds, b);
+    for (int i = 0; i < kLanes; ++i) Store(out + 16 * i, b[i]);
+    in += 16 * kLanes;
+    out += 16 * kLanes;
+  }
+  for (; num_blocks > 0; --num_blocks, in += 16, out += 16) {
+    Store(out, Decrypt1(rk, rounds, Load(in)));
+  }
+}
+
+ACCELCRYPT_TARGET_AESNI void AesCbcEncryptAesni(const AesRoundKeys* k,
+                                                uint8_t iv[16],
+                                                const uint8_t* in,
+                                                uint8_t* out,
+                                                size_t num_blocks) {
+  __m128i rk[15];
+  const int rounds = static_cast<int>(k->rounds);
+  LoadKeys(k->enc, rounds, rk);
+  __m128i c = Load(iv);
+  for (; num_blocks > 0; --num_blocks, in += 16, out += 16) {
+    // Fold the whitening key into the plaintext before the chain value
+    // arrives, so only AESENC latency sits on the critical path.
+    __m128i p = _mm_xor_si128(Load(in), rk[0]);
+    __m128i b = _mm_xor_si128(p, c);
+    for (int r = 1; r < rounds; ++r) b = _mm_aesenc_si128(b, rk[r]);
+    c = _mm_aesenclast_si128(b, rk[rounds]);
+    Store(out, c);
+  }
+  Store(iv, c);
+}
+
+ACCELCRYPT_TARGET_AESNI void AesCbcDecryptAesni(const AesRoundKeys* k,
+                                                uint8_t iv[16],
+                                                const uint8_t* in,
+                                                uint8_t* out,
+                                                size_t num_blocks) {
+  __m128i rk[15];
+  const int rounds = static_cast<int>(k->rounds);
+  LoadKeys(k->dec, rounds, rk);
+  __m128i prev = Load(iv);
+  for (; num_blocks >= kLanes; num_blocks -= kLanes) {
+    __m128i c[kLanes], b[kLanes];
+    for (int i = 0; i < kLanes; ++i) b[i] = c[i] = Load(in + 16 * i);
+    Decrypt8(rk, rounds, b);
+    Store(out, _mm_xor_si128(b[0], prev));
+    for (int i = 1; i < kLanes; ++i) {
+      Store(out + 16 * i, _mm_xor_si128(b[i], c[i - 1]));
+    }
+    prev = c[kLanes - 1];
+    in += 16 * kLanes;
+    out += 16 * kLanes;
+  }
+  for (; num_blocks > 0; --num_blocks, in += 16, out += 16) {
+    __m128i c = Load(in);
+    Store(out, _mm_xor_si128(Decrypt1(rk, rounds, c), prev));
+    prev = c;
+  }
+  Store(iv, prev);
+}
+
+ACCELCRYPT_TARGET_AESNI void AesCfbEncryptAesni(const AesRoundKeys* k,
+                                                uint8_t iv[16],
+                                                const uint8_t* in,
+                                                uint8_t* out,
+                                                size_t num_blocks) {
+  __m128i rk[15];
+  const int rounds = static_cast<int>(k->rounds);
+  LoadKeys(k->enc, rounds, rk);
+  __m128i r = Load(iv);
+  for (; num_blocks > 0; --num_blocks, in += 16, out += 16) {
+    r = _mm_xor_si128(Encrypt1(rk, rounds, r), Load(in));
+    Store(out, r);
+  }
+  Store(iv, r);
+}
+
+ACCELCRYPT_TARGET_AESNI void AesCfbDecryptAesni(const AesRoundKeys* k,
+                                                uint8_t iv[16],
+                                                const uint8_t* in,
+                                                uint8_t* out,
+                                                size_t num_blocks) {
+  __m128i rk[15];
+  const int rounds = static_cast<int>(k->rounds);
+  LoadKeys(k->enc, rounds, rk);
+  __m128i prev = Load(iv);
+  for (; num_blocks >= kLanes; num_blocks -= kLanes) {
+    __m128i c[kLanes], b[kLanes];
+    for (int i = 0; i < kLanes; ++i) c[i] = Load(in + 16 * i);
+    b[0] = prev;
+    for (int i = 1; i < kLanes; ++i) b[i] = c[i - 1];
+    Encrypt8(rk, rounds, b);
+    for (int i = 0; i < kLanes; ++i) {
+      Store(out + 16 * i, _mm_xor_si128(b[i], c[i]));
+    }
+    prev = c[kLanes - 1];
+    in += 16 * kLanes;
+    out += 16 * kLanes;
+  }
+  for (; num_blocks > 0; --num_blocks, in += 16, out += 16) {
+    __m128i c = Load(in);
+    Store(out, _mm_xor_si128(Encrypt1(rk, rounds, prev), c));
+    prev = c;
+  }
+  Store(iv, prev);
+}
+
+ACCELCRYPT_TARGET_AESNI void AesOfbAesni(const AesRoundKeys* k, uint8_t iv[16],
+                                         const uint8_t* in, uint8_t* out,
+                                         size_t num_blocks) {
+  __m128i rk[15];
+  const int rounds = static_cast<int>(k->rounds);
+  LoadKeys(k->enc, rounds, rk);
+  __m128i r = Load(iv);
+  for (; num_blocks > 0; --num_blocks, in += 16, out += 16) {
+    r = Encrypt1(rk, rounds, r);
+    Store(out, _mm_xor_si128(r, Load(in)));
+  }
+  Store(iv, r);
+}
+
+ACCELCRYPT_TARGET_AESNI void AesCtr128Aesni(const AesRoundKeys* k,
+                                            const uint8_t ctr[16],
+                                            const uint8_t* in, uint8_t* out,
+                                            size_t num_blocks) {
+  __m128i rk[15];
+  const int rounds = static_cast<int>(k->rounds);
+  LoadKeys(k->enc, rounds, rk);
+  const __m128i rev = Reverse16();
+  __m128i c = _mm_shuffle_epi8(Load(ctr), rev);
+  const __m128i one = _mm_set_epi64x(0, 1);
+  for (; num_blocks >= kLanes; num_blocks -= kLanes) {
+    __m128i b[kLanes];
+    for (int i = 0; i < kLanes; ++i) {
+      b[i] = _mm_shuffle_epi8(c, rev);
+      c = _mm_add_epi64(c, one);
+    }
+    Encrypt8(rk, rounds, b);
+    for (int i = 0; i < kLanes; ++i) {
+      Store(out + 16 * i, _mm_xor_si128(b[i], Load(in + 16 * i)));
+    }
+    in += 16 * kLanes;
+    out += 16 * kLanes;
+  }
+  for (; num_blocks > 0; --num_blocks, in += 16, out += 16) {
+    __m128i b = Encrypt1(rk, rounds, _mm_shuffle_epi8(c, rev));
+    c = _mm_add_epi64(c, one);
+    Store(out, _mm_xor_si128(b, Load(in)));
+  }
+}
+
+ACCELCRYPT_TARGET_AESNI void AesCtr32Aesni(const AesRoundKeys* k,
+                                           uint8_t ctr[16], const uint8_t* in,
+                                           uint8_t* out, size_t num_blocks) {
+  __m128i rk[15];
+  const int rounds = static_cast<int>(k->rounds);
+  LoadKeys(k->enc, rounds, rk);
+  const __m128i swap = Swap32Last();
+  __m128i c = _mm_shuffle_epi8(Load(ctr), swap);
+  const __m128i one = _mm_set_epi32(1, 0, 0, 0);
+  for (; num_blocks >= kLanes; num_blocks -= kLanes) {
+    __m128i b[kLanes];
+    for (int i = 0; i < kLanes; ++i) {
+      b[i] = _mm_shuffle_epi8(c, swap);
+      c = _mm_add_epi32(c, one);
+    }
+    Encrypt8(rk, rounds, b);
+    for (int i = 0; i < kLanes; ++i) {
+      Store(out + 16 * i, _mm_xor_si128(b[i], Load(in + 16 * i)));
+    }
+    in += 16 * kLanes;
+    out += 16 * kLanes;
+  }
+  for (; num_blocks > 0; --num_blocks, in += 16, out += 16) {
+    __m128i b = Encrypt1(rk, rounds, _mm_shuffle_epi8(c, swap));
+    c = _mm_add_epi32(c, one);
+    Store(out, _mm_xor_si128(b, Load(in)));
+  }
+  Store(ctr, _mm_shuffle_epi8(c, swap));
+}
+
+}  // namespace accelcrypt::x86::internal

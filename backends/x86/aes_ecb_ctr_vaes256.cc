@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: Apache-2.0
+// The parallel AES modes (ECB, CTR, CBC decryption) with VAES over YMM
+// registers (no AVX-512 needed): two blocks per register, eight registers
+// (16 blocks) in flight. A last odd block goes through 128-bit AESENC.
+#include <immintrin.h>
+
+#include "backends/x86/internal/aes_leaf.h"
+#include "backends/x86/internal/target.h"
+
+namespace accelcrypt::x86::internal {
+namespace {
+
+constexpr int kRegs = 8;
+constexpr size_t kBlocksPerReg = 2;
+
+template <int R>
+ACCELCRYPT_TARGET_VAES256 inline void LoadKeys(const uint8_t (*src)[16],
+                                               __m256i* rk) {
+  for (int i = 0; i <= R; ++i) {
+    rk[i] = _mm256_broadcastsi128_si256(
+        _mm_load_si128(reinterpret_cast<const __m128i*>(src[i])));
+  }
+}
+
+template <int R, int N>
+ACCELCRYPT_TARGET_VAES256 inline void EncryptN(const __m256i* rk, __m256i* b) {
+  for (int i = 0; i < N; ++i) b[i] = _mm256_xor_si256(b[i], rk[0]);
+#pragma GCC unroll 14
+  for (int r = 1; r < R; ++r) {
+    for (int i = 0; i < N; ++i) b[i] = _mm256_aesenc_epi128(b[i], rk[r]);
+  }
+  for (int i = 0; i < N; ++i) b[i] = _mm256_aesenclast_epi128(b[i], rk[R]);
+}
+
+template <int R, int N>
+ACCELCRYPT_TARGET_VAES256 inline void DecryptN(const __m256i* rk, __m256i* b) {
+  for (int i = 0; i < N; ++i) b[i] = _mm256_xor_si256(b[i], rk[0]);
+#pragma GCC unroll 14
+  for (int r = 1; r < R; ++r) {
+    for (int i = 0; i < N; ++i) b[i] = _mm256_aesdec_epi128(b[i], rk[r]);
+  }
+  for (int i = 0; i < N; ++i) b[i] = _mm256_aesdeclast_epi128(b[i], rk[R]);
+}
+
+// One block through the low lane of the broadcast keys.
+template <int R>
+ACCELCRYPT_TARGET_VAES256 inline __m128i Encrypt1(const __m256i* rk,
+                                                  __m128i b) {
+  b = _mm_xor_si128(b, _mm256_castsi256_si128(rk[0]));
+  for (int r = 1; r < R; ++r) {
+    b = _mm_aesenc_si128(b, _mm256_castsi256_si128(rk[r]));
+  }
+  return _mm_aesenclast_si128(b, _mm256_castsi256_si128(rk[R]));
+}
+
+template <int R>
+ACCELCRYPT_TARGET_VAES256 inline __m128i Decrypt1(const __m256i* rk,
+                                                  __m128i b) {
+  b = _mm_xor_si128(b, _mm256_castsi256_si128(rk[0]));
+  for (int r = 1; r < R; ++r) {
+    b = _mm_aesdec_si128(b, _mm256_castsi256_si128(rk[r]));
+  }
+  return _mm_aesdeclast_si128(b, _mm256_castsi256_si128(rk[R]));
+}
+
+ACCELCRYPT_TARGET_VAES256 inline __m256i Load(const uint8_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+ACCELCRYPT_TARGET_VAES256 inline void Store(uint8_t* p, __m256i v) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v);
+}
+ACCELCRYPT_TARGET_VAES256 inline __m128i Load1(const uint8_t* p) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+}
+ACCELCRYPT_TARGET_VAES256 inline void Store1(uint8_t* p, __m128i v) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v);
+}
+
+ACCELCRYPT_TARGET_VAES256 inline __m256i Reverse16() {
+  return _mm256_broadcastsi128_si256(
+      _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+}
+
+template <int R, bool kDecrypt>
+ACCELCRYPT_TARGET_VAES256 void Ecb(const AesRoundKeys* k, const uint8_t* in,
+                                   uint8_t* out, size_t num_blocks) {
+  __m256i rk[R + 1];
+  LoadKeys<R>(kDecrypt ? k->dec : k->enc, rk);
+  for (; num_blocks >= kRegs * kBlocksPerReg;
+       num_blocks -= kRegs * kBlocksPerReg) {
+    __m256i b[kRegs];
+    for (int i = 0; i < kRegs; ++i) b[i] = Load(in + 32 * i);
+    if (kDecrypt) {
+      DecryptN<R, kRegs>(rk, b);
+    } else {
+      EncryptN<R, kRegs>(rk, b);
+    }
+    for (int i = 0; i < kRegs; ++i) Store(out + 32 * i, b[i]);
+    in += 32 * kRegs;
+    out += 32 * kRegs;
+  }
+  for (; num_blocks >= kBlocksPerReg; num_blocks -= kBlocksPerReg) {
+    __m256i b = Load(in);
+    if (kDecrypt) {
+      DecryptN<R, 1>(rk, &b);
+    } else {
+      EncryptN<R, 1>(rk, &b);
+    }
+    Store(out, b);
+    in += 32;
+    out += 32;
+  }
+  if (num_blocks > 0) {
+    Store1(out, kDecrypt ? Decrypt1<R>(rk, Load1(in))
+                         : Encrypt1<R>(rk, Load1(in)));
+  }
+}
+
+template <int R>
+ACCELCRYPT_TARGET_VAES256 void Ctr128(const AesRoundKeys* k,
+                                      const uint8_t ctr[16], const uint8_t* in,
+                                      uint8_t* out, size_t num_blocks) {
+  __m256i rk[R + 1];
+  LoadKeys<R>(k->enc, rk);
+  const __m256i rev = Reverse16();
+  // Little-endian counters, one per lane; the caller guarantees the low 64
+  // bits do not wrap.
+  __m256i c = _mm256_add_epi64(
+      _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(Load1(ctr)), rev),
+      _mm256_set_epi64x(0, 1, 0, 0));
+  const __m256i two = _mm256_set_epi64x(0, 2, 0, 2);
+  for (; num_blocks >= kRegs * kBlocksPerReg;
+       num_blocks -= kRegs * kBlocksPerReg) {
+    __m256i b[kRegs];
+    for (int i = 0; i < kRegs; ++i) {
+      b[i] = _mm256_shuffle_epi8(c, rev);
+      c = _mm256_add_epi64(c, two);
+    }
+    EncryptN<R, kRegs>(rk, b);
+    for (int i = 0; i < kRegs; ++i) {
+      Store(out + 32 * i, _mm256_xor_si256(b[i], Load(in + 32 * i)));
+    }
+    in += 32 * kRegs;
+    out += 32 * kRegs;
+  }
+  for (; num_blocks >= kBlocksPerReg; num_blocks -= kBlocksPerReg) {
+    __m256i b = _mm256_shuffle_epi8(c, rev);
+    c = _mm256_add_epi64(c, two);
+    EncryptN<R, 1>(rk, &b);
+    Store(out, _mm256_xor_si256(b, Load(in)));
+    in += 32;
+    out += 32;
+  }
+  if (num_blocks > 0) {
+    __m128i b = Encrypt1<R>(rk, _mm256_castsi256_si128(
+                                    _mm256_shuffle_epi8(c, rev)));
+    Store1(out, _mm_xor_si128(b, Load1(in)));
+  }
+}
+
+template <int R>
+ACCELCRYPT_TARGET_VAES256 void CbcDecrypt(const AesRoundKeys* k,
+                                          uint8_t iv[16], const uint8_t* in,
+                                          uint8_t* out, size_t num_blocks) {
+  __m256i rk[R + 1];
+  LoadKeys<R>(k->dec, rk);
+  __m128i prev = Load1(iv);
+  for (; num_blocks >= kRegs * kBlocksPerReg;
+       num_blocks -= kRegs * kBlocksPerReg) {
+    __m256i c[kRegs], b[kRegs], p[kRegs];
+    for (int i = 0; i < kRegs; ++i) b[i] = c[i] = Load(in + 32 * i);
+    // p[i] = [c(2i-1), c(2i)]: the upper lane of the register before, then
+    // the lower lane of this one.
+    p[0] = _mm256_inserti128_si256(_mm256_castsi128_si256(prev),
+                                   _mm256_castsi256_si128(c[0]), 1);
+    for (int i = 1; i < kRegs; ++i) {
+      p[i] = _mm256_permute2x128_si256(c[i - 1], c[i], 0x21);
+    }
+    DecryptN<R, kRegs>(rk, b);
+    for (int i = 0; i < kRegs; ++i) {
+      Store(out + 32 * i, _mm256_xor_si256(b[i], p[i]));
+    }
+    prev = _mm256_extracti128_si256(c[kRegs - 1], 1);
+    in += 32 * kRegs;
+    out += 32 * kRegs;
+  }
+  for (; num_blocks > 0; --num_blocks, in += 16, out += 16) {
+    __m128i c = Load1(in);
+    Store1(out, _mm_xor_si128(Decrypt1<R>(rk, c), prev));
+    prev = c;
+  }
+  Store1(iv, prev);
+}
+
+}  // namespace
+
+void AesEcbEncryptVaes256(const AesRoundKeys* k, const uint8_t* in,
+                          uint8_t* out, size_t num_blocks) {
+  switch (k->rounds) {
+    case 10: return Ecb<10, false>(k, in, out, num_blocks);
+    case 12: return Ecb<12, false>(k, in, out, num_blocks);
+    default: return Ecb<14, false>(k, in, out, num_blocks);
+  }
+}
+
+void AesEcbDecryptVaes256(const AesRoundKeys* k, const uint8_t* in,
+                          uint8_t* out, size_t num_blocks) {
+  switch (k->rounds) {
+    case 10: return Ecb<10, true>(k, in, out, num_blocks);
+    case 12: return Ecb<12, true>(k, in, out, num_blocks);
+    default: return Ecb<14, true>(k, in, out, num_blocks);
+  }
+}
+
+void AesCtr128Vaes256(const AesRoundKeys* k, const uint8_t ctr[16],
+                      const uint8_t* in, uint8_t* out, size_t num_blocks) {
+  switch (k->rounds) {
+    case 10: return Ctr128<10>(k, ctr, in, out, num_blocks);
+    case 12: return Ctr128<12>(k, ctr, in, out, num_blocks);
+    default: return Ctr128<14>(k, ctr, in, out, num_blocks);
+  }
+}
+
+void AesCbcDecryptVaes256(const AesRoundKeys* k, uint8_t iv[16],
+                          const uint8_t* in, uint8_t* out, size_t num_blocks) {
+  switch (k->rounds) {
+    case 10: return CbcDecrypt<10>(k, iv, in, out, num_blocks);
+    case 12: return CbcDecrypt<12>(k, iv, in, out, num_blocks);
+    default: return CbcDecrypt<14>(k, iv, in, out, num_blocks);
+  }
+}
+
+}  // namespace accelcrypt::x86::internal

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+// GHASH field arithmetic shared by ghash_pclmul.cc and aes_gcm_vaes512.cc
+// (header-only, `static inline`, compiled with the includer's target).
+//
+// Representation: a GCM block is byte-reversed into an XMM register, so bit
+// 127 holds the coefficient of x^0 and bit 0 that of x^127 ("reflected").
+// The carry-less product of two reflected values, read as a reflected 256-bit
+// value, is x*a*b; the table therefore stores each power of H divided by x
+// ("twisted"), and a product with a table entry is exactly a*H^k. Reduction
+// modulo g = x^128 + x^7 + x^2 + x + 1 adds multiples of g's reflection in
+// two 64-bit folds by the constant 0xc2 << 56 (bits 57, 62, 63), as in
+// Gueron and Kounavis, "Intel Carry-Less Multiplication Instruction and its
+// Usage for Computing the GCM Mode", rev. 2.02, algorithm 5 variant.
+#ifndef ACCELCRYPT_BACKENDS_X86_INTERNAL_GHASH_COMMON_H_
+#define ACCELCRYPT_BACKENDS_X86_INTERNAL_GHASH_COMMON_H_
+
+#include <immintrin.h>
+
+#include "backends/x86/internal/target.h"
+
+namespace accelcrypt::x86::internal {
+
+ACCELCRYPT_TARGET_AESNI static inline __m128i GhashByteReverse() {
+  return _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+}
+
+ACCELCRYPT_TARGET_AESNI static inline __m128i GhashPoly() {
+  return _mm_set_epi64x(0, static_cast<long long>(0xc200000000000000ull));
+}
+
+// GhashReduce maps the 256-bit reflected product hi:lo to 128 bits.
+ACCELCRYPT_TARGET_AESNI static inline __m128i GhashReduce(__m128i hi,
+                                                          __m128i lo) {
+  const __m128i poly = GhashPoly();
+  __m128i u = _mm_xor_si128(_mm_clmulepi64_si128(lo, poly, 0x00),
+                            _mm_shuffle_epi32(lo, 0x4e));
+  return _mm_xor_si128(
+      hi, _mm_xor_si128(_mm_clmulepi64_si128(u, poly, 0x00),
+                        _mm_shuffle_epi32(u, 0x4e)));
+}
+
+// GhashMul returns a*H for a reflected `a` and a twisted table entry `h`.
+ACCELCRYPT_TARGET_AESNI static inline __m128i GhashMul(__m128i a, __m128i h) {
+  __m128i lo = _mm_clmulepi64_si128(a, h, 0x00);
+  __m128i hi = _mm_clmulepi64_si128(a, h, 0x11);
+  __m128i mid = _mm_xor_si128(_mm_clmulepi64_si128(a, h, 0x01),
+                              _mm_clmulepi64_si128(a, h, 0x10));
+  lo = _mm_xor_si128(lo, _mm_slli_si128(mid, 8));
+  hi = _mm_xor_si128(hi, _mm_srli_si128(mid, 8));
+  return GhashReduce(hi, lo);
+}
+
+// GhashTwist divides a reflected value by x: a left shift by one bit, and
+// when x^0's coefficient falls out, x^-1 = x^127 + x^6 + x + 1 is added back
+// (reflected: bits 0, 121, 126, 127). Branch-free.
+ACCELCRYPT_TARGET_AESNI static inline __m128i GhashTwist(__m128i a) {
+  __m128i carry = _mm_srli_epi64(a, 63);
+  __m128i shifted =
+      _mm_or_si128(_mm_slli_epi64(a, 1), _mm_slli_si128(carry, 8));
+  __m128i top = _mm_shuffle_epi32(carry, 0xee);  // bit 127 in both qwords
+  __m128i mask = _mm_sub_epi64(_mm_setzero_si128(), top);
+  const __m128i xinv =
+      _mm_set_epi64x(static_cast<long long>(0xc200000000000000ull), 1);
+  return _mm_xor_si128(shifted, _mm_and_si128(mask, xinv));
+}
+
+}  // namespace accelcrypt::x86::internal
+
+#endif  // ACCELCRYPT_BACKENDS_X86_INTERNAL_GHASH_COMMON_H_

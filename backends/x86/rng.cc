@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "backends/x86/rng.h"
+
+#include <string.h>
+
+#include "backends/x86/internal/aes_leaf.h"
+
+namespace accelcrypt::x86 {
+namespace {
+
+bool RdseedSource(void*, uint64_t* out) {
+  return internal::Rdseed64(out, EntropySourceX86::kRdseedTries);
+}
+
+}  // namespace
+
+bool HealthTests::Feed(uint64_t sample) {
+  bool ok = true;
+  // Repetition count test (SP 800-90B §4.4.1).
+  if (have_last_ && sample == last_) {
+    if (++repeat_count_ >= kRepetitionCutoff) ok = false;
+  } else {
+    repeat_count_ = 1;
+  }
+  have_last_ = true;
+  last_ = sample;
+  // Adaptive proportion test (SP 800-90B §4.4.2).
+  if (window_pos_ == 0) {
+    window_first_ = sample;
+    window_count_ = 1;
+  } else if (sample == window_first_) {
+    if (++window_count_ >= kAdaptiveCutoff) ok = false;
+  }
+  if (++window_pos_ == kAdaptiveWindow) window_pos_ = 0;
+  return ok;
+}
+
+absl::StatusOr<std::unique_ptr<EntropySourceX86>>
+EntropySourceX86::CreateRdseed() {
+  return CreateForTest(&RdseedSource, nullptr);
+}
+
+absl::StatusOr<std::unique_ptr<EntropySourceX86>>
+EntropySourceX86::CreateForTest(RawSource source, void* arg) {
+  std::unique_ptr<EntropySourceX86> src(new EntropySourceX86(source, arg));
+  absl::MutexLock lock(&src->mu_);
+  for (int i = 0; i < kStartupSamples; ++i) {
+    uint64_t word;
+    absl::Status s = src->NextWord(&word);
+    word = 0;
+    if (!s.ok()) {
+      return absl::UnavailableError(
+          std::string("x86: RDSEED start-up test failed: ") +
+          std::string(s.message()));
+    }
+  }
+  return src;
+}
+
+absl::Status EntropySourceX86::NextWord(uint64_t* out) {
+  if (failed_) {
+    return absl::UnavailableError(
+        "x86: RDSEED entropy source is out of service after a failed health "
+        "test");
+  }
+  if (!source_(arg_, out)) {
+    return absl::UnavailableError(
+        "x86: RDSEED returned no data after the retry bound");
+  }
+  if (!tests_.Feed(*out)) {
+    failed_ = true;
+    *out = 0;
+    return absl::UnavailableError(
+        "x86: RDSEED failed a continuous health test (SP 800-90B); source "
+        "taken out of service");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status EntropySourceX86::Fill(uint8_t* out, size_t len,
+                                    size_t* entropy_bits) {
+  absl::MutexLock lock(&mu_);
+  size_t done = 0;
+  while (done < len) {
+    uint64_t word;
+    absl::Status s = NextWord(&word);
+    if (!s.ok()) {
+      explicit_bzero(out, len);
+      return s;
+    }
+    const size_t n = len - done < 8 ? len - done : 8;
+    memcpy(out + done, &word, n);
+    explicit_bzero(&word, sizeof(word));
+    done += n;
+  }
+  *entropy_bits = len * 8 * HealthTests::kEntropyPerSample / 64;
+  return absl::OkStatus();
+}
+
+}  // namespace accelcrypt::x86

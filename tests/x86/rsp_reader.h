@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: Apache-2.0
+// A small reader for NIST CAVP .rsp files (tests/vectors/README.md), used by
+// the x86 backend tests so they depend on nothing but the plugin ABI.
+#ifndef ACCELCRYPT_TESTS_X86_RSP_READER_H_
+#define ACCELCRYPT_TESTS_X86_RSP_READER_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace accelcrypt::x86::test {
+
+// RspRecord is one block of `NAME = value` lines with the bracketed section
+// lines in force. Names are upper-cased. A bare line (`FAIL`) is a name with
+// an empty value.
+struct RspRecord {
+  std::map<std::string, std::string> fields;
+  std::map<std::string, std::string> section;
+  int line = 0;
+
+  bool Has(const std::string& name) const { return fields.count(name) > 0; }
+  const std::string& Get(const std::string& name) const;
+  std::vector<uint8_t> Bytes(const std::string& name) const;
+};
+
+// ReadRsp parses `path`; it fails the calling test (ADD_FAILURE) and returns
+// no records when the file is missing or malformed.
+std::vector<RspRecord> ReadRsp(const std::string& path);
+
+std::vector<uint8_t> FromHex(const std::string& hex);
+std::string ToHex(const uint8_t* data, size_t len);
+
+}  // namespace accelcrypt::x86::test
+
+#endif  // ACCELCRYPT_TESTS_X86_RSP_READER_H_
