@@ -19,6 +19,7 @@
 #include <new>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "core/algorithms.h"
 #include "core/cipher_stream.h"
@@ -35,6 +36,11 @@ constexpr size_t kMaxGcmIvLen = 128;
 constexpr size_t kGcmTagLen = 16;
 constexpr size_t kGcmMinGeneratedIvLen = 12;
 constexpr size_t kTagUnset = static_cast<size_t>(-1);
+// TLS 1.2 GCM record layout (RFC 5288): 13-byte AAD, 4-byte fixed IV part
+// from the key block, 8-byte explicit IV at the start of each record.
+constexpr size_t kTlsAadLen = 13;
+constexpr size_t kTlsFixedIvLen = 4;
+constexpr size_t kTlsExplicitIvLen = 8;
 
 // GCM IV life cycle, as in OpenSSL's PROV_GCM_CTX: an IV given at init is
 // buffered and handed to the cipher at the first update; after final it is
@@ -42,18 +48,26 @@ constexpr size_t kTagUnset = static_cast<size_t>(-1);
 enum class IvState { kUninitialised, kBuffered, kCopied, kFinished };
 
 struct CipherCtx {
-  CipherCtx(ProvCtx* p, const AlgorithmInfo* i) : prov(p), info(i) {
+  CipherCtx(ProvCtx* p, const AlgorithmInfo* i)
+      : prov(p),
+        info(i),
+        is_gcm(i->mode == CipherMode::kGcm),
+        is_stream_mode(IsStreamMode(i->mode)) {
     ivlen = i->iv_len;
   }
   ~CipherCtx() {
     OPENSSL_cleanse(key, sizeof(key));
     OPENSSL_cleanse(iv, sizeof(iv));
     OPENSSL_cleanse(tag, sizeof(tag));
+    OPENSSL_cleanse(tls_aad, sizeof(tls_aad));
   }
-  bool gcm() const { return info->mode == CipherMode::kGcm; }
+  bool gcm() const { return is_gcm; }
 
   ProvCtx* prov;
   const AlgorithmInfo* info;
+  // Cached from `info` for the update path.
+  const bool is_gcm;
+  const bool is_stream_mode;
   std::unique_ptr<CipherStream> stream;
   // stream_ready: stream->Init ran with the current key (and IV).
   bool stream_ready = false;
@@ -70,6 +84,12 @@ struct CipherCtx {
   IvState iv_state = IvState::kUninitialised;
   size_t taglen = kTagUnset;
   uint8_t tag[kGcmTagLen] = {};
+  // GCM TLS 1.2 record mode (libssl): the record's AAD, set per record;
+  // iv_gen once a fixed IV part was given; records sealed under this key.
+  size_t tls_aad_len = kTagUnset;
+  uint8_t tls_aad[kTlsAadLen] = {};
+  bool iv_gen = false;
+  uint64_t tls_enc_records = 0;
 };
 
 unsigned int EvpMode(CipherMode mode) {
@@ -150,6 +170,149 @@ absl::Status SetNum(CipherCtx& ctx, unsigned int num) {
   return absl::OkStatus();
 }
 
+// --- GCM in the TLS 1.2 record layer (RFC 5288) ----------------------------
+// libssl drives it with three parameters and EVP_Cipher on whole records,
+// as OpenSSL's default provider implements it (ciphercommon_gcm.c): the
+// fixed IV part once per key, the 13-byte AAD per record (the length in it
+// is corrected for explicit IV and tag), then one in-place call that reads
+// or writes the explicit IV and the tag around the payload.
+
+absl::Status TlsError(const CipherCtx& ctx, const char* what) {
+  return ProviderError(
+      Reason::kInvalidArgument, absl::StatusCode::kInvalidArgument,
+      absl::StrFormat("%s TLS record: %s", ctx.info->name, what));
+}
+
+absl::Status GcmTlsSetAad(CipherCtx& ctx, const uint8_t* aad, size_t len) {
+  if (len != kTlsAadLen || aad == nullptr) {
+    return TlsError(ctx, "the AAD must be 13 bytes");
+  }
+  std::memcpy(ctx.tls_aad, aad, len);
+  size_t record_len = (size_t{aad[len - 2]} << 8) | aad[len - 1];
+  if (record_len < kTlsExplicitIvLen) return TlsError(ctx, "record too short");
+  record_len -= kTlsExplicitIvLen;
+  if (!ctx.enc) {
+    if (record_len < kGcmTagLen) return TlsError(ctx, "record too short");
+    record_len -= kGcmTagLen;
+  }
+  ctx.tls_aad[len - 2] = static_cast<uint8_t>(record_len >> 8);
+  ctx.tls_aad[len - 1] = static_cast<uint8_t>(record_len & 0xff);
+  ctx.tls_aad_len = len;
+  return absl::OkStatus();
+}
+
+absl::Status GcmTlsSetFixedIv(CipherCtx& ctx, const uint8_t* iv, size_t len) {
+  if (len == static_cast<size_t>(-1)) {
+    // OpenSSL's special case: restore the whole IV.
+    std::memcpy(ctx.iv, iv, ctx.ivlen);
+  } else {
+    if (len < kTlsFixedIvLen || ctx.ivlen < len + kTlsExplicitIvLen) {
+      return TlsError(ctx, "bad fixed IV length");
+    }
+    std::memcpy(ctx.iv, iv, len);
+    if (ctx.enc && RAND_bytes_ex(ctx.prov->libctx(), ctx.iv + len,
+                                 ctx.ivlen - len, 0) <= 0) {
+      return ProviderError(Reason::kEntropyUnavailable,
+                           absl::StatusCode::kUnavailable,
+                           "cannot generate the GCM invocation field");
+    }
+  }
+  ctx.iv_gen = true;
+  ctx.iv_state = IvState::kBuffered;
+  return absl::OkStatus();
+}
+
+absl::Status GcmStartWithIv(CipherCtx& ctx) {
+  ctx.stream_ready = false;
+  ACCELCRYPT_RETURN_IF_ERROR(ctx.stream->Init(
+      ctx.enc, absl::MakeConstSpan(ctx.key, ctx.info->key_len),
+      absl::MakeConstSpan(ctx.iv, ctx.ivlen)));
+  ctx.stream_ready = true;
+  ctx.iv_state = IvState::kCopied;
+  return absl::OkStatus();
+}
+
+// GcmTlsNextIv starts the cipher with the current IV, copies its last
+// `len` bytes (the explicit part) to `out`, and advances the 64-bit
+// invocation counter (OpenSSL's getivgen).
+absl::Status GcmTlsNextIv(CipherCtx& ctx, uint8_t* out, size_t len) {
+  if (!ctx.iv_gen || !ctx.key_set) {
+    return TlsError(ctx, "no fixed IV or key set");
+  }
+  ACCELCRYPT_RETURN_IF_ERROR(GcmStartWithIv(ctx));
+  if (len == 0 || len > ctx.ivlen) len = ctx.ivlen;
+  std::memcpy(out, ctx.iv + ctx.ivlen - len, len);
+  for (size_t i = ctx.ivlen; i > ctx.ivlen - 8; --i) {
+    if (++ctx.iv[i - 1] != 0) break;
+  }
+  return absl::OkStatus();
+}
+
+// GcmTlsSetInvocation takes the explicit IV from a received record
+// (OpenSSL's setivinv).
+absl::Status GcmTlsSetInvocation(CipherCtx& ctx, const uint8_t* in,
+                                 size_t len) {
+  if (!ctx.iv_gen || !ctx.key_set || ctx.enc || len > ctx.ivlen) {
+    return TlsError(ctx, "cannot set the invocation field");
+  }
+  std::memcpy(ctx.iv + ctx.ivlen - len, in, len);
+  return GcmStartWithIv(ctx);
+}
+
+// GcmTlsRecord seals or opens one record in place: explicit IV, payload,
+// tag. On a failed open the plaintext is wiped.
+absl::Status GcmTlsRecord(CipherCtx& ctx, unsigned char* out, size_t* outl,
+                          const unsigned char* in, size_t len) {
+  *outl = 0;
+  absl::Status status = [&]() -> absl::Status {
+    if (!ctx.key_set) return NoKey(ctx);
+    if (out != in || len < kTlsExplicitIvLen + kGcmTagLen) {
+      return TlsError(ctx, "records are processed in place and hold an "
+                           "explicit IV and a tag");
+    }
+    if (ctx.enc && ++ctx.tls_enc_records == 0) {
+      return TlsError(ctx, "too many records under one key");
+    }
+    if (ctx.enc) {
+      ACCELCRYPT_RETURN_IF_ERROR(GcmTlsNextIv(ctx, out, kTlsExplicitIvLen));
+    } else {
+      ACCELCRYPT_RETURN_IF_ERROR(
+          GcmTlsSetInvocation(ctx, out, kTlsExplicitIvLen));
+    }
+    const size_t payload = len - kTlsExplicitIvLen - kGcmTagLen;
+    unsigned char* body = out + kTlsExplicitIvLen;
+    Cipher& cipher = ctx.stream->cipher();
+    ACCELCRYPT_RETURN_IF_ERROR(
+        cipher.Aad(absl::MakeConstSpan(ctx.tls_aad, ctx.tls_aad_len)));
+    if (!ctx.enc) {
+      ACCELCRYPT_RETURN_IF_ERROR(
+          cipher.SetTag(absl::MakeConstSpan(body + payload, kGcmTagLen)));
+    }
+    if (payload > 0) {
+      ACCELCRYPT_ASSIGN_OR_RETURN(
+          size_t n, ctx.stream->Update(absl::MakeConstSpan(body, payload),
+                                       absl::MakeSpan(body, payload)));
+      (void)n;
+    }
+    absl::StatusOr<size_t> fin = ctx.stream->Final(absl::Span<uint8_t>());
+    if (!fin.ok()) {
+      if (!ctx.enc) OPENSSL_cleanse(body, payload);
+      return fin.status();
+    }
+    if (ctx.enc) {
+      ACCELCRYPT_RETURN_IF_ERROR(
+          cipher.GetTag(absl::MakeSpan(body + payload, kGcmTagLen)));
+      *outl = len;
+    } else {
+      *outl = payload;
+    }
+    return absl::OkStatus();
+  }();
+  ctx.iv_state = IvState::kFinished;
+  ctx.tls_aad_len = kTagUnset;
+  return status;
+}
+
 absl::Status SetCtxParams(CipherCtx& ctx, const OSSL_PARAM params[]) {
   if (params == nullptr) return absl::OkStatus();
   for (const OSSL_PARAM* p = params; p->key != nullptr; ++p) {
@@ -198,10 +361,24 @@ absl::Status SetCtxParams(CipherCtx& ctx, const OSSL_PARAM params[]) {
           }
           ctx.ivlen = len;
         }
-      } else if (key == OSSL_CIPHER_PARAM_AEAD_TLS1_AAD ||
-                 key == OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED ||
-                 key == OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV) {
-        return TlsNotSupported(ctx, p->key);
+      } else if (key == OSSL_CIPHER_PARAM_AEAD_TLS1_AAD) {
+        if (p->data_type != OSSL_PARAM_OCTET_STRING) {
+          return BadParam(key, "not an octet string");
+        }
+        ACCELCRYPT_RETURN_IF_ERROR(GcmTlsSetAad(
+            ctx, static_cast<const uint8_t*>(p->data), p->data_size));
+      } else if (key == OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED) {
+        if (p->data_type != OSSL_PARAM_OCTET_STRING) {
+          return BadParam(key, "not an octet string");
+        }
+        ACCELCRYPT_RETURN_IF_ERROR(GcmTlsSetFixedIv(
+            ctx, static_cast<const uint8_t*>(p->data), p->data_size));
+      } else if (key == OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV) {
+        if (p->data == nullptr || p->data_type != OSSL_PARAM_OCTET_STRING) {
+          return BadParam(key, "not an octet string");
+        }
+        ACCELCRYPT_RETURN_IF_ERROR(GcmTlsSetInvocation(
+            ctx, static_cast<const uint8_t*>(p->data), p->data_size));
       }
     } else {
       if (key == OSSL_CIPHER_PARAM_PADDING) {
@@ -298,6 +475,20 @@ absl::StatusOr<bool> GetCtxParamsGcm(CipherCtx& ctx, OSSL_PARAM params[]) {
                                            p->data_size));
     }
     ACCELCRYPT_RETURN_IF_ERROR(SetOctets(p, ctx.iv, ctx.ivlen));
+  }
+  p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD_PAD);
+  if (p != nullptr &&
+      !OSSL_PARAM_set_size_t(p, ctx.tls_aad_len != kTagUnset ? kGcmTagLen
+                                                              : 0)) {
+    return BadParam(p->key, "cannot store");
+  }
+  p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TLS1_GET_IV_GEN);
+  if (p != nullptr) {
+    if (p->data == nullptr || p->data_type != OSSL_PARAM_OCTET_STRING) {
+      return BadParam(p->key, "not an octet string");
+    }
+    ACCELCRYPT_RETURN_IF_ERROR(GcmTlsNextIv(
+        ctx, static_cast<uint8_t*>(p->data), p->data_size));
   }
   p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TAG);
   if (p != nullptr) {
@@ -470,6 +661,9 @@ absl::Status GcmActivate(CipherCtx& ctx) {
 // NULL feeds AAD, otherwise data.
 absl::Status GcmCipher(CipherCtx& ctx, unsigned char* out, size_t* outl,
                        size_t outsize, const unsigned char* in, size_t inl) {
+  if (ctx.tls_aad_len != kTagUnset) {
+    return GcmTlsRecord(ctx, out, outl, in, inl);
+  }
   *outl = 0;
   ACCELCRYPT_RETURN_IF_ERROR(GcmActivate(ctx));
   Cipher& cipher = ctx.stream->cipher();
@@ -532,6 +726,10 @@ void* CipherDupCtx(void* vctx) {
     copy->ivlen = src->ivlen;
     copy->iv_state = src->iv_state;
     copy->taglen = src->taglen;
+    copy->tls_aad_len = src->tls_aad_len;
+    std::memcpy(copy->tls_aad, src->tls_aad, sizeof(copy->tls_aad));
+    copy->iv_gen = src->iv_gen;
+    copy->tls_enc_records = src->tls_enc_records;
     std::memcpy(copy->tag, src->tag, sizeof(copy->tag));
     if (src->stream != nullptr) {
       if (src->stream_ready) {
@@ -553,8 +751,9 @@ void* CipherDupCtx(void* vctx) {
 int CipherUpdate(void* vctx, unsigned char* out, size_t* outl, size_t outsize,
                  const unsigned char* in, size_t inl) {
   auto* ctx = static_cast<CipherCtx*>(vctx);
+  // Hot path: no allocation, no lock; errors only build statuses.
   return Guard(ctx->prov, [&] {
-    if (inl == 0 && (ctx->gcm() || IsStreamMode(ctx->info->mode))) {
+    if (inl == 0 && (ctx->is_gcm || ctx->is_stream_mode)) {
       // Nothing to do; OpenSSL does not even require a key here.
       *outl = 0;
       return 1;
@@ -684,12 +883,19 @@ const OSSL_PARAM kGcmGettableCtxParams[] = {
     OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_IV, nullptr, 0),
     OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_UPDATED_IV, nullptr, 0),
     OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, nullptr, 0),
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_TLS1_AAD_PAD, nullptr),
+    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_GET_IV_GEN, nullptr,
+                            0),
     OSSL_PARAM_END};
 
 const OSSL_PARAM kGcmSettableCtxParams[] = {
     OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, nullptr),
     OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, nullptr, 0),
     OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, nullptr),
+    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_AAD, nullptr, 0),
+    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED, nullptr, 0),
+    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV, nullptr,
+                            0),
     OSSL_PARAM_END};
 
 const OSSL_PARAM* CipherGettableParams(void*) { return kGettableParams; }

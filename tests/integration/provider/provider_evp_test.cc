@@ -357,15 +357,25 @@ TEST_F(ProviderEvpTest, GcmMisuseGivesClearErrors) {
   EXPECT_LE(
       EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_SET_TAG, 16, tag.data()), 0);
   EXPECT_EQ(LastReason(), "invalid tag");
-  // TLS record-layer parameters are refused, not silently ignored.
-  uint8_t tls_aad[13] = {0};
-  tls_aad[11] = 0;
-  tls_aad[12] = 40;
+  // A TLS record AAD must be 13 bytes.
+  uint8_t tls_aad[12] = {0};
   OSSL_PARAM params[] = {
       OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_AAD,
                                         tls_aad, sizeof(tls_aad)),
       OSSL_PARAM_construct_end()};
   EXPECT_FALSE(EVP_CIPHER_CTX_set_params(ctx.get(), params));
+  EXPECT_EQ(LastReason(), "invalid argument");
+  // TLS record parameters for CBC are refused, not silently ignored (libssl
+  // would otherwise expect us to strip padding and MAC).
+  CipherPtr cbc = Fetch("AES-128-CBC", kAccel);
+  CtxPtr cbc_ctx(EVP_CIPHER_CTX_new());
+  ASSERT_TRUE(EVP_EncryptInit_ex2(cbc_ctx.get(), cbc.get(), key.data(),
+                                  iv.data(), nullptr));
+  unsigned int version = 0x0303;
+  OSSL_PARAM tls[] = {
+      OSSL_PARAM_construct_uint(OSSL_CIPHER_PARAM_TLS_VERSION, &version),
+      OSSL_PARAM_construct_end()};
+  EXPECT_FALSE(EVP_CIPHER_CTX_set_params(cbc_ctx.get(), tls));
   EXPECT_EQ(LastReason(), "not supported");
   // Decrypt final without a tag.
   CtxPtr dec(EVP_CIPHER_CTX_new());
@@ -374,6 +384,78 @@ TEST_F(ProviderEvpTest, GcmMisuseGivesClearErrors) {
   int fin = 0;
   EXPECT_FALSE(EVP_DecryptFinal_ex(dec.get(), nullptr, &fin));
   EXPECT_EQ(LastReason(), "invalid tag");
+}
+
+// libssl's TLS 1.2 GCM record path (RFC 5288): fixed IV, per-record AAD,
+// in-place EVP_Cipher with explicit IV and tag. Records sealed by us open
+// with the default provider and the other way round.
+bool TlsGcmRecord(const EVP_CIPHER* cipher, bool enc, const Bytes& key,
+                  const Bytes& fixed_iv, uint8_t seq, Bytes* record,
+                  EVP_CIPHER_CTX* ctx) {
+  if (ctx == nullptr) return false;
+  if (EVP_CIPHER_CTX_get0_cipher(ctx) == nullptr) {
+    if (!EVP_CipherInit_ex(ctx, cipher, nullptr, key.data(), nullptr,
+                           enc ? 1 : 0) ||
+        EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IV_FIXED,
+                            static_cast<int>(fixed_iv.size()),
+                            const_cast<uint8_t*>(fixed_iv.data())) <= 0) {
+      return false;
+    }
+  }
+  uint8_t aad[13] = {0, 0, 0, 0, 0, 0, 0, seq, 23, 3, 3, 0, 0};
+  size_t len = record->size();
+  aad[11] = static_cast<uint8_t>(len >> 8);
+  aad[12] = static_cast<uint8_t>(len);
+  if (enc) {
+    // The AAD length is the plaintext length; the record grows by 24.
+    size_t plain = len;
+    aad[11] = static_cast<uint8_t>((plain + 8) >> 8);
+    aad[12] = static_cast<uint8_t>(plain + 8);
+    record->insert(record->begin(), 8, 0);
+    record->resize(plain + 24);
+  }
+  if (EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_TLS1_AAD, 13, aad) != 16) {
+    return false;
+  }
+  int n = EVP_Cipher(ctx, record->data(), record->data(),
+                     static_cast<unsigned int>(record->size()));
+  if (n < 0) return false;
+  if (!enc) {
+    record->erase(record->begin(), record->begin() + 8);
+    record->resize(record->size() - 16);
+  }
+  return true;
+}
+
+TEST_F(ProviderEvpTest, TlsGcmRecordsInteroperateWithDefault) {
+  CipherPtr acc = Fetch("AES-128-GCM", kAccel);
+  CipherPtr def = Fetch("AES-128-GCM", kDefault);
+  const Bytes key = Random(16, 90), fixed = Random(4, 91);
+  for (int direction = 0; direction < 2; ++direction) {
+    const EVP_CIPHER* sealer = direction == 0 ? acc.get() : def.get();
+    const EVP_CIPHER* opener = direction == 0 ? def.get() : acc.get();
+    CtxPtr seal(EVP_CIPHER_CTX_new()), open(EVP_CIPHER_CTX_new());
+    for (uint8_t seq = 0; seq < 4; ++seq) {
+      const Bytes msg = Random(100 + seq * 37, 92 + seq);
+      Bytes record = msg;
+      ASSERT_TRUE(TlsGcmRecord(sealer, true, key, fixed, seq, &record,
+                               seal.get()))
+          << "direction " << direction << " " << LastReason();
+      Bytes copy = record;
+      ASSERT_TRUE(TlsGcmRecord(opener, false, key, fixed, seq, &record,
+                               open.get()))
+          << "direction " << direction << " " << LastReason();
+      EXPECT_EQ(record, msg);
+      if (seq == 3) {
+        // A flipped ciphertext bit fails to open and leaves no plaintext.
+        CtxPtr bad(EVP_CIPHER_CTX_new());
+        copy[20] ^= 1;
+        EXPECT_FALSE(TlsGcmRecord(acc.get(), false, key, fixed, seq, &copy,
+                                  bad.get()));
+        ERR_clear_error();
+      }
+    }
+  }
 }
 
 TEST_F(ProviderEvpTest, BadParamsAreRefusedClearly) {
