@@ -271,6 +271,45 @@ case "$CASE" in
       <(cat "$ACCELCRYPT_STATS_DIR"/*.json)
     ;;
 
+  config)
+    # Keys in the provider's openssl.cnf section and the file named by
+    # `conf` reach accelcrypt's configuration.
+    make_inputs
+    with_keys() {  # with_keys OUT LINES...: the test config plus LINES
+      local out="$1"
+      shift
+      awk -v extra="$(printf '%s\n' "$@")" \
+        '{print} /^\[accelcrypt_sect\]/{print extra}' "$CNF" >"$out"
+    }
+    with_keys "$WORK/s1.cnf" "stats_dir = $WORK/s1"
+    mkdir -p "$WORK/s1" "$WORK/s2" "$WORK/s3"
+    OPENSSL_CONF="$WORK/s1.cnf" "$OPENSSL" dgst -sha256 \
+      -propquery provider=accelcrypt "$WORK/in.17" >/dev/null 2>&1
+    check "stats_dir from the openssl.cnf section" grep -q '"SHA2-256"' \
+      <(cat "$WORK"/s1/*.json 2>/dev/null)
+    printf '[accelcrypt]\nstats_dir = %s\n' "$WORK/s2" >"$WORK/ac.conf"
+    with_keys "$WORK/s2.cnf" "conf = $WORK/ac.conf"
+    OPENSSL_CONF="$WORK/s2.cnf" "$OPENSSL" dgst -sha256 \
+      -propquery provider=accelcrypt "$WORK/in.17" >/dev/null 2>&1
+    check "stats_dir from the file named by conf" grep -q '"SHA2-256"' \
+      <(cat "$WORK"/s2/*.json 2>/dev/null)
+    with_keys "$WORK/bad.cnf" "conf = $WORK/no-such-file.conf"
+    out="$(OPENSSL_CONF="$WORK/bad.cnf" "$OPENSSL" list -providers 2>&1)"
+    check "missing conf file: default provider still active" \
+      active_in default <<<"$out"
+    check "missing conf file: accelcrypt not activated" \
+      test -z "$(active_in accelcrypt <<<"$out" && echo yes)"
+    if [ -f "$BACKENDS/x86.so" ]; then
+      with_keys "$WORK/s3.cnf" "stats_dir = $WORK/s3" "disable = x86"
+      OPENSSL_CONF="$WORK/s3.cnf" "$OPENSSL" enc -aes-128-cbc \
+        -K "$(key_for aes-128-cbc)" -iv "$IV" -in "$WORK/in.4097" \
+        -out "$WORK/s3.out" -propquery provider=accelcrypt 2>/dev/null
+      stats="$(cat "$WORK"/s3/*.json 2>/dev/null)"
+      check "disable = x86 honoured" grep -q '"software":{"AES-128-CBC"' \
+        <<<"$stats"
+    fi
+    ;;
+
   tls)
     # TLS 1.3 and TLS 1.2 AES-GCM between s_server and s_client over
     # loopback, each side with and without accelcrypt. TLS 1.2 CBC suites
