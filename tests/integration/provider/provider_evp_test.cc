@@ -369,8 +369,9 @@ TEST_F(ProviderEvpTest, GcmMisuseGivesClearErrors) {
   // would otherwise expect us to strip padding and MAC).
   CipherPtr cbc = Fetch("AES-128-CBC", kAccel);
   CtxPtr cbc_ctx(EVP_CIPHER_CTX_new());
+  const Bytes cbc_iv = Random(16, 32);
   ASSERT_TRUE(EVP_EncryptInit_ex2(cbc_ctx.get(), cbc.get(), key.data(),
-                                  iv.data(), nullptr));
+                                  cbc_iv.data(), nullptr));
   unsigned int version = 0x0303;
   OSSL_PARAM tls[] = {
       OSSL_PARAM_construct_uint(OSSL_CIPHER_PARAM_TLS_VERSION, &version),
