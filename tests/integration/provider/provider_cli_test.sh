@@ -203,6 +203,20 @@ case "$CASE" in
     ossl rand -hex 64 >/dev/null 2>&1
     check "DRBG cipher AES-256-CTR served by accelcrypt" \
       grep -q '"AES-256-CTR"' <(cat "$ACCELCRYPT_STATS_DIR"/*.json)
+    # The seed source is published only with a hardware noise source.
+    mkdir -p "$WORK/empty"
+    out="$(ACCELCRYPT_BACKEND_DIR="$WORK/empty" ossl list -random-generators)"
+    check "no seed source without an entropy backend" \
+      test -z "$(grep 'SEED-SRC @ accelcrypt' <<<"$out")"
+    a="$(ACCELCRYPT_BACKEND_DIR="$WORK/empty" ossl rand -hex 16 2>&1)"
+    check "rand works without an entropy backend" grep -Eq '^[0-9a-f]{32}$' \
+      <<<"$a"
+    if [ -f "$BACKENDS/x86.so" ] && grep -q '"ENTROPY"' \
+      <(cat "$ACCELCRYPT_STATS_DIR"/*.json); then
+      out="$(ossl list -random-generators)"
+      check "SEED-SRC published with an entropy backend" \
+        grep -q 'SEED-SRC @ accelcrypt' <<<"$out"
+    fi
     ;;
 
   robust)
