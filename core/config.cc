@@ -158,7 +158,7 @@ void Config::Merge(const Config& other) {
 const std::vector<std::string>& Config::KnownKeys() {
   static const auto* keys = new std::vector<std::string>{
       "backend_dir", "backends",   "disable",  "policy",
-      "breaker_threshold", "breaker_cooldown_ms", "digest_replay_max",
+      "breaker_threshold", "breaker_cooldown_ms", "replay_max",
       "selftest", "stats_dir", "log_level"};
   return *keys;
 }

@@ -23,6 +23,10 @@ namespace accelcrypt {
 //   breaker_threshold    consecutive device errors before a backend is
 //                        taken out of rotation (default 5)
 //   breaker_cooldown_ms  time out of rotation before a probe (default 1000)
+//   replay_max           bytes of GCM input / digest input kept per operation
+//                        so a device error mid-stream can be replayed on the
+//                        next backend (default 1024; larger messages fall
+//                        back only before their first byte)
 //   selftest             "1" (default) runs known-answer tests at load
 //   stats_dir            write per-process JSON counters here at exit (env
 //                        ACCELCRYPT_STATS_DIR)

@@ -45,16 +45,25 @@ auto Inside(const Backend* backend, Fn&& fn) {
 }
 
 // RoutedCipher runs on one backend and moves to the next candidate on a
-// device error: before any data always, mid-stream when the state is
-// portable. Keeps a copy of key and IV for that (wiped on destruction).
+// device error: before any data always; mid-stream when the state is
+// portable (CBC/CFB/OFB/CTR), or for GCM while AAD and data so far fit the
+// replay buffer (`replay_max` bytes): they are replayed into the next
+// backend, whose output for them is discarded (it is the same bytes the
+// caller already has). Keeps a copy of key and IV for that (wiped on
+// destruction).
 class RoutedCipher final : public Cipher {
  public:
   RoutedCipher(Router* router, const AlgorithmInfo& info,
-               std::vector<Router::Slot*> candidates)
-      : router_(router), info_(info), candidates_(std::move(candidates)) {}
+               std::vector<Router::Slot*> candidates, size_t replay_max)
+      : router_(router),
+        info_(info),
+        candidates_(std::move(candidates)),
+        replay_max_(replay_max) {}
   ~RoutedCipher() override {
     FlushBytes();
     OPENSSL_cleanse(key_, sizeof(key_));
+    OPENSSL_cleanse(tag_, sizeof(tag_));
+    ClearReplay();
   }
 
   // Open creates the backend object on the first candidate that works.
@@ -99,6 +108,10 @@ class RoutedCipher final : public Cipher {
           info_.iv_len));
     }
     FlushBytes();
+    ClearReplay();
+    replay_ok_ = info_.mode == CipherMode::kGcm &&
+                 current_ + 1 < candidates_.size();
+    tag_len_ = 0;
     encrypt_ = encrypt;
     std::memcpy(key_, key.data(), key.size());
     std::memcpy(iv_, iv.data(), iv.size());
@@ -124,6 +137,7 @@ class RoutedCipher final : public Cipher {
     if (st.ok()) [[likely]] {
       started_ = true;
       pending_bytes_ += in.size();
+      if (replay_ok_) Remember(&replay_data_, in);
       return st;
     }
     if (!IsDeviceError(st) || !initialized_) return st;
@@ -132,6 +146,7 @@ class RoutedCipher final : public Cipher {
     if (st.ok()) {
       started_ = true;
       pending_bytes_ += in.size();
+      if (replay_ok_) Remember(&replay_data_, in);
     }
     return st;
   }
@@ -140,27 +155,40 @@ class RoutedCipher final : public Cipher {
     absl::Status st = Call([&] { return impl_->Aad(aad); });
     if (st.ok()) {
       if (!aad.empty()) started_ = true;
-      counter_->AddBytes(aad.size());
+      pending_bytes_ += aad.size();
+      if (replay_ok_) Remember(&replay_aad_, aad);
       return st;
     }
-    if (!IsDeviceError(st) || !initialized_ || started_) return st;
+    if (!IsDeviceError(st) || !initialized_) return st;
     ACCELCRYPT_RETURN_IF_ERROR(MoveOnMidStream(st));
     st = Call([&] { return impl_->Aad(aad); });
-    if (st.ok() && !aad.empty()) started_ = true;
+    if (st.ok()) {
+      if (!aad.empty()) started_ = true;
+      pending_bytes_ += aad.size();
+      if (replay_ok_) Remember(&replay_aad_, aad);
+    }
     return st;
   }
 
   absl::Status Final() override {
     FlushBytes();
+    // The ABI's final is a no-op outside AEAD modes: no call, no failure.
+    if (info_.mode != CipherMode::kGcm) return absl::OkStatus();
     absl::Status st = Call([&] { return impl_->Final(); });
-    if (IsDeviceError(st)) Error(st);
-    return st;
+    if (!IsDeviceError(st)) return st;
+    ACCELCRYPT_RETURN_IF_ERROR(MoveOnMidStream(st));
+    return Call([&] { return impl_->Final(); });
   }
   absl::Status GetTag(absl::Span<uint8_t> out) override {
     return Call([&] { return impl_->GetTag(out); });
   }
   absl::Status SetTag(absl::Span<const uint8_t> tag) override {
-    return Call([&] { return impl_->SetTag(tag); });
+    absl::Status st = Call([&] { return impl_->SetTag(tag); });
+    if (st.ok() && tag.size() <= sizeof(tag_)) {
+      std::memcpy(tag_, tag.data(), tag.size());
+      tag_len_ = tag.size();
+    }
+    return st;
   }
   absl::StatusOr<accelcrypt_cipher_state> GetState() const override {
     return impl_->GetState();
@@ -170,7 +198,13 @@ class RoutedCipher final : public Cipher {
   }
   absl::StatusOr<std::unique_ptr<Cipher>> Clone() const override {
     ACCELCRYPT_ASSIGN_OR_RETURN(std::unique_ptr<Cipher> impl, impl_->Clone());
-    auto copy = std::make_unique<RoutedCipher>(router_, info_, candidates_);
+    auto copy = std::make_unique<RoutedCipher>(router_, info_, candidates_,
+                                               replay_max_);
+    copy->replay_aad_ = replay_aad_;
+    copy->replay_data_ = replay_data_;
+    copy->replay_ok_ = replay_ok_;
+    std::memcpy(copy->tag_, tag_, sizeof(tag_));
+    copy->tag_len_ = tag_len_;
     copy->impl_ = std::move(impl);
     copy->current_ = current_;
     copy->counter_ = counter_;
@@ -241,12 +275,64 @@ class RoutedCipher final : public Cipher {
     return last;
   }
 
-  absl::Status MoveOnMidStream(const absl::Status& cause) {
-    if (!started_) return MoveOn(cause, nullptr);
-    if (info_.mode == CipherMode::kGcm) {
-      Error(cause);
-      return cause;  // GHASH state is not portable.
+  void Remember(std::vector<uint8_t>* log, absl::Span<const uint8_t> data) {
+    if (replay_aad_.size() + replay_data_.size() + data.size() > replay_max_) {
+      ClearReplay();
+      replay_ok_ = false;
+      return;
     }
+    log->insert(log->end(), data.begin(), data.end());
+  }
+
+  void ClearReplay() {
+    if (!replay_aad_.empty()) {
+      OPENSSL_cleanse(replay_aad_.data(), replay_aad_.size());
+    }
+    if (!replay_data_.empty()) {
+      OPENSSL_cleanse(replay_data_.data(), replay_data_.size());
+    }
+    replay_aad_.clear();
+    replay_data_.clear();
+  }
+
+  // ReplayGcm re-runs AAD and data so far on the freshly initialised
+  // backend, discarding its output, and restores the expected tag.
+  absl::Status ReplayGcm() {
+    return Call([&] {
+      if (!replay_aad_.empty()) {
+        ACCELCRYPT_RETURN_IF_ERROR(impl_->Aad(replay_aad_));
+      }
+      if (!replay_data_.empty()) {
+        std::vector<uint8_t> scratch(replay_data_.size());
+        absl::Status st = impl_->Update(replay_data_, absl::MakeSpan(scratch));
+        OPENSSL_cleanse(scratch.data(), scratch.size());
+        ACCELCRYPT_RETURN_IF_ERROR(st);
+      }
+      if (tag_len_ > 0) {
+        ACCELCRYPT_RETURN_IF_ERROR(
+            impl_->SetTag(absl::MakeConstSpan(tag_, tag_len_)));
+      }
+      return absl::OkStatus();
+    });
+  }
+
+  absl::Status MoveOnMidStream(const absl::Status& cause) {
+    if (info_.mode == CipherMode::kGcm) {
+      // GHASH state is not portable: replay what the old backend saw.
+      if (!replay_ok_) {
+        Error(cause);
+        return cause;
+      }
+      for (;;) {
+        ACCELCRYPT_RETURN_IF_ERROR(MoveOn(cause, nullptr));
+        absl::Status st = ReplayGcm();
+        if (st.ok()) return st;
+        if (!IsDeviceError(st) || current_ + 1 >= candidates_.size()) {
+          return st;
+        }
+      }
+    }
+    if (!started_) return MoveOn(cause, nullptr);
     const accelcrypt_capability* cap =
         candidates_[current_]->backend->Capability(info_.id);
     if (cap == nullptr || !(cap->flags & ACCELCRYPT_CAP_PORTABLE_STATE)) {
@@ -271,6 +357,11 @@ class RoutedCipher final : public Cipher {
   std::unique_ptr<Cipher> impl_;
   Counter* counter_ = nullptr;
   uint64_t pending_bytes_ = 0;
+  size_t replay_max_;
+  std::vector<uint8_t> replay_aad_, replay_data_;
+  bool replay_ok_ = false;
+  uint8_t tag_[16] = {};
+  size_t tag_len_ = 0;
   uint8_t key_[32] = {};
   uint8_t iv_[kMaxIv] = {};
   size_t iv_len_ = 0;
@@ -280,7 +371,7 @@ class RoutedCipher final : public Cipher {
 };
 
 // RoutedDigest falls back before any data, and mid-stream while the message
-// so far fits the replay buffer (`digest_replay_max` bytes): the buffer is
+// so far fits the replay buffer (`replay_max` bytes): the buffer is
 // replayed into the next backend. Past that, a device error is returned.
 class RoutedDigest final : public Digest {
  public:
@@ -458,15 +549,15 @@ absl::StatusOr<std::unique_ptr<Router>> Router::Create(
   ACCELCRYPT_ASSIGN_OR_RETURN(long long cooldown_ms,
                               config.GetInt("breaker_cooldown_ms", 1000));
   ACCELCRYPT_ASSIGN_OR_RETURN(long long replay,
-                              config.GetInt("digest_replay_max", 1024));
+                              config.GetInt("replay_max", 1024));
   if (threshold < 1 || cooldown_ms < 0 || replay < 0) {
     return absl::InvalidArgumentError(
         "accelcrypt config: breaker_threshold must be >= 1, "
-        "breaker_cooldown_ms and digest_replay_max >= 0");
+        "breaker_cooldown_ms and replay_max >= 0");
   }
   router->breaker_threshold_ = static_cast<uint64_t>(threshold);
   router->breaker_cooldown_ns_ = static_cast<uint64_t>(cooldown_ms) * 1000000ull;
-  router->digest_replay_max_ = static_cast<size_t>(replay);
+  router->replay_max_ = static_cast<size_t>(replay);
   for (const auto& backend : registry->backends()) {
     auto slot = std::make_unique<Slot>();
     slot->backend = backend.get();
@@ -574,7 +665,8 @@ absl::StatusOr<std::unique_ptr<Cipher>> Router::NewCipher(accelcrypt_alg alg) {
   }
   std::vector<Slot*> order;
   Order(*info, &order);
-  auto cipher = std::make_unique<RoutedCipher>(this, *info, std::move(order));
+  auto cipher = std::make_unique<RoutedCipher>(this, *info, std::move(order),
+                                               replay_max_);
   ACCELCRYPT_RETURN_IF_ERROR(cipher->Open(0));
   return std::unique_ptr<Cipher>(std::move(cipher));
 }
@@ -587,7 +679,7 @@ absl::StatusOr<std::unique_ptr<Digest>> Router::NewDigest(accelcrypt_alg alg) {
   std::vector<Slot*> order;
   Order(*info, &order);
   auto digest = std::make_unique<RoutedDigest>(this, *info, std::move(order),
-                                               digest_replay_max_);
+                                               replay_max_);
   ACCELCRYPT_RETURN_IF_ERROR(digest->Open(0));
   return std::unique_ptr<Digest>(std::move(digest));
 }

@@ -24,8 +24,9 @@ namespace accelcrypt {
 //    registry's priority order, restricted to backends that declare `alg`;
 //  - a device error (kUnavailable, kResourceExhausted) re-runs the operation
 //    on the next candidate: one-shot ops always, ciphers when the state is
-//    portable (or nothing was processed yet); caller errors are returned as
-//    they are;
+//    portable (or nothing was processed yet), GCM and digests while the
+//    message so far fits `replay_max` bytes (replayed on the next backend);
+//    caller errors are returned as they are;
 //  - after `breaker_threshold` consecutive device errors a backend is out of
 //    rotation for `breaker_cooldown_ms`, then one probe decides;
 //  - a call made from inside a backend (thread-local guard) is never routed
@@ -71,7 +72,7 @@ class Router {
   absl::Status RunOneShot(const AlgorithmInfo& info, uint64_t n_bytes,
                           Fn&& fn);
   const Registry* registry_ = nullptr;
-  size_t digest_replay_max_ = 1024;
+  size_t replay_max_ = 1024;
   Stats* stats_ = nullptr;
   uint64_t breaker_threshold_ = 5;
   uint64_t breaker_cooldown_ns_ = 1000000000ull;
