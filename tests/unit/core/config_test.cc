@@ -158,7 +158,7 @@ TEST(ConfigTest, UnknownKeysAreRecognisedAsSuch) {
   // reject it as an unknown parameter.
   for (const char* key :
        {"backend_dir", "backends", "disable", "policy", "breaker_threshold",
-        "breaker_cooldown_ms", "digest_replay_max", "selftest", "stats_dir",
+        "breaker_cooldown_ms", "replay_max", "selftest", "stats_dir",
         "log_level"}) {
     EXPECT_TRUE(Config::Known(key)) << key;
   }
