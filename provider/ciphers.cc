@@ -71,6 +71,9 @@ struct CipherCtx {
   std::unique_ptr<CipherStream> stream;
   // stream_ready: stream->Init ran with the current key (and IV).
   bool stream_ready = false;
+  // block_aligned: ECB/CBC updates since init were whole blocks taken by the
+  // fast path, so the stream holds no partial or held-back block.
+  bool block_aligned = false;
   bool enc = true;
   bool pad = true;
   bool key_set = false;
@@ -561,6 +564,7 @@ absl::Status InitGeneric(CipherCtx& ctx, const unsigned char* key,
           ctx.enc, absl::MakeConstSpan(ctx.key, ctx.info->key_len),
           absl::MakeConstSpan(cur_iv, ctx.info->iv_len));
       ctx.stream_ready = status.ok();
+      ctx.block_aligned = ctx.stream_ready;
     }
   }
   OPENSSL_cleanse(cur_iv, sizeof(cur_iv));
@@ -716,6 +720,7 @@ void* CipherDupCtx(void* vctx) {
   int ok = Guard(src->prov, [&] {
     auto copy = std::make_unique<CipherCtx>(src->prov, src->info);
     copy->stream_ready = src->stream_ready;
+    copy->block_aligned = src->block_aligned;
     copy->enc = src->enc;
     copy->pad = src->pad;
     copy->key_set = src->key_set;
@@ -762,8 +767,10 @@ int CipherUpdate(void* vctx, unsigned char* out, size_t* outl, size_t outsize,
       absl::Status status = GcmCipher(*ctx, out, outl, outsize, in, inl);
       return status.ok() ? 1 : RaiseError(ctx->prov, status);
     }
-    if (!ctx->stream_ready) return RaiseError(ctx->prov, NoKey(*ctx));
-    if (ctx->stream->finished()) {
+    if (!ctx->stream_ready) [[unlikely]] {
+      return RaiseError(ctx->prov, NoKey(*ctx));
+    }
+    if (ctx->stream->finished()) [[unlikely]] {
       return RaiseError(
           ctx->prov,
           ProviderError(Reason::kOperationFinished,
@@ -772,6 +779,25 @@ int CipherUpdate(void* vctx, unsigned char* out, size_t* outl, size_t outsize,
                                         "re-initialise the context",
                                         ctx->info->name)));
     }
+    // Fast path: stream modes, and whole ECB/CBC blocks while nothing is
+    // buffered and no block must be held back for unpadding, go straight
+    // to the routed cipher (CipherStream would only forward them). Partly
+    // overlapping buffers (which EVP forbids) take the checked path.
+    const bool overlap =
+        in != out && out < in + inl && in < out + inl;
+    if (outsize >= inl && !overlap &&
+        (ctx->is_stream_mode ||
+         (ctx->block_aligned && (inl & 15) == 0 &&
+          (ctx->enc || !ctx->pad)))) [[likely]] {
+      if (inl > 0) {
+        absl::Status status = ctx->stream->cipher().Update(
+            absl::MakeConstSpan(in, inl), absl::MakeSpan(out, inl));
+        if (!status.ok()) [[unlikely]] return RaiseError(ctx->prov, status);
+      }
+      *outl = inl;
+      return 1;
+    }
+    ctx->block_aligned = false;
     absl::StatusOr<size_t> n = ctx->stream->Update(
         absl::MakeConstSpan(in, inl), absl::MakeSpan(out, outsize));
     if (!n.ok()) return RaiseError(ctx->prov, n.status());
