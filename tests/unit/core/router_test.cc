@@ -3,6 +3,8 @@
 // (tests/support/failing_backend), loaded from the build tree's test-backend
 // directory ahead of software. Its describe() line reports how many calls it
 // saw and how many it failed, which proves what was (not) retried.
+#include <stdlib.h>
+
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -35,6 +37,14 @@ using Bytes = std::vector<uint8_t>;
 // Self-tests are off so the failing backend's call counter starts at zero.
 absl::StatusOr<std::unique_ptr<Core>> FailingCore(
     const std::map<std::string, std::string>& overrides) {
+  // failing.so lets ACCELCRYPT_FAILING_* override its config: a developer's
+  // shell must not change what these tests inject.
+  for (const char* var :
+       {"ACCELCRYPT_FAILING_MODE", "ACCELCRYPT_FAILING_AFTER",
+        "ACCELCRYPT_FAILING_EVERY", "ACCELCRYPT_FAILING_RATE",
+        "ACCELCRYPT_FAILING_SEED", "ACCELCRYPT_FAILING_FAIL_INIT"}) {
+    unsetenv(var);
+  }
   std::map<std::string, std::string> all = {
       {"backend_dir", TestBackendDir()},
       {"backends", "failing,software"},
