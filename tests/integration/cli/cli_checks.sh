@@ -173,6 +173,20 @@ trace)
   # The command's exit code comes back; a missing command is 127.
   expect_rc 3 "$cli" trace -- sh -c 'exit 3'
   expect_rc 127 "$cli" trace -- "$tmp/no-such-command"
+  # Files from several processes add up; a malformed file is reported and
+  # skipped, not fatal. (The stats shape is core/stats.h's Stats::ToJson.)
+  cat > "$tmp/writer.sh" <<'SH'
+d=$ACCELCRYPT_STATS_DIR
+echo 'not json' > "$d/accelcrypt-1-0.json"
+echo '{"pid":2,"process":"a","backends":{"software":{"SHA1":{"ops":2,"bytes":100,"errors":1,"fallbacks":0}}}}' > "$d/accelcrypt-2-0.json"
+echo '{"pid":3,"process":"b","backends":{"software":{"SHA1":{"ops":3,"bytes":50,"errors":0,"fallbacks":4}}}}' > "$d/accelcrypt-3-0.json"
+echo '{"pid":4,"process":"c","backends":{"software":{"SHA1":{"ops":-1}}}}' > "$d/accelcrypt-4-0.json"
+SH
+  expect_rc 0 "$cli" trace -- sh "$tmp/writer.sh"
+  expect_out "^accelcrypt trace: 2 processes loaded accelcrypt" "two valid files"
+  expect_out "^software +SHA1 +5 +150 +1 +4$" "counters summed over processes"
+  expect_out "malformed stats file: .*accelcrypt-1-0.json" "non-JSON file reported"
+  expect_out "malformed stats file: .*accelcrypt-4-0.json.*negative" "negative counter reported"
   # Without the provider loaded, trace says so.
   : > "$tmp/empty.cnf"
   expect_rc 0 "$cli" trace --conf "$tmp/empty.cnf" -- openssl dgst -sha256 "$tmp/plain"
