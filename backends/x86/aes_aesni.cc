@@ -16,6 +16,7 @@ constexpr int kLanes = 8;
 
 ACCELCRYPT_TARGET_AESNI inline void LoadKeys(const uint8_t (*src)[16],
                                              int rounds, __m128i* rk) {
+  #pragma GCC unroll 16
   for (int i = 0; i <= rounds; ++i) {
     rk[i] = _mm_load_si128(reinterpret_cast<const __m128i*>(src[i]));
   }
@@ -24,6 +25,7 @@ ACCELCRYPT_TARGET_AESNI inline void LoadKeys(const uint8_t (*src)[16],
 ACCELCRYPT_TARGET_AESNI inline __m128i Encrypt1(const __m128i* rk, int rounds,
                                                 __m128i b) {
   b = _mm_xor_si128(b, rk[0]);
+  #pragma GCC unroll 16
   for (int r = 1; r < rounds; ++r) b = _mm_aesenc_si128(b, rk[r]);
   return _mm_aesenclast_si128(b, rk[rounds]);
 }
@@ -31,16 +33,21 @@ ACCELCRYPT_TARGET_AESNI inline __m128i Encrypt1(const __m128i* rk, int rounds,
 ACCELCRYPT_TARGET_AESNI inline __m128i Decrypt1(const __m128i* rk, int rounds,
                                                 __m128i b) {
   b = _mm_xor_si128(b, rk[0]);
+  #pragma GCC unroll 16
   for (int r = 1; r < rounds; ++r) b = _mm_aesdec_si128(b, rk[r]);
   return _mm_aesdeclast_si128(b, rk[rounds]);
 }
 
 ACCELCRYPT_TARGET_AESNI inline void Encrypt8(const __m128i* rk, int rounds,
                                              __m128i* b) {
+  #pragma GCC unroll 16
   for (int i = 0; i < kLanes; ++i) b[i] = _mm_xor_si128(b[i], rk[0]);
+  #pragma GCC unroll 16
   for (int r = 1; r < rounds; ++r) {
+    #pragma GCC unroll 16
     for (int i = 0; i < kLanes; ++i) b[i] = _mm_aesenc_si128(b[i], rk[r]);
   }
+  #pragma GCC unroll 16
   for (int i = 0; i < kLanes; ++i) {
     b[i] = _mm_aesenclast_si128(b[i], rk[rounds]);
   }
@@ -48,10 +55,14 @@ ACCELCRYPT_TARGET_AESNI inline void Encrypt8(const __m128i* rk, int rounds,
 
 ACCELCRYPT_TARGET_AESNI inline void Decrypt8(const __m128i* rk, int rounds,
                                              __m128i* b) {
+  #pragma GCC unroll 16
   for (int i = 0; i < kLanes; ++i) b[i] = _mm_xor_si128(b[i], rk[0]);
+  #pragma GCC unroll 16
   for (int r = 1; r < rounds; ++r) {
+    #pragma GCC unroll 16
     for (int i = 0; i < kLanes; ++i) b[i] = _mm_aesdec_si128(b[i], rk[r]);
   }
+  #pragma GCC unroll 16
   for (int i = 0; i < kLanes; ++i) {
     b[i] = _mm_aesdeclast_si128(b[i], rk[rounds]);
   }
@@ -97,8 +108,10 @@ ACCELCRYPT_TARGET_AESNI void AesEcbEncryptAesni(const AesRoundKeys* k,
   LoadKeys(k->enc, rounds, rk);
   for (; num_blocks >= kLanes; num_blocks -= kLanes) {
     __m128i b[kLanes];
+    #pragma GCC unroll 16
     for (int i = 0; i < kLanes; ++i) b[i] = Load(in + 16 * i);
     Encrypt8(rk, rounds, b);
+    #pragma GCC unroll 16
     for (int i = 0; i < kLanes; ++i) Store(out + 16 * i, b[i]);
     in += 16 * kLanes;
     out += 16 * kLanes;
@@ -117,8 +130,10 @@ ACCELCRYPT_TARGET_AESNI void AesEcbDecryptAesni(const AesRoundKeys* k,
   LoadKeys(k->dec, rounds, rk);
   for (; num_blocks >= kLanes; num_blocks -= kLanes) {
     __m128i b[kLanes];
+    #pragma GCC unroll 16
     for (int i = 0; i < kLanes; ++i) b[i] = Load(in + 16 * i);
     Decrypt8(rk, rounds, b);
+    #pragma GCC unroll 16
     for (int i = 0; i < kLanes; ++i) Store(out + 16 * i, b[i]);
     in += 16 * kLanes;
     out += 16 * kLanes;
@@ -142,6 +157,7 @@ ACCELCRYPT_TARGET_AESNI void AesCbcEncryptAesni(const AesRoundKeys* k,
     // arrives, so only AESENC latency sits on the critical path.
     __m128i p = _mm_xor_si128(Load(in), rk[0]);
     __m128i b = _mm_xor_si128(p, c);
+    #pragma GCC unroll 16
     for (int r = 1; r < rounds; ++r) b = _mm_aesenc_si128(b, rk[r]);
     c = _mm_aesenclast_si128(b, rk[rounds]);
     Store(out, c);
@@ -160,9 +176,11 @@ ACCELCRYPT_TARGET_AESNI void AesCbcDecryptAesni(const AesRoundKeys* k,
   __m128i prev = Load(iv);
   for (; num_blocks >= kLanes; num_blocks -= kLanes) {
     __m128i c[kLanes], b[kLanes];
+    #pragma GCC unroll 16
     for (int i = 0; i < kLanes; ++i) b[i] = c[i] = Load(in + 16 * i);
     Decrypt8(rk, rounds, b);
     Store(out, _mm_xor_si128(b[0], prev));
+    #pragma GCC unroll 16
     for (int i = 1; i < kLanes; ++i) {
       Store(out + 16 * i, _mm_xor_si128(b[i], c[i - 1]));
     }
@@ -205,10 +223,13 @@ ACCELCRYPT_TARGET_AESNI void AesCfbDecryptAesni(const AesRoundKeys* k,
   __m128i prev = Load(iv);
   for (; num_blocks >= kLanes; num_blocks -= kLanes) {
     __m128i c[kLanes], b[kLanes];
+    #pragma GCC unroll 16
     for (int i = 0; i < kLanes; ++i) c[i] = Load(in + 16 * i);
     b[0] = prev;
+    #pragma GCC unroll 16
     for (int i = 1; i < kLanes; ++i) b[i] = c[i - 1];
     Encrypt8(rk, rounds, b);
+    #pragma GCC unroll 16
     for (int i = 0; i < kLanes; ++i) {
       Store(out + 16 * i, _mm_xor_si128(b[i], c[i]));
     }
@@ -250,11 +271,13 @@ ACCELCRYPT_TARGET_AESNI void AesCtr128Aesni(const AesRoundKeys* k,
   const __m128i one = _mm_set_epi64x(0, 1);
   for (; num_blocks >= kLanes; num_blocks -= kLanes) {
     __m128i b[kLanes];
+    #pragma GCC unroll 16
     for (int i = 0; i < kLanes; ++i) {
       b[i] = _mm_shuffle_epi8(c, rev);
       c = _mm_add_epi64(c, one);
     }
     Encrypt8(rk, rounds, b);
+    #pragma GCC unroll 16
     for (int i = 0; i < kLanes; ++i) {
       Store(out + 16 * i, _mm_xor_si128(b[i], Load(in + 16 * i)));
     }
@@ -279,11 +302,13 @@ ACCELCRYPT_TARGET_AESNI void AesCtr32Aesni(const AesRoundKeys* k,
   const __m128i one = _mm_set_epi32(1, 0, 0, 0);
   for (; num_blocks >= kLanes; num_blocks -= kLanes) {
     __m128i b[kLanes];
+    #pragma GCC unroll 16
     for (int i = 0; i < kLanes; ++i) {
       b[i] = _mm_shuffle_epi8(c, swap);
       c = _mm_add_epi32(c, one);
     }
     Encrypt8(rk, rounds, b);
+    #pragma GCC unroll 16
     for (int i = 0; i < kLanes; ++i) {
       Store(out + 16 * i, _mm_xor_si128(b[i], Load(in + 16 * i)));
     }

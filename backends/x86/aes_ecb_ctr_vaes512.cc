@@ -16,6 +16,7 @@ constexpr size_t kBlocksPerReg = 4;
 template <int R>
 ACCELCRYPT_TARGET_VAES512 inline void LoadKeys(const uint8_t (*src)[16],
                                                __m512i* rk) {
+  #pragma GCC unroll 16
   for (int i = 0; i <= R; ++i) {
     rk[i] = _mm512_broadcast_i32x4(
         _mm_load_si128(reinterpret_cast<const __m128i*>(src[i])));
@@ -24,21 +25,27 @@ ACCELCRYPT_TARGET_VAES512 inline void LoadKeys(const uint8_t (*src)[16],
 
 template <int R, int N>
 ACCELCRYPT_TARGET_VAES512 inline void EncryptN(const __m512i* rk, __m512i* b) {
+  #pragma GCC unroll 16
   for (int i = 0; i < N; ++i) b[i] = _mm512_xor_si512(b[i], rk[0]);
 #pragma GCC unroll 14
   for (int r = 1; r < R; ++r) {
+    #pragma GCC unroll 16
     for (int i = 0; i < N; ++i) b[i] = _mm512_aesenc_epi128(b[i], rk[r]);
   }
+  #pragma GCC unroll 16
   for (int i = 0; i < N; ++i) b[i] = _mm512_aesenclast_epi128(b[i], rk[R]);
 }
 
 template <int R, int N>
 ACCELCRYPT_TARGET_VAES512 inline void DecryptN(const __m512i* rk, __m512i* b) {
+  #pragma GCC unroll 16
   for (int i = 0; i < N; ++i) b[i] = _mm512_xor_si512(b[i], rk[0]);
 #pragma GCC unroll 14
   for (int r = 1; r < R; ++r) {
+    #pragma GCC unroll 16
     for (int i = 0; i < N; ++i) b[i] = _mm512_aesdec_epi128(b[i], rk[r]);
   }
+  #pragma GCC unroll 16
   for (int i = 0; i < N; ++i) b[i] = _mm512_aesdeclast_epi128(b[i], rk[R]);
 }
 
@@ -74,12 +81,14 @@ ACCELCRYPT_TARGET_VAES512 void Ecb(const AesRoundKeys* k, const uint8_t* in,
   for (; num_blocks >= kRegs * kBlocksPerReg;
        num_blocks -= kRegs * kBlocksPerReg) {
     __m512i b[kRegs];
+    #pragma GCC unroll 16
     for (int i = 0; i < kRegs; ++i) b[i] = Load(in + 64 * i);
     if (kDecrypt) {
       DecryptN<R, kRegs>(rk, b);
     } else {
       EncryptN<R, kRegs>(rk, b);
     }
+    #pragma GCC unroll 16
     for (int i = 0; i < kRegs; ++i) Store(out + 64 * i, b[i]);
     in += 64 * kRegs;
     out += 64 * kRegs;
@@ -118,11 +127,13 @@ ACCELCRYPT_TARGET_VAES512 void Ctr128(const AesRoundKeys* k,
   for (; num_blocks >= kRegs * kBlocksPerReg;
        num_blocks -= kRegs * kBlocksPerReg) {
     __m512i b[kRegs];
+    #pragma GCC unroll 16
     for (int i = 0; i < kRegs; ++i) {
       b[i] = _mm512_shuffle_epi8(c, rev);
       c = _mm512_add_epi64(c, four);
     }
     EncryptN<R, kRegs>(rk, b);
+    #pragma GCC unroll 16
     for (int i = 0; i < kRegs; ++i) {
       Store(out + 64 * i, _mm512_xor_si512(b[i], Load(in + 64 * i)));
     }
@@ -154,9 +165,11 @@ ACCELCRYPT_TARGET_VAES512 void CbcDecrypt(const AesRoundKeys* k,
   for (; num_blocks >= kRegs * kBlocksPerReg;
        num_blocks -= kRegs * kBlocksPerReg) {
     __m512i c[kRegs], b[kRegs];
+    #pragma GCC unroll 16
     for (int i = 0; i < kRegs; ++i) b[i] = c[i] = Load(in + 64 * i);
     DecryptN<R, kRegs>(rk, b);
     Store(out, _mm512_xor_si512(b[0], _mm512_alignr_epi64(c[0], last, 6)));
+    #pragma GCC unroll 16
     for (int i = 1; i < kRegs; ++i) {
       Store(out + 64 * i,
             _mm512_xor_si512(b[i], _mm512_alignr_epi64(c[i], c[i - 1], 6)));

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// AES-GCM bulk data with VAES and VPCLMULQDQ over ZMM registers: 16 blocks
+// AES-GCM bulk data with VAES and VPCLMULQDQ over ZMM registers: 32 blocks
 // per iteration, CTR32 keystream and GHASH in the same loop body so the
 // out-of-order core overlaps the AES rounds with the carry-less multiplies.
-// GHASH is aggregated: 16 blocks are multiplied by H^16..H^1 (precomputed,
-// internal/ghash_common.h) and reduced once.
+// GHASH is aggregated: 32 blocks are multiplied by H^32..H^1 (precomputed,
+// internal/ghash_common.h) and reduced once; only x*H^32 and that reduction
+// sit on the loop-carried dependency chain.
 #include <immintrin.h>
 
 #include "backends/x86/internal/aes_leaf.h"
@@ -12,6 +13,8 @@
 
 namespace accelcrypt::x86::internal {
 namespace {
+
+constexpr int kRegs = kGhashPowers / 4;  // 8 ZMM registers, 32 blocks
 
 ACCELCRYPT_TARGET_VAES512 inline __m512i Reverse16x4() {
   return _mm512_broadcast_i32x4(GhashByteReverse());
@@ -34,68 +37,127 @@ ACCELCRYPT_TARGET_VAES512 inline __mmask8 BlockMask(size_t n) {
                 : static_cast<__mmask8>((1u << (2 * n)) - 1);
 }
 
-// Accumulates the three partial products of reflected blocks `d` times
-// twisted powers `h` (schoolbook: lo, hi and the two middle terms).
+// The three partial products of reflected blocks times twisted powers
+// (schoolbook: lo, hi and the two middle terms), summed unreduced.
 struct Acc {
   __m512i lo, hi, mid;
 };
-
-ACCELCRYPT_TARGET_VAES512 inline void MulAdd(Acc* acc, __m512i d, __m512i h) {
-  acc->lo = _mm512_xor_si512(acc->lo, _mm512_clmulepi64_epi128(d, h, 0x00));
-  acc->hi = _mm512_xor_si512(acc->hi, _mm512_clmulepi64_epi128(d, h, 0x11));
-  acc->mid = _mm512_ternarylogic_epi64(
-      acc->mid, _mm512_clmulepi64_epi128(d, h, 0x01),
-      _mm512_clmulepi64_epi128(d, h, 0x10), 0x96);
-}
-
-ACCELCRYPT_TARGET_VAES512 inline __m128i Finish(const Acc& acc) {
-  __m128i lo = Fold(acc.lo), hi = Fold(acc.hi), mid = Fold(acc.mid);
-  lo = _mm_xor_si128(lo, _mm_slli_si128(mid, 8));
-  hi = _mm_xor_si128(hi, _mm_srli_si128(mid, 8));
-  return GhashReduce(hi, lo);
-}
 
 ACCELCRYPT_TARGET_VAES512 inline Acc ZeroAcc() {
   return Acc{_mm512_setzero_si512(), _mm512_setzero_si512(),
              _mm512_setzero_si512()};
 }
 
-// Ghash16 folds 16 blocks (already reflected) into x.
-ACCELCRYPT_TARGET_VAES512 inline __m128i Ghash16(const __m512i* hp,
-                                                 const __m512i* d, __m128i x) {
-  Acc acc = ZeroAcc();
-  MulAdd(&acc, _mm512_xor_si512(d[0], _mm512_zextsi128_si512(x)), hp[0]);
-  MulAdd(&acc, d[1], hp[1]);
-  MulAdd(&acc, d[2], hp[2]);
-  MulAdd(&acc, d[3], hp[3]);
-  return Finish(acc);
+// MulAdd accumulates d*h with Karatsuba's three products; `hk` is h's
+// karatsuba entry. acc.mid collects (d0^d1)(h0^h1), corrected in Finish by
+// the lo and hi sums (the products are linear, so the correction can wait).
+ACCELCRYPT_TARGET_VAES512 inline void MulAdd(Acc* acc, __m512i d, __m512i h,
+                                             __m512i hk) {
+  acc->lo = _mm512_xor_si512(acc->lo, _mm512_clmulepi64_epi128(d, h, 0x00));
+  acc->hi = _mm512_xor_si512(acc->hi, _mm512_clmulepi64_epi128(d, h, 0x11));
+  const __m512i dk = _mm512_xor_si512(d, _mm512_shuffle_epi32(d, _MM_PERM_BADC));
+  acc->mid = _mm512_xor_si512(acc->mid, _mm512_clmulepi64_epi128(dk, hk, 0x00));
 }
 
-// GhashTail folds n (1..15) reflected blocks in d[0..ceil(n/4)), zero past
+// Finish turns Karatsuba sums into the product and reduces it.
+ACCELCRYPT_TARGET_VAES512 inline __m128i Finish(__m128i lo, __m128i hi,
+                                                __m128i mid) {
+  mid = _mm_ternarylogic_epi64(mid, lo, hi, 0x96);
+  lo = _mm_xor_si128(lo, _mm_slli_si128(mid, 8));
+  hi = _mm_xor_si128(hi, _mm_srli_si128(mid, 8));
+  return GhashReduce(hi, lo);
+}
+
+// FinishWithX adds x*H^32 (Karatsuba too) to the sums and reduces.
+ACCELCRYPT_TARGET_VAES512 inline __m128i FinishWithX(const GhashTable* t,
+                                                     const Acc& acc,
+                                                     __m128i x) {
+  const __m128i h =
+      _mm_load_si128(reinterpret_cast<const __m128i*>(t->powers[0]));
+  const __m128i hk =
+      _mm_load_si128(reinterpret_cast<const __m128i*>(t->karatsuba[0]));
+  const __m128i xk = _mm_xor_si128(x, _mm_shuffle_epi32(x, 0x4e));
+  const __m128i lo =
+      _mm_xor_si128(Fold(acc.lo), _mm_clmulepi64_si128(x, h, 0x00));
+  const __m128i hi =
+      _mm_xor_si128(Fold(acc.hi), _mm_clmulepi64_si128(x, h, 0x11));
+  const __m128i mid =
+      _mm_xor_si128(Fold(acc.mid), _mm_clmulepi64_si128(xk, hk, 0x00));
+  return Finish(lo, hi, mid);
+}
+
+// GhashFull folds 32 reflected blocks into x. The data products do not
+// depend on x; x*H^32 joins them just before the single reduction.
+ACCELCRYPT_TARGET_VAES512 inline __m128i GhashFull(const GhashTable* t,
+                                                   const __m512i* d,
+                                                   __m128i x) {
+  Acc acc = ZeroAcc();
+#pragma GCC unroll 8
+  for (int i = 0; i < kRegs; ++i) {
+    MulAdd(&acc, d[i], _mm512_load_si512(t->powers[4 * i]),
+           _mm512_load_si512(t->karatsuba[4 * i]));
+  }
+  return FinishWithX(t, acc, x);
+}
+
+// GhashTail folds n (1..31) reflected blocks in d[0..ceil(n/4)), zero past
 // n, into x with H^n..H^1.
 ACCELCRYPT_TARGET_VAES512 inline __m128i GhashTail(const GhashTable* t,
                                                    const __m512i* d, size_t n,
                                                    __m128i x) {
   Acc acc = ZeroAcc();
-  const uint8_t* first = t->powers[16 - n];
+  const uint8_t* first = t->powers[kGhashPowers - n];
+  const uint8_t* first_k = t->karatsuba[kGhashPowers - n];
   for (size_t j = 0; 4 * j < n; ++j) {
-    __m512i h = _mm512_maskz_loadu_epi64(BlockMask(n - 4 * j), first + 64 * j);
+    const __mmask8 m = BlockMask(n - 4 * j);
+    __m512i h = _mm512_maskz_loadu_epi64(m, first + 64 * j);
+    __m512i hk = _mm512_maskz_loadu_epi64(m, first_k + 64 * j);
     __m512i dj = d[j];
     if (j == 0) dj = _mm512_xor_si512(dj, _mm512_zextsi128_si512(x));
-    MulAdd(&acc, dj, h);
+    MulAdd(&acc, dj, h, hk);
   }
-  return Finish(acc);
+  return Finish(Fold(acc.lo), Fold(acc.hi), Fold(acc.mid));
 }
 
 template <int R>
 ACCELCRYPT_TARGET_VAES512 inline void EncryptN(const __m512i* rk, __m512i* b,
                                                int n) {
+#pragma GCC unroll 8
   for (int i = 0; i < n; ++i) b[i] = _mm512_xor_si512(b[i], rk[0]);
 #pragma GCC unroll 14
   for (int r = 1; r < R; ++r) {
+#pragma GCC unroll 8
     for (int i = 0; i < n; ++i) b[i] = _mm512_aesenc_epi128(b[i], rk[r]);
   }
+#pragma GCC unroll 8
   for (int i = 0; i < n; ++i) b[i] = _mm512_aesenclast_epi128(b[i], rk[R]);
+}
+
+// EncryptAndHash runs the AES rounds for 32 counter blocks in `b` and, in
+// the same instruction stream, the GHASH products of the 32 blocks at
+// `gsrc` (one register of blocks per round), so VAES and VPCLMULQDQ run
+// side by side. Returns x folded with those blocks.
+template <int R>
+ACCELCRYPT_TARGET_VAES512 inline __m128i EncryptAndHash(
+    const __m512i* rk, __m512i* b, const GhashTable* t, const uint8_t* gsrc,
+    __m512i rev, __m128i x) {
+  Acc acc = ZeroAcc();
+#pragma GCC unroll 8
+  for (int i = 0; i < kRegs; ++i) b[i] = _mm512_xor_si512(b[i], rk[0]);
+#pragma GCC unroll 14
+  for (int r = 1; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int i = 0; i < kRegs; ++i) b[i] = _mm512_aesenc_epi128(b[i], rk[r]);
+    if (r - 1 < kRegs) {
+      MulAdd(&acc,
+             _mm512_shuffle_epi8(_mm512_loadu_si512(gsrc + 64 * (r - 1)), rev),
+             _mm512_load_si512(t->powers[4 * (r - 1)]),
+             _mm512_load_si512(t->karatsuba[4 * (r - 1)]));
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < kRegs; ++i) b[i] = _mm512_aesenclast_epi128(b[i], rk[R]);
+  return FinishWithX(t, acc, x);
 }
 
 template <int R, bool kDecrypt>
@@ -104,18 +166,18 @@ ACCELCRYPT_TARGET_VAES512 void Gcm(const AesRoundKeys* k, const GhashTable* t,
                                    const uint8_t* in, uint8_t* out,
                                    size_t num_blocks) {
   __m512i rk[R + 1];
+#pragma GCC unroll 16
   for (int i = 0; i <= R; ++i) {
     rk[i] = _mm512_broadcast_i32x4(
         _mm_load_si128(reinterpret_cast<const __m128i*>(k->enc[i])));
   }
-  __m512i hp[4];
-  for (int i = 0; i < 4; ++i) hp[i] = _mm512_load_si512(t->powers[4 * i]);
   const __m512i rev = Reverse16x4();
   const __m512i swap = Swap32x4();
   __m128i x = _mm_shuffle_epi8(
       _mm_loadu_si128(reinterpret_cast<const __m128i*>(xi)),
       GhashByteReverse());
-  const __m128i ctr_in = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ctr));
+  const __m128i ctr_in =
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(ctr));
   // Counter blocks with their last 32 bits byte-swapped: VPADDD then wraps
   // modulo 2^32 exactly as SP 800-38D's inc32.
   __m512i c = _mm512_add_epi32(
@@ -124,35 +186,54 @@ ACCELCRYPT_TARGET_VAES512 void Gcm(const AesRoundKeys* k, const GhashTable* t,
   const __m512i four =
       _mm512_set_epi32(4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0);
   size_t left = num_blocks;
-  for (; left >= 16; left -= 16) {
-    __m512i b[4], d[4];
-    for (int i = 0; i < 4; ++i) {
+  // Encryption hashes its own output, so it runs one step behind: each
+  // iteration hashes the previous iteration's 32 ciphertext blocks (still in
+  // L1) while encrypting the next 32. Decryption hashes its input directly.
+  const uint8_t* pending = nullptr;
+  for (; left >= 4 * kRegs; left -= 4 * kRegs) {
+    __m512i b[kRegs];
+#pragma GCC unroll 8
+    for (int i = 0; i < kRegs; ++i) {
       b[i] = _mm512_shuffle_epi8(c, swap);
       c = _mm512_add_epi32(c, four);
     }
     if (kDecrypt) {
-      for (int i = 0; i < 4; ++i) {
-        d[i] = _mm512_loadu_si512(in + 64 * i);
-      }
-      EncryptN<R>(rk, b, 4);
-      for (int i = 0; i < 4; ++i) {
+      __m512i d[kRegs];
+      // All loads before any store: `in` may equal `out`.
+#pragma GCC unroll 8
+      for (int i = 0; i < kRegs; ++i) d[i] = _mm512_loadu_si512(in + 64 * i);
+      x = EncryptAndHash<R>(rk, b, t, in, rev, x);
+#pragma GCC unroll 8
+      for (int i = 0; i < kRegs; ++i) {
         _mm512_storeu_si512(out + 64 * i, _mm512_xor_si512(b[i], d[i]));
-        d[i] = _mm512_shuffle_epi8(d[i], rev);
       }
     } else {
-      EncryptN<R>(rk, b, 4);
-      for (int i = 0; i < 4; ++i) {
-        d[i] = _mm512_xor_si512(b[i], _mm512_loadu_si512(in + 64 * i));
-        _mm512_storeu_si512(out + 64 * i, d[i]);
-        d[i] = _mm512_shuffle_epi8(d[i], rev);
+      if (pending != nullptr) {
+        x = EncryptAndHash<R>(rk, b, t, pending, rev, x);
+      } else {
+        EncryptN<R>(rk, b, kRegs);
       }
+#pragma GCC unroll 8
+      for (int i = 0; i < kRegs; ++i) {
+        _mm512_storeu_si512(
+            out + 64 * i,
+            _mm512_xor_si512(b[i], _mm512_loadu_si512(in + 64 * i)));
+      }
+      pending = out;
     }
-    x = Ghash16(hp, d, x);
-    in += 256;
-    out += 256;
+    in += 64 * kRegs;
+    out += 64 * kRegs;
+  }
+  if (pending != nullptr) {
+    __m512i d[kRegs];
+#pragma GCC unroll 8
+    for (int i = 0; i < kRegs; ++i) {
+      d[i] = _mm512_shuffle_epi8(_mm512_loadu_si512(pending + 64 * i), rev);
+    }
+    x = GhashFull(t, d, x);
   }
   if (left > 0) {
-    __m512i b[4], d[4];
+    __m512i b[kRegs], d[kRegs];
     const int regs = static_cast<int>((left + 3) / 4);
     for (int i = 0; i < regs; ++i) {
       b[i] = _mm512_shuffle_epi8(c, swap);
@@ -207,21 +288,21 @@ ACCELCRYPT_TARGET_VAES512 void GhashVaes512(const GhashTable* t,
                                             uint8_t xi[16],
                                             const uint8_t* data,
                                             size_t num_blocks) {
-  __m512i hp[4];
-  for (int i = 0; i < 4; ++i) hp[i] = _mm512_load_si512(t->powers[4 * i]);
   const __m512i rev = Reverse16x4();
   __m128i x = _mm_shuffle_epi8(
       _mm_loadu_si128(reinterpret_cast<const __m128i*>(xi)),
       GhashByteReverse());
-  for (; num_blocks >= 16; num_blocks -= 16, data += 256) {
-    __m512i d[4];
-    for (int i = 0; i < 4; ++i) {
+  for (; num_blocks >= 4 * kRegs;
+       num_blocks -= 4 * kRegs, data += 64 * kRegs) {
+    __m512i d[kRegs];
+#pragma GCC unroll 8
+    for (int i = 0; i < kRegs; ++i) {
       d[i] = _mm512_shuffle_epi8(_mm512_loadu_si512(data + 64 * i), rev);
     }
-    x = Ghash16(hp, d, x);
+    x = GhashFull(t, d, x);
   }
   if (num_blocks > 0) {
-    __m512i d[4];
+    __m512i d[kRegs];
     for (size_t i = 0; 4 * i < num_blocks; ++i) {
       d[i] = _mm512_shuffle_epi8(
           _mm512_maskz_loadu_epi64(BlockMask(num_blocks - 4 * i),

@@ -27,10 +27,14 @@ ACCELCRYPT_TARGET_AESNI void GhashInitPclmul(const uint8_t h[16],
   const __m128i h1 = LoadReflected(h);
   const __m128i k1 = GhashTwist(h1);
   __m128i p = h1;
-  for (int k = 1; k <= 16; ++k) {
+  for (int k = 1; k <= kGhashPowers; ++k) {
     if (k > 1) p = GhashMul(p, k1);
-    _mm_store_si128(reinterpret_cast<__m128i*>(out->powers[16 - k]),
-                    GhashTwist(p));
+    const __m128i twisted = GhashTwist(p);
+    _mm_store_si128(reinterpret_cast<__m128i*>(out->powers[kGhashPowers - k]),
+                    twisted);
+    _mm_store_si128(
+        reinterpret_cast<__m128i*>(out->karatsuba[kGhashPowers - k]),
+        _mm_xor_si128(twisted, _mm_shuffle_epi32(twisted, 0x4e)));
   }
 }
 
@@ -39,8 +43,10 @@ ACCELCRYPT_TARGET_AESNI void GhashPclmul(const GhashTable* t, uint8_t xi[16],
                                          size_t num_blocks) {
   __m128i x = LoadReflected(xi);
   // (X ^ b0)*H^4 ^ b1*H^3 ^ b2*H^2 ^ b3*H: four products, one reduction.
-  const __m128i h4 = Entry(t, 12), h3 = Entry(t, 13), h2 = Entry(t, 14),
-                h1 = Entry(t, 15);
+  const __m128i h4 = Entry(t, kGhashPowers - 4),
+                h3 = Entry(t, kGhashPowers - 3),
+                h2 = Entry(t, kGhashPowers - 2),
+                h1 = Entry(t, kGhashPowers - 1);
   for (; num_blocks >= 4; num_blocks -= 4, data += 64) {
     const __m128i b0 = _mm_xor_si128(LoadReflected(data), x);
     const __m128i b1 = LoadReflected(data + 16);

@@ -21,10 +21,14 @@ struct AesRoundKeys {
   uint32_t rounds;  // 10, 12 or 14
 };
 
-// GhashTable holds H^16, H^15, ..., H^1 (descending) in the backend's
+// GhashTable holds H^32, H^31, ..., H^1 (descending) in the backend's
 // internal GHASH representation (byte-reflected, pre-divided by x).
+constexpr int kGhashPowers = 32;
+// `karatsuba` holds, per power, the XOR of its two 64-bit halves in both
+// halves (the middle operand of a Karatsuba multiplication).
 struct GhashTable {
-  alignas(64) uint8_t powers[16][16];
+  alignas(64) uint8_t powers[kGhashPowers][16];
+  alignas(64) uint8_t karatsuba[kGhashPowers][16];
 };
 
 // aes_key_aesni.cc. key_len is 16, 24 or 32 (checked by the caller).
