@@ -81,9 +81,15 @@ std::string LastReason() {
 
 // Crypt runs a whole encryption or decryption, feeding `in` in pieces of
 // `chunk` bytes (0 = one piece). Returns false on any EVP failure.
+// A chunk of kMixedChunks feeds the schedule 16, 5, 11, 32, 3, 48, ...:
+// whole blocks, then partial ones, then whole blocks again.
+constexpr size_t kMixedChunks = static_cast<size_t>(-1);
+
 bool Crypt(const EVP_CIPHER* cipher, bool enc, const Bytes& key,
            const Bytes& iv, const Bytes& in, size_t chunk, Bytes* out,
            bool pad = true) {
+  static constexpr size_t kSchedule[] = {16, 5, 11, 32, 3, 48};
+  size_t step = 0;
   CtxPtr ctx(EVP_CIPHER_CTX_new());
   if (!EVP_CipherInit_ex2(ctx.get(), cipher, key.data(),
                           iv.empty() ? nullptr : iv.data(), enc ? 1 : 0,
@@ -96,7 +102,9 @@ bool Crypt(const EVP_CIPHER* cipher, bool enc, const Bytes& key,
   int total = 0;
   if (chunk == 0) chunk = std::max<size_t>(in.size(), 1);
   while (done < in.size()) {
-    size_t n = std::min(chunk, in.size() - done);
+    const size_t want =
+        chunk == kMixedChunks ? kSchedule[step++ % 6] : chunk;
+    size_t n = std::min(want, in.size() - done);
     int outl = 0;
     if (!EVP_CipherUpdate(ctx.get(), out->data() + total, &outl,
                           in.data() + done, static_cast<int>(n))) {
@@ -160,7 +168,8 @@ TEST_F(ProviderEvpTest, CiphersMatchDefaultEverySizeAndSplit) {
     const Bytes iv = Random(EVP_CIPHER_get_iv_length(def.get()), 2);
     for (size_t size : {0, 1, 15, 16, 17, 4097}) {
       const Bytes pt = Random(size, static_cast<uint32_t>(size));
-      for (size_t chunk : {0, 1, 7, 16, 33}) {
+      for (size_t chunk : {size_t{0}, size_t{1}, size_t{7}, size_t{16},
+                           size_t{33}, kMixedChunks}) {
         Bytes ct_acc, ct_def, back;
         ASSERT_TRUE(Crypt(acc.get(), true, key, iv, pt, chunk, &ct_acc))
             << name << " size " << size << " chunk " << chunk << " "
@@ -170,6 +179,17 @@ TEST_F(ProviderEvpTest, CiphersMatchDefaultEverySizeAndSplit) {
         ASSERT_TRUE(Crypt(acc.get(), false, key, iv, ct_def, chunk, &back))
             << name << " " << LastReason();
         EXPECT_EQ(back, pt) << name << " size " << size;
+        if (size % 16 == 0) {
+          // Without padding too (decrypt takes the fast path then).
+          ASSERT_TRUE(
+              Crypt(acc.get(), true, key, iv, pt, chunk, &ct_acc, false));
+          ASSERT_TRUE(
+              Crypt(def.get(), true, key, iv, pt, chunk, &ct_def, false));
+          EXPECT_EQ(ct_acc, ct_def) << name << " nopad size " << size;
+          ASSERT_TRUE(
+              Crypt(acc.get(), false, key, iv, ct_def, chunk, &back, false));
+          EXPECT_EQ(back, pt) << name << " nopad size " << size;
+        }
       }
     }
   }
