@@ -585,4 +585,132 @@ TEST_F(PadlockBackendTest, BadInputIsRejectedAndLeavesStateAlone) {
   t->freectx(c);
 }
 
+// ---- The emulator's profile gating and quirks, seen through the leaves ----
+
+namespace pl = accelcrypt::padlock;
+
+struct alignas(16) LeafArea {
+  uint8_t key[256];
+  uint8_t cword[16];
+  uint8_t iv[16];
+  uint8_t in[64];
+  uint8_t out[64];
+  uint8_t state[128];
+};
+
+TEST_F(PadlockBackendTest, EmulatorRaisesUdForUnitsTheProfileLacks) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  static LeafArea a;
+  a.cword[0] = 0x8a;
+  EXPECT_EXIT(
+      {
+        accelcrypt_padlock_emu_set_profile("c3");  // no ACE2
+        pl::XcryptCtr(a.in, a.out, 1, a.key, a.cword, a.iv);
+      },
+      ::testing::KilledBySignal(SIGILL), "");
+  EXPECT_EXIT(
+      {
+        accelcrypt_padlock_emu_set_profile("nano");  // no PHE2
+        pl::XshaBlocks512(a.state, a.in, 0);
+      },
+      ::testing::KilledBySignal(SIGILL), "");
+  EXPECT_EXIT(
+      {
+        accelcrypt_padlock_emu_set_profile("c3");  // no PHE
+        pl::XshaFinal1(a.state, a.in, 0, 3);
+      },
+      ::testing::KilledBySignal(SIGILL), "");
+  EXPECT_EXIT(
+      {
+        accelcrypt_padlock_emu_set_profile("c7");
+        accelcrypt_padlock_emu_set_option("c7_block_ud", 1);
+        pl::XshaBlocks256(a.state, a.in, 1);
+      },
+      ::testing::KilledBySignal(SIGILL), "");
+}
+
+TEST_F(PadlockBackendTest, EmulatorC7BlockModeGivesWrongDigest) {
+  static const uint32_t kIv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372,
+                                  0xa54ff53a, 0x510e527f, 0x9b05688c,
+                                  0x1f83d9ab, 0x5be0cd19};
+  static LeafArea nano, c7;
+  memcpy(nano.state, kIv, 32);
+  memcpy(c7.state, kIv, 32);
+  accelcrypt_padlock_emu_set_profile("nano");
+  pl::XshaBlocks256(nano.state, nano.in, 1);
+  accelcrypt_padlock_emu_set_profile("c7");
+  pl::XshaBlocks256(c7.state, c7.in, 1);
+  EXPECT_NE(memcmp(nano.state, c7.state, 32), 0);
+}
+
+TEST_F(PadlockBackendTest, EmulatorZhaoxinFinalizeOfEmptyMessageIsNoOp) {
+  static const uint32_t kIv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372,
+                                  0xa54ff53a, 0x510e527f, 0x9b05688c,
+                                  0x1f83d9ab, 0x5be0cd19};
+  uint8_t want[32];
+  accelcrypt_padlock_emu_sha(256, nullptr, 0, want);
+  for (const char* profile : {"nano", "zhaoxin"}) {
+    static LeafArea a;
+    memcpy(a.state, kIv, 32);
+    accelcrypt_padlock_emu_set_profile(profile);
+    pl::XshaFinal256(a.state, a.in, 0, 0);
+    uint8_t got[32];
+    for (int i = 0; i < 32; ++i) {
+      got[i] = static_cast<uint8_t>(
+          reinterpret_cast<const uint32_t*>(a.state)[i / 4] >>
+          (24 - 8 * (i % 4)));
+    }
+    if (strcmp(profile, "nano") == 0) {
+      EXPECT_EQ(memcmp(got, want, 32), 0);
+    } else {
+      EXPECT_EQ(memcmp(a.state, kIv, 32), 0) << "quirk: state untouched";
+    }
+  }
+}
+
+TEST_F(PadlockBackendTest, EmulatorHardwareKeyExpansionAes128) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  static LeafArea a;
+  const Bytes key = RandomBytes(16, 61), data = RandomBytes(64, 62);
+  memcpy(a.key, key.data(), 16);
+  memcpy(a.in, data.data(), 64);
+  accelcrypt_padlock_emu_set_profile("c3");
+  a.cword[0] = 0x0a;  // AES-128, KEYGEN = 0: raw key, hardware expands
+  a.cword[1] = 0x00;
+  accelcrypt_padlock_emu_reset_key_cache();
+  pl::XcryptEcb(a.in, a.out, 4, a.key, a.cword, a.iv);
+  EXPECT_EQ(Bytes(a.out, a.out + 64), EcbRef(key, data));
+  a.cword[1] = 0x02;  // ENCDEC: decrypt, hardware builds the inverse
+  accelcrypt_padlock_emu_reset_key_cache();
+  pl::XcryptEcb(a.out, a.out, 4, a.key, a.cword, a.iv);
+  EXPECT_EQ(Bytes(a.out, a.out + 64), data);
+  EXPECT_DEATH(
+      {
+        a.cword[0] = 0x0e;  // AES-256 without a software schedule
+        a.cword[1] = 0x08;
+        accelcrypt_padlock_emu_reset_key_cache();
+        pl::XcryptEcb(a.in, a.out, 1, a.key, a.cword, a.iv);
+      },
+      "hardware key expansion");
+}
+
+TEST_F(PadlockBackendTest, EmulatorStrictModeRejectsMisalignedData) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  static LeafArea a;
+  a.cword[0] = 0x8a;
+  EXPECT_DEATH(
+      {
+        accelcrypt_padlock_emu_set_profile("c3");
+        accelcrypt_padlock_emu_reset_key_cache();
+        pl::XcryptCbc(a.in + 1, a.out, 1, a.key, a.cword, a.iv);
+      },
+      "misaligned source");
+  EXPECT_DEATH(
+      {
+        accelcrypt_padlock_emu_reset_key_cache();
+        pl::XcryptCbc(a.in, a.out, 1, a.key, a.cword, a.iv + 4);
+      },
+      "misaligned IV");
+}
+
 }  // namespace
