@@ -108,11 +108,26 @@ absl::Status ShaSoftware::OneShot(const DigestDispatch& d, const uint8_t* data,
         absl::StrFormat("software: %s: output is %d bytes, need %d", d.name,
                         out_len, d.digest_len));
   }
-  absl::StatusOr<std::unique_ptr<ShaSoftware>> ctx = Create(d);
-  if (!ctx.ok()) return ctx.status();
-  absl::Status status = (*ctx)->Update(data, len);
-  if (!status.ok()) return status;
-  return (*ctx)->Final(out, out_len);
+  if (out == nullptr || (data == nullptr && len != 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("software: %s: NULL buffer", d.name));
+  }
+  // Straight on a provider context: one allocation, no wrapper object.
+  void* ctx = d.newctx(d.provctx);
+  if (ctx == nullptr) {
+    return LibcryptoError(absl::StatusCode::kResourceExhausted, d.name,
+                          "cannot allocate a digest context");
+  }
+  size_t written = 0;
+  bool ok = d.init(ctx, nullptr) > 0 &&
+            (len == 0 || d.update(ctx, data, len) > 0) &&
+            d.final(ctx, out, &written, out_len) > 0 && written == d.digest_len;
+  d.freectx(ctx);
+  if (!ok) {
+    return LibcryptoError(absl::StatusCode::kInternal, d.name,
+                          "one-shot digest failed");
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace accelcrypt::software
