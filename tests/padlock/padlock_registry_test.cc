@@ -4,6 +4,9 @@
 // capability read, per-algorithm known-answer self-tests) with the trap
 // emulator active, then the shared vector runner (core/vector_runner.h) over
 // tests/vectors. CTest runs it once per emulator profile.
+#include <stdlib.h>
+#include <string.h>
+
 #include <string>
 
 #include "core/config.h"
@@ -32,8 +35,17 @@ TEST(PadlockRegistry, LoadsSelfTestsAndPassesVectors) {
 
   auto suites = accelcrypt::DiscoverVectorSuites(ACCELCRYPT_TEST_VECTOR_DIR);
   ASSERT_TRUE(suites.ok()) << suites.status();
-  size_t passed = 0, failed = 0, skipped = 0, files = 0;
+  // SHA Monte files cost ~10^5 traps each; CTest runs them in full on the
+  // nano profile only (ACCELCRYPT_PADLOCK_FULL_MONTE=1). The other profiles
+  // check Monte's first checkpoints in padlock_vectors_<profile>.
+  const char* full = getenv("ACCELCRYPT_PADLOCK_FULL_MONTE");
+  const bool monte = full != nullptr && strcmp(full, "1") == 0;
+  size_t passed = 0, failed = 0, skipped = 0, files = 0, monte_skipped = 0;
   for (const auto& suite : *suites) {
+    if (!monte && suite.relative.find("Monte") != std::string::npos) {
+      ++monte_skipped;
+      continue;
+    }
     bool declared = false;
     for (accelcrypt_alg alg : suite.algs) {
       declared |= padlock->Capability(alg) != nullptr;
@@ -47,8 +59,9 @@ TEST(PadlockRegistry, LoadsSelfTestsAndPassesVectors) {
     skipped += result->skipped;
     for (const auto& f : result->failures) ADD_FAILURE() << f;
   }
-  printf("%s: %zu files, %zu passed, %zu failed, %zu skipped\n",
-         profile.c_str(), files, passed, failed, skipped);
+  printf("%s: %zu files, %zu passed, %zu failed, %zu skipped; %zu Monte "
+         "files left out\n",
+         profile.c_str(), files, passed, failed, skipped, monte_skipped);
   EXPECT_EQ(failed, 0u);
   EXPECT_GT(passed, 5000u);
 }
