@@ -4,7 +4,9 @@
 # Integration checks of the built `accelcrypt` tool against the real openssl
 # binary and the built provider. One check per CTest test:
 #   cli_checks.sh CHECK ACCELCRYPT_BINARY PROVIDER_MODULE VECTOR_DIR
-# CHECK: help | list | selftest | config | trace
+#   (load_events also takes TEST_BACKEND_DIR, where failing.so is built)
+# CHECK: help | list | load_events | selftest | config | trace
+# Exit 77 = skipped (CTest SKIP_RETURN_CODE), with the reason printed.
 set -euo pipefail
 
 check=$1
@@ -66,6 +68,26 @@ list)
   # Restricting to a backend that does not exist leaves nothing loaded.
   expect_rc 1 "$cli" list --backends no-such-backend
   pass "list (text and JSON)"
+  ;;
+
+load_events)
+  test_backends=${5:-}
+  if [ ! -f "$test_backends/failing.so" ]; then
+    echo "skip: test backend failing.so not built in '$test_backends'"
+    exit 77
+  fi
+  # failing.so loads (it claims hardware) and is routed first...
+  expect_rc 0 "$cli" list --backend-dir "$test_backends"
+  expect_out "^  failing [^ ]+  \[hardware\]  from .*failing.so" "failing backend listed as hardware"
+  expect_out "^  AES-128-CBC +failing, software" "hardware routed before software"
+  # ...and when its init declines, list reports the event with the reason.
+  ACCELCRYPT_FAILING_FAIL_INIT=1 expect_rc 0 "$cli" list --backend-dir "$test_backends"
+  expect_out "^  FAILED +.*failing.so +- +.*" "declined backend in load events"
+  grep -q "^  failing " "$tmp/out" && fail "a declined backend must not be listed as loaded"
+  expect_out "^  AES-128-CBC +software$" "only software routed after the decline"
+  ACCELCRYPT_FAILING_FAIL_INIT=1 expect_rc 0 "$cli" list --json --backend-dir "$test_backends"
+  expect_out '"ok": false' "JSON load event"
+  pass "load events (failing.so loaded, then declined)"
   ;;
 
 selftest)
