@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/types/span.h"
 #include "accelcrypt/backend.h"
+#include "backends/software/gcm_long_iv.h"
 #include "backends/software/lib_context.h"
 #include "backends/software/openssl_error.h"
 
@@ -24,9 +25,11 @@ namespace accelcrypt::software {
 namespace {
 
 constexpr size_t kBlockSize = 16;
-// OpenSSL keeps GCM IVs of up to 1024 bits (GCM_IV_MAX_SIZE); NIST's CAVP
-// GCM files go up to the same length.
-constexpr size_t kGcmMaxIvLen = 128;
+// The plugin ABI's GCM IV limit.
+constexpr size_t kGcmMaxIvLen = 1024;
+// OpenSSL keeps GCM IVs of up to 1024 bits (GCM_IV_MAX_SIZE); longer ones are
+// mapped to an equivalent 16-byte IV (gcm_long_iv.h).
+constexpr size_t kProviderMaxIvLen = 128;
 // SP 800-38D section 5.2.1.2 allows tags down to 32 bits (4 bytes).
 constexpr size_t kGcmMinTagLen = 4;
 constexpr size_t kGcmMaxTagLen = 16;
@@ -100,28 +103,22 @@ absl::Status AesSoftware::Init(bool encrypt, absl::Span<const uint8_t> key,
         absl::StrFormat("software: %s: IV is NULL", d_.name));
   }
 
-  if (d_.mode == ACCELCRYPT_MODE_GCM) {
-    // The IV length goes in before the key and IV (OpenSSL sizes its GHASH
-    // pre-counter block from it).
-    size_t iv_len = iv.size();
-    OSSL_PARAM params[] = {
-        OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &iv_len),
-        OSSL_PARAM_construct_end()};
-    if (d_.set_ctx_params(prov_ctx_, params) <= 0) {
-      initialized_ = false;
-      return LibcryptoError(absl::StatusCode::kInternal, d_.name,
-                            "setting the GCM IV length failed");
-    }
+  uint8_t mapped_iv[kBlockSize];
+  if (d_.mode == ACCELCRYPT_MODE_GCM && iv.size() > kProviderMaxIvLen) {
+    uint8_t h[kBlockSize];
+    static constexpr uint8_t kZeroBlock[kBlockSize] = {};
+    absl::Status s = EcbBlock(key.data(), /*encrypt=*/true, kZeroBlock, h);
+    if (!s.ok()) return s;
+    GcmEquivalentIv(h, iv.data(), iv.size(), mapped_iv);
+    OPENSSL_cleanse(h, sizeof(h));
+    iv = absl::MakeConstSpan(mapped_iv, kBlockSize);
   }
-  OSSL_FUNC_cipher_encrypt_init_fn* init_fn =
-      encrypt ? d_.encrypt_init : d_.decrypt_init;
-  // Lengths were checked above, so a failure here is libcrypto's own; the
-  // context then needs a new Init.
-  if (init_fn(prov_ctx_, key.data(), key.size(),
-              iv.empty() ? nullptr : iv.data(), iv.size(), nullptr) <= 0) {
+  absl::Status status = ProviderInit(encrypt, key, iv);
+  // The mapped IV and the caller's IV together give H away; keep neither.
+  OPENSSL_cleanse(mapped_iv, sizeof(mapped_iv));
+  if (!status.ok()) {
     initialized_ = raw_ready_ = false;
-    return LibcryptoError(absl::StatusCode::kInternal, d_.name,
-                          "provider init failed");
+    return status;
   }
   OPENSSL_cleanse(key_, sizeof(key_));
   std::memcpy(key_, key.data(), key.size());
@@ -130,6 +127,33 @@ absl::Status AesSoftware::Init(bool encrypt, absl::Span<const uint8_t> key,
   raw_ready_ = d_.mode != ACCELCRYPT_MODE_GCM;
   phase_ = Phase::kIdle;
   tag_set_ = false;
+  return absl::OkStatus();
+}
+
+absl::Status AesSoftware::ProviderInit(bool encrypt,
+                                       absl::Span<const uint8_t> key,
+                                       absl::Span<const uint8_t> iv) {
+  if (d_.mode == ACCELCRYPT_MODE_GCM) {
+    // The IV length goes in before the key and IV (OpenSSL sizes its GHASH
+    // pre-counter block from it).
+    size_t iv_len = iv.size();
+    OSSL_PARAM params[] = {
+        OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &iv_len),
+        OSSL_PARAM_construct_end()};
+    if (d_.set_ctx_params(prov_ctx_, params) <= 0) {
+      return LibcryptoError(absl::StatusCode::kInternal, d_.name,
+                            "setting the GCM IV length failed");
+    }
+  }
+  OSSL_FUNC_cipher_encrypt_init_fn* init_fn =
+      encrypt ? d_.encrypt_init : d_.decrypt_init;
+  // Lengths were checked by Init, so a failure here is libcrypto's own; the
+  // context then needs a new Init.
+  if (init_fn(prov_ctx_, key.data(), key.size(),
+              iv.empty() ? nullptr : iv.data(), iv.size(), nullptr) <= 0) {
+    return LibcryptoError(absl::StatusCode::kInternal, d_.name,
+                          "provider init failed");
+  }
   return absl::OkStatus();
 }
 
@@ -332,21 +356,24 @@ absl::Status AesSoftware::Advance(const uint8_t* in, size_t num) {
   return absl::OkStatus();
 }
 
-absl::Status AesSoftware::DecryptBlock(const uint8_t in[kBlockSize],
-                                       uint8_t out[kBlockSize]) const {
+absl::Status AesSoftware::EcbBlock(const uint8_t* key, bool encrypt,
+                                   const uint8_t in[kBlockSize],
+                                   uint8_t out[kBlockSize]) const {
   const CipherDispatch& ecb = *d_.ecb;
   void* ctx = ecb.newctx(ecb.provctx);
   if (ctx == nullptr) {
     return LibcryptoError(absl::StatusCode::kResourceExhausted, d_.name,
                           "cannot allocate an ECB context");
   }
+  OSSL_FUNC_cipher_encrypt_init_fn* init_fn =
+      encrypt ? ecb.encrypt_init : ecb.decrypt_init;
   size_t out_len = 0;
-  bool ok = ecb.decrypt_init(ctx, key_, d_.key_len, nullptr, 0, nullptr) > 0 &&
+  bool ok = init_fn(ctx, key, d_.key_len, nullptr, 0, nullptr) > 0 &&
             ecb.cipher(ctx, out, &out_len, kBlockSize, in, kBlockSize) > 0;
   ecb.freectx(ctx);  // wipes the key schedule
   if (!ok) {
     return LibcryptoError(absl::StatusCode::kInternal, d_.name,
-                          "ECB decryption of the feedback block failed");
+                          "one-block ECB operation failed");
   }
   return absl::OkStatus();
 }
@@ -389,7 +416,7 @@ absl::Status AesSoftware::SetState(const accelcrypt_cipher_state& state) {
       return absl::UnimplementedError(absl::StrFormat(
           "software: %s: no ECB to restore a mid-block position", d_.name));
     } else {
-      absl::Status s = DecryptBlock(state.iv, start);
+      absl::Status s = EcbBlock(key_, /*encrypt=*/false, state.iv, start);
       if (!s.ok()) return s;
       if (d_.mode == ACCELCRYPT_MODE_CFB128 && !encrypt_) {
         advance_in = state.iv;

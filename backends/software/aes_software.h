@@ -79,6 +79,9 @@ class AesSoftware {
                             d.mode == ACCELCRYPT_MODE_CBC
                         ? 15
                         : 0) {}
+  // ProviderInit runs the provider's init (GCM: IV length first).
+  absl::Status ProviderInit(bool encrypt, absl::Span<const uint8_t> key,
+                            absl::Span<const uint8_t> iv);
   // UpdateSlow handles everything but a valid non-GCM update: errors, empty
   // input and GCM.
   absl::Status UpdateSlow(const uint8_t* in, size_t in_len, uint8_t* out);
@@ -89,8 +92,10 @@ class AesSoftware {
   // Advance runs `num` bytes (< 16) through the cipher to move the position
   // inside the current block; `in` is the input to use (or zeros when null).
   absl::Status Advance(const uint8_t* in, size_t num);
-  // DecryptBlock computes AES^-1_K(in) with the stored key (one ECB block).
-  absl::Status DecryptBlock(const uint8_t in[16], uint8_t out[16]) const;
+  // EcbBlock computes AES_K(in) (encrypt) or AES^-1_K(in) for one block
+  // with `key` (d_.key_len bytes).
+  absl::Status EcbBlock(const uint8_t* key, bool encrypt, const uint8_t in[16],
+                        uint8_t out[16]) const;
 
   const CipherDispatch& d_;
   void* prov_ctx_;

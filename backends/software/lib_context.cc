@@ -160,12 +160,16 @@ absl::Status LibContext::LookUp() {
       d.provctx = provctx;
       uint32_t flags = ACCELCRYPT_CAP_STREAMING;
       if (!gcm) flags |= ACCELCRYPT_CAP_PORTABLE_STATE;
-      if (m.mode == ACCELCRYPT_MODE_CFB128 || m.mode == ACCELCRYPT_MODE_OFB) {
+      if (m.mode == ACCELCRYPT_MODE_CFB128 || m.mode == ACCELCRYPT_MODE_OFB ||
+          gcm) {
         // kModes lists ECB first, so its entry is already filled (or absent).
         const CipherDispatch& ecb =
             ciphers_[CipherIndex(ACCELCRYPT_MODE_ECB, key_len)];
         if (ecb.alg != 0) {
           d.ecb = &ecb;
+        } else if (gcm) {
+          // GCM IVs longer than OpenSSL's 128 bytes need AES_K(0) from ECB.
+          continue;
         } else {
           flags &= ~ACCELCRYPT_CAP_PORTABLE_STATE;
         }

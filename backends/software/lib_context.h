@@ -29,8 +29,9 @@ struct CipherDispatch {
   uint32_t mode = 0;           // ACCELCRYPT_MODE_*
   size_t key_len = 0;
   void* provctx = nullptr;  // the default provider's context
-  // The ECB entry of the same key size, used to restore a CFB/OFB position
-  // inside a block (AesSoftware::SetState). Null for other modes.
+  // The ECB entry of the same key size: CFB/OFB use it to restore a position
+  // inside a block (AesSoftware::SetState), GCM to map IVs longer than
+  // OpenSSL takes. Null for other modes.
   const CipherDispatch* ecb = nullptr;
   OSSL_FUNC_cipher_newctx_fn* newctx = nullptr;
   OSSL_FUNC_cipher_encrypt_init_fn* encrypt_init = nullptr;
