@@ -60,6 +60,7 @@ std::atomic<int> g_rax_moves{0};
 std::atomic<int> g_poison{0};
 std::atomic<int> g_c7_block_ud{0};
 std::atomic<int> g_ignore_reload{0};
+std::atomic<int> g_overread{1};
 std::atomic<int> g_rng_fault{0};
 std::atomic<int64_t> g_rng_good_left{0};
 std::atomic<uint32_t> g_rng_zero_streak{0};
@@ -241,7 +242,7 @@ void DoXcrypt(Regs& r, int mode, size_t insn_len, uintptr_t ip) {
   size_t over = prof.over_cbc;
   if (mode == 1) over = prof.over_ecb;
   if (mode == 3) over = prof.over_ctr;
-  Touch(si + 16 * cx, over);
+  if (g_overread.load(std::memory_order_relaxed)) Touch(si + 16 * cx, over);
 
   const long partial = g_partial.load(std::memory_order_relaxed);
   const uintptr_t n = (partial > 0 && cx > static_cast<uintptr_t>(partial))
@@ -532,6 +533,7 @@ __attribute__((constructor)) void EmuLoad() {
   g_poison = static_cast<int>(EnvLong("ACCELCRYPT_PADLOCK_EMU_POISON", 0));
   g_ignore_reload =
       static_cast<int>(EnvLong("ACCELCRYPT_PADLOCK_EMU_IGNORE_RELOAD", 0));
+  g_overread = static_cast<int>(EnvLong("ACCELCRYPT_PADLOCK_EMU_OVERREAD", 1));
   const char* c7 = getenv("ACCELCRYPT_PADLOCK_EMU_C7_BLOCK");
   g_c7_block_ud = c7 != nullptr && strcmp(c7, "ud") == 0;
   g_rng_fault = FaultByName(getenv("ACCELCRYPT_PADLOCK_RNG_FAULT"));
@@ -621,6 +623,7 @@ int accelcrypt_padlock_emu_set_option(const char* name, long value) {
   else if (strcmp(name, "poison") == 0) g_poison = v;
   else if (strcmp(name, "c7_block_ud") == 0) g_c7_block_ud = v;
   else if (strcmp(name, "ignore_reload") == 0) g_ignore_reload = v;
+  else if (strcmp(name, "overread") == 0) g_overread = v;
   else return -1;
   return 0;
 }

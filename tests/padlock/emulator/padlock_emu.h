@@ -31,6 +31,11 @@
 //   ACCELCRYPT_PADLOCK_EMU_C7_BLOCK   wrong (default) | ud: what PHE block
 //                                     mode does on the c7 profile
 //   ACCELCRYPT_PADLOCK_EMU_IGNORE_RELOAD  1: ignore note-reload calls
+//   ACCELCRYPT_PADLOCK_EMU_OVERREAD   1 (default): read past the input end
+//                                     like the prefetcher (facts §2.8). The
+//                                     hardware does this inside a page, so
+//                                     Valgrind/ASan report it on heap
+//                                     buffers; set 0 under those tools
 //   ACCELCRYPT_PADLOCK_RNG_FAULT      none | stuck | biased | repeat |
 //                                     status | disabled
 //   ACCELCRYPT_PADLOCK_RNG_FAULT_AFTER  bytes of good output first
@@ -73,7 +78,7 @@ PADLOCK_EMU_EXPORT void accelcrypt_padlock_emu_set_rng_zero_streak(
     uint32_t calls);
 
 /* Options by name: "strict", "partial", "preempt_every", "rax_moves",
- * "poison", "c7_block_ud", "ignore_reload". Returns 0 or -1. */
+ * "poison", "c7_block_ud", "ignore_reload", "overread". Returns 0 or -1. */
 PADLOCK_EMU_EXPORT int accelcrypt_padlock_emu_set_option(const char* name,
                                                          long value);
 
