@@ -28,14 +28,19 @@ CipherStream::CipherStream(std::unique_ptr<Cipher> cipher)
     : cipher_(std::move(cipher)),
       block_mode_(IsBlockMode(cipher_->info().mode)) {}
 
-CipherStream::~CipherStream() { OPENSSL_cleanse(buf_, sizeof(buf_)); }
+CipherStream::~CipherStream() {
+  OPENSSL_cleanse(buf_, sizeof(buf_));
+  OPENSSL_cleanse(final_block_, sizeof(final_block_));
+}
 
 absl::Status CipherStream::Init(bool encrypt, absl::Span<const uint8_t> key,
                                 absl::Span<const uint8_t> iv) {
   initialized_ = false;
   finished_ = false;
   OPENSSL_cleanse(buf_, sizeof(buf_));
+  OPENSSL_cleanse(final_block_, sizeof(final_block_));
   buf_len_ = 0;
+  final_ready_ = false;
   ACCELCRYPT_RETURN_IF_ERROR(cipher_->Init(encrypt, key, iv));
   encrypt_ = encrypt;
   initialized_ = true;
@@ -172,8 +177,11 @@ absl::StatusOr<size_t> CipherStream::Final(absl::Span<uint8_t> out) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s: wrong final block length (%d bytes)", info.name, buf_len_));
   }
-  uint8_t block[kBlock];
-  ACCELCRYPT_RETURN_IF_ERROR(cipher_->Update(buf_, block));
+  if (!final_ready_) {
+    ACCELCRYPT_RETURN_IF_ERROR(cipher_->Update(buf_, final_block_));
+    final_ready_ = true;
+  }
+  const uint8_t* block = final_block_;
   // Check the PKCS#7 padding without branching on its bytes.
   const uint8_t pad = block[kBlock - 1];
   uint8_t bad = static_cast<uint8_t>((pad == 0) | (pad > kBlock));
@@ -182,19 +190,18 @@ absl::StatusOr<size_t> CipherStream::Final(absl::Span<uint8_t> out) {
     bad |= static_cast<uint8_t>(in_pad & (block[i] != pad));
   }
   if (bad) {
-    OPENSSL_cleanse(block, sizeof(block));
     return absl::InvalidArgumentError(
         absl::StrFormat("%s: bad decrypt (invalid padding)", info.name));
   }
   const size_t n = kBlock - pad;
   if (out.size() < n) {
-    OPENSSL_cleanse(block, sizeof(block));
     return absl::OutOfRangeError(absl::StrFormat(
         "%s: output buffer of %d bytes is too small for %d bytes", info.name,
         out.size(), n));
   }
   std::memcpy(out.data(), block, n);
-  OPENSSL_cleanse(block, sizeof(block));
+  OPENSSL_cleanse(final_block_, sizeof(final_block_));
+  final_ready_ = false;
   buf_len_ = 0;
   finished_ = true;
   return n;
@@ -209,6 +216,8 @@ absl::StatusOr<std::unique_ptr<CipherStream>> CipherStream::Clone() const {
   copy->finished_ = finished_;
   std::memcpy(copy->buf_, buf_, sizeof(buf_));
   copy->buf_len_ = buf_len_;
+  std::memcpy(copy->final_block_, final_block_, sizeof(final_block_));
+  copy->final_ready_ = final_ready_;
   return copy;
 }
 

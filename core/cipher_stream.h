@@ -55,6 +55,10 @@ class CipherStream {
   bool finished_ = false;
   uint8_t buf_[16] = {};
   size_t buf_len_ = 0;
+  // Decrypt with padding: the last block, already decrypted, kept when the
+  // caller's Final buffer was too small so a retry does not decrypt twice.
+  uint8_t final_block_[16] = {};
+  bool final_ready_ = false;
 };
 
 }  // namespace accelcrypt

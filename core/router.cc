@@ -54,7 +54,7 @@ auto Inside(const Backend* backend, Fn&& fn) {
 class RoutedCipher final : public Cipher {
  public:
   RoutedCipher(Router* router, const AlgorithmInfo& info,
-               std::vector<Router::Slot*> candidates, size_t replay_max)
+               Router::SlotList candidates, size_t replay_max)
       : router_(router),
         info_(info),
         candidates_(std::move(candidates)),
@@ -352,7 +352,7 @@ class RoutedCipher final : public Cipher {
 
   Router* router_;
   const AlgorithmInfo& info_;
-  std::vector<Router::Slot*> candidates_;
+  Router::SlotList candidates_;
   size_t current_ = 0;
   std::unique_ptr<Cipher> impl_;
   Counter* counter_ = nullptr;
@@ -376,7 +376,7 @@ class RoutedCipher final : public Cipher {
 class RoutedDigest final : public Digest {
  public:
   RoutedDigest(Router* router, const AlgorithmInfo& info,
-               std::vector<Router::Slot*> candidates, size_t replay_max)
+               Router::SlotList candidates, size_t replay_max)
       : router_(router),
         info_(info),
         candidates_(std::move(candidates)),
@@ -397,10 +397,6 @@ class RoutedDigest final : public Digest {
         counter_ = &router_->stats()->Cell(slot->stats_slot, info_);
         counter_->Add(0);
         router_->RecordSuccess(slot);
-        // Replay is only worth keeping when there is somewhere to go.
-        if (i + 1 < candidates_.size() && replay_max_ > 0) {
-          replay_.reserve(replay_max_);
-        }
         return absl::OkStatus();
       }
       last = created.status();
@@ -486,7 +482,10 @@ class RoutedDigest final : public Digest {
     counter_->errors.fetch_add(1, std::memory_order_relaxed);
     router_->RecordDeviceError(candidates_[current_], info_);
     if (!replay_ok_) return cause;
-    std::vector<uint8_t> replay = std::move(replay_);
+    // Inline storage: moving would copy; take a heap copy on this (error)
+    // path only.
+    std::vector<uint8_t> replay(replay_.begin(), replay_.end());
+    OPENSSL_cleanse(replay_.data(), replay_.size());
     replay_.clear();
     size_t next = current_ + 1;
     absl::Status result = cause;
@@ -496,7 +495,7 @@ class RoutedDigest final : public Digest {
       if (!st.ok()) break;
       st = Call([&] { return impl_->Update(replay); });
       if (st.ok()) {
-        replay_ = std::move(replay);
+        replay_.assign(replay.begin(), replay.end());
         result = absl::OkStatus();
         break;
       }
@@ -514,12 +513,13 @@ class RoutedDigest final : public Digest {
 
   Router* router_;
   const AlgorithmInfo& info_;
-  std::vector<Router::Slot*> candidates_;
+  Router::SlotList candidates_;
   size_t replay_max_;
   size_t current_ = 0;
   std::unique_ptr<Digest> impl_;
   Counter* counter_ = nullptr;
-  std::vector<uint8_t> replay_;
+  // Small messages replay from inline storage (no allocation per digest).
+  absl::InlinedVector<uint8_t, 256> replay_;
   bool replay_ok_ = true;
 };
 
@@ -618,11 +618,11 @@ std::vector<std::string> Router::Candidates(accelcrypt_alg alg) const {
   return out;
 }
 
-void Router::Order(const AlgorithmInfo& alg, std::vector<Slot*>* out) const {
+void Router::Order(const AlgorithmInfo& alg, SlotList* out) const {
   out->clear();
   const std::vector<size_t>& route = routes_[alg.index];
   uint64_t now = 0;
-  std::vector<Slot*> open;
+  SlotList open;
   for (size_t i : route) {
     Slot* slot = slots_[i].get();
     if (BackendGuard::Inside(slot->backend)) continue;  // no re-entry
@@ -663,7 +663,7 @@ absl::StatusOr<std::unique_ptr<Cipher>> Router::NewCipher(accelcrypt_alg alg) {
   if (info == nullptr || info->family != Family::kCipher) {
     return absl::InvalidArgumentError("not a cipher algorithm");
   }
-  std::vector<Slot*> order;
+  SlotList order;
   Order(*info, &order);
   auto cipher = std::make_unique<RoutedCipher>(this, *info, std::move(order),
                                                replay_max_);
@@ -676,7 +676,7 @@ absl::StatusOr<std::unique_ptr<Digest>> Router::NewDigest(accelcrypt_alg alg) {
   if (info == nullptr || info->family != Family::kDigest) {
     return absl::InvalidArgumentError("not a digest algorithm");
   }
-  std::vector<Slot*> order;
+  SlotList order;
   Order(*info, &order);
   auto digest = std::make_unique<RoutedDigest>(this, *info, std::move(order),
                                                replay_max_);
@@ -687,7 +687,7 @@ absl::StatusOr<std::unique_ptr<Digest>> Router::NewDigest(accelcrypt_alg alg) {
 template <typename Fn>
 absl::Status Router::RunOneShot(const AlgorithmInfo& info, uint64_t n_bytes,
                                 Fn&& fn) {
-  std::vector<Slot*> order;
+  SlotList order;
   Order(info, &order);
   absl::Status last;
   for (size_t i = 0; i < order.size(); ++i) {

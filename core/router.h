@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/backend.h"
@@ -56,12 +57,14 @@ class Router {
 
   // Internal interface for the routed objects (core/internal only).
   struct Slot;
+  // Candidate lists live inline: choosing a route allocates nothing.
+  using SlotList = absl::InlinedVector<Slot*, 8>;
   Slot* slot(size_t i) const { return slots_[i].get(); }
   size_t num_slots() const { return slots_.size(); }
   // Order returns the candidate slots for `alg`, skipping backends whose
   // breaker is open (unless every one is) and the backend this thread is
   // currently inside.
-  void Order(const AlgorithmInfo& alg, std::vector<Slot*>* out) const;
+  void Order(const AlgorithmInfo& alg, SlotList* out) const;
   void RecordSuccess(Slot* slot);
   void RecordDeviceError(Slot* slot, const AlgorithmInfo& alg);
   Stats* stats() const { return stats_; }
