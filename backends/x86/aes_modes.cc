@@ -179,10 +179,14 @@ absl::Status AesX86::Init(bool encrypt, const uint8_t* key, size_t key_len,
 
   // SP 800-38D §7.1: H = E(K, 0^128); J0 = IV || 0^31 || 1 for 96-bit IVs,
   // else GHASH(IV || 0^s || [0]_64 || [len(IV)]_64).
-  alignas(16) uint8_t h[16] = {};
-  EncryptBlock(h, h);
-  internal::GhashInitPclmul(h, &htable_);
-  explicit_bzero(h, sizeof(h));
+  if (key != nullptr) {
+    // The table of powers of H depends on the key only: a re-init with the
+    // key kept (a new IV per message) reuses it.
+    alignas(16) uint8_t h[16] = {};
+    EncryptBlock(h, h);
+    internal::GhashInitPclmul(h, &htable_);
+    explicit_bzero(h, sizeof(h));
+  }
   if (iv_len == 12) {
     memcpy(j0_, iv, 12);
     j0_[12] = j0_[13] = j0_[14] = 0;

@@ -110,7 +110,8 @@ accelcrypt_status Cipher::Check(accelcrypt_status s,
 accelcrypt_status Cipher::Init(bool enc, const std::vector<uint8_t>& key,
                                const std::vector<uint8_t>& iv) {
   accelcrypt_error e = {};
-  return Check(t_->init(ctx_, enc ? 1 : 0, key.data(), key.size(),
+  return Check(t_->init(ctx_, enc ? 1 : 0,
+                        key.empty() ? nullptr : key.data(), key.size(),
                         iv.empty() ? nullptr : iv.data(), iv.size(), &e),
                e);
 }

@@ -51,6 +51,7 @@ class Cipher {
       : t_(t), ctx_(ctx) {}
   ~Cipher();
   bool ok() const { return ctx_ != nullptr; }
+  // Init passes a NULL key when `key` is empty (keep the previous key).
   accelcrypt_status Init(bool enc, const std::vector<uint8_t>& key,
                          const std::vector<uint8_t>& iv);
   accelcrypt_status Update(const uint8_t* in, size_t len, uint8_t* out);

@@ -329,6 +329,31 @@ TEST_P(X86CipherTest, GcmInPlaceUnalignedAndErrors) {
   EXPECT_EQ(out, pt);
 }
 
+TEST_P(X86CipherTest, GcmReinitKeepsKeyWithNewIv) {
+  std::mt19937 rng(10);
+  const Bytes key = Random(16, &rng);
+  Cipher c(*inst_, ACCELCRYPT_ALG_AES_128_GCM);
+  EXPECT_EQ(c.Init(true, {}, Random(12, &rng)),
+            ACCELCRYPT_ERR_INVALID_ARGUMENT);  // no key yet
+  ASSERT_EQ(c.Init(true, key, Random(12, &rng)), ACCELCRYPT_OK);
+  for (int msg = 0; msg < 5; ++msg) {
+    const Bytes iv = Random(msg == 3 ? 7 : 12, &rng);
+    const Bytes aad = Random(16, &rng), pt = Random(1000 + msg, &rng);
+    ASSERT_EQ(c.Init(true, msg == 0 ? key : Bytes(), iv), ACCELCRYPT_OK);
+    ASSERT_EQ(c.Aad(aad.data(), aad.size()), ACCELCRYPT_OK);
+    Bytes out(pt.size()), tag(16), want_tag;
+    ASSERT_EQ(c.Update(pt.data(), pt.size(), out.data()), ACCELCRYPT_OK);
+    ASSERT_EQ(c.Final(), ACCELCRYPT_OK);
+    ASSERT_EQ(c.GetTag(tag.data(), 16), ACCELCRYPT_OK);
+    EXPECT_EQ(Hex(out), Hex(OsslGcmEncrypt(ACCELCRYPT_ALG_AES_128_GCM, key,
+                                           iv, aad, pt, &want_tag, 16)));
+    EXPECT_EQ(Hex(tag), Hex(want_tag)) << "message " << msg;
+  }
+  // Keeping the key cannot flip the direction.
+  EXPECT_EQ(c.Init(false, {}, Random(12, &rng)),
+            ACCELCRYPT_ERR_INVALID_ARGUMENT);
+}
+
 TEST_P(X86CipherTest, GcmDupMidStream) {
   std::mt19937 rng(5);
   const Bytes key = Random(16, &rng), iv = Random(12, &rng);
