@@ -26,6 +26,7 @@
 #include "core/status.h"
 #include "provider/algorithm_table.h"
 #include "provider/errors.h"
+#include "provider/tls_cbc.h"
 
 namespace accelcrypt::provider {
 namespace {
@@ -60,6 +61,7 @@ struct CipherCtx {
     OPENSSL_cleanse(iv, sizeof(iv));
     OPENSSL_cleanse(tag, sizeof(tag));
     OPENSSL_cleanse(tls_aad, sizeof(tls_aad));
+    OPENSSL_cleanse(tls_mac, sizeof(tls_mac));
   }
   bool gcm() const { return is_gcm; }
 
@@ -93,6 +95,11 @@ struct CipherCtx {
   uint8_t tls_aad[kTlsAadLen] = {};
   bool iv_gen = false;
   uint64_t tls_enc_records = 0;
+  // CBC in the TLS 1.0-1.2 record layer: libssl's protocol version (0 =
+  // off), MAC size, and the MAC found in the last opened record.
+  unsigned int tls_version = 0;
+  size_t tls_mac_size = 0;
+  uint8_t tls_mac[kTlsMaxMacSize] = {};
 };
 
 unsigned int EvpMode(CipherMode mode) {
@@ -397,11 +404,28 @@ absl::Status SetCtxParams(CipherCtx& ctx, const OSSL_PARAM params[]) {
           return BadParam(key, "not an unsigned integer");
         }
         ACCELCRYPT_RETURN_IF_ERROR(SetNum(ctx, num));
-      } else if (key == OSSL_CIPHER_PARAM_TLS_VERSION ||
-                 key == OSSL_CIPHER_PARAM_TLS_MAC_SIZE) {
-        // Accepting these silently would let libssl believe we strip TLS
-        // padding and MACs; refuse clearly instead.
-        return TlsNotSupported(ctx, p->key);
+      } else if (key == OSSL_CIPHER_PARAM_TLS_VERSION) {
+        unsigned int version = 0;
+        if (!OSSL_PARAM_get_uint(p, &version)) {
+          return BadParam(key, "not an unsigned integer");
+        }
+        // Only CBC records carry padding and a MAC for us to handle;
+        // accepting the version elsewhere would let libssl believe we do.
+        if (ctx.info->mode != CipherMode::kCbc ||
+            (version != 0 && !TlsVersionSupported(version))) {
+          return TlsNotSupported(ctx, p->key);
+        }
+        ctx.tls_version = version;
+        ctx.block_aligned = false;
+      } else if (key == OSSL_CIPHER_PARAM_TLS_MAC_SIZE) {
+        size_t mac_size = 0;
+        if (!OSSL_PARAM_get_size_t(p, &mac_size)) {
+          return BadParam(key, "not an unsigned integer");
+        }
+        if (mac_size > kTlsMaxMacSize) {
+          return BadParam(key, "larger than any TLS MAC");
+        }
+        ctx.tls_mac_size = mac_size;
       }
     }
     // Unknown keys are ignored, as every OpenSSL provider does.
@@ -410,7 +434,13 @@ absl::Status SetCtxParams(CipherCtx& ctx, const OSSL_PARAM params[]) {
 }
 
 absl::Status GetCtxParamsGeneric(CipherCtx& ctx, OSSL_PARAM params[]) {
-  OSSL_PARAM* p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IVLEN);
+  OSSL_PARAM* p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_TLS_MAC);
+  if (p != nullptr &&
+      !OSSL_PARAM_set_octet_ptr(
+          p, ctx.tls_mac_size > 0 ? ctx.tls_mac : nullptr, ctx.tls_mac_size)) {
+    return BadParam(p->key, "cannot store");
+  }
+  p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IVLEN);
   if (p != nullptr && !OSSL_PARAM_set_size_t(p, ctx.info->iv_len)) {
     return BadParam(p->key, "cannot store");
   }
@@ -564,7 +594,7 @@ absl::Status InitGeneric(CipherCtx& ctx, const unsigned char* key,
           ctx.enc, absl::MakeConstSpan(ctx.key, ctx.info->key_len),
           absl::MakeConstSpan(cur_iv, ctx.info->iv_len));
       ctx.stream_ready = status.ok();
-      ctx.block_aligned = ctx.stream_ready;
+      ctx.block_aligned = ctx.stream_ready && ctx.tls_version == 0;
     }
   }
   OPENSSL_cleanse(cur_iv, sizeof(cur_iv));
@@ -710,6 +740,46 @@ absl::Status GcmCipher(CipherCtx& ctx, unsigned char* out, size_t* outl,
   return absl::OkStatus();
 }
 
+// --- CBC in the TLS record layer ---------------------------------------------
+
+// CbcTlsRecord seals or opens one TLS record in place, as OpenSSL's
+// ossl_cipher_generic_block_update does when a TLS version is set.
+absl::Status CbcTlsRecord(CipherCtx& ctx, unsigned char* out, size_t* outl,
+                          size_t outsize, const unsigned char* in,
+                          size_t inl) {
+  if (in == nullptr || in != out || outsize < inl || !ctx.pad) {
+    return ProviderError(
+        Reason::kInvalidArgument, absl::StatusCode::kInvalidArgument,
+        absl::StrFormat("%s TLS record: processed in place, with padding on",
+                        ctx.info->name));
+  }
+  Cipher& cipher = ctx.stream->cipher();
+  if (ctx.enc) {
+    ACCELCRYPT_ASSIGN_OR_RETURN(size_t padded, TlsCbcPad(out, inl, outsize));
+    ACCELCRYPT_RETURN_IF_ERROR(cipher.Update(absl::MakeConstSpan(out, padded),
+                                             absl::MakeSpan(out, padded)));
+    *outl = padded;
+    return absl::OkStatus();
+  }
+  if (inl % 16 != 0) {
+    return ProviderError(Reason::kInvalidArgument,
+                         absl::StatusCode::kInvalidArgument,
+                         absl::StrFormat("%s TLS record of %u bytes is not "
+                                         "whole blocks",
+                                         ctx.info->name, inl));
+  }
+  ACCELCRYPT_RETURN_IF_ERROR(
+      cipher.Update(absl::MakeConstSpan(in, inl), absl::MakeSpan(out, inl)));
+  size_t offset = 0;
+  size_t len = 0;
+  ACCELCRYPT_RETURN_IF_ERROR(TlsCbcOpen(ctx.tls_version, out, inl,
+                                        ctx.tls_mac_size, ctx.prov->libctx(),
+                                        &offset, &len, ctx.tls_mac));
+  // libssl skips the explicit IV itself; the length is the payload's.
+  *outl = len;
+  return absl::OkStatus();
+}
+
 // --- Dispatch functions -----------------------------------------------------
 
 void CipherFreeCtx(void* vctx) { delete static_cast<CipherCtx*>(vctx); }
@@ -735,6 +805,9 @@ void* CipherDupCtx(void* vctx) {
     std::memcpy(copy->tls_aad, src->tls_aad, sizeof(copy->tls_aad));
     copy->iv_gen = src->iv_gen;
     copy->tls_enc_records = src->tls_enc_records;
+    copy->tls_version = src->tls_version;
+    copy->tls_mac_size = src->tls_mac_size;
+    std::memcpy(copy->tls_mac, src->tls_mac, sizeof(copy->tls_mac));
     std::memcpy(copy->tag, src->tag, sizeof(copy->tag));
     if (src->stream != nullptr) {
       if (src->stream_ready) {
@@ -798,6 +871,10 @@ int CipherUpdate(void* vctx, unsigned char* out, size_t* outl, size_t outsize,
       return 1;
     }
     ctx->block_aligned = false;
+    if (ctx->tls_version != 0) {
+      absl::Status status = CbcTlsRecord(*ctx, out, outl, outsize, in, inl);
+      return status.ok() ? 1 : RaiseError(ctx->prov, status);
+    }
     absl::StatusOr<size_t> n = ctx->stream->Update(
         absl::MakeConstSpan(in, inl), absl::MakeSpan(out, outsize));
     if (!n.ok()) return RaiseError(ctx->prov, n.status());
@@ -816,6 +893,13 @@ int CipherFinal(void* vctx, unsigned char* out, size_t* outl,
       return status.ok() ? 1 : RaiseError(ctx->prov, status);
     }
     if (!ctx->stream_ready) return RaiseError(ctx->prov, NoKey(*ctx));
+    if (ctx->tls_version != 0) {
+      return RaiseError(
+          ctx->prov,
+          ProviderError(Reason::kOutOfOrder,
+                        absl::StatusCode::kFailedPrecondition,
+                        "TLS records are never finalised"));
+    }
     absl::StatusOr<size_t> n =
         ctx->stream->Final(absl::MakeSpan(out, outsize));
     if (!n.ok()) return RaiseError(ctx->prov, n.status());
@@ -894,12 +978,16 @@ const OSSL_PARAM kGenericGettableCtxParams[] = {
     OSSL_PARAM_uint(OSSL_CIPHER_PARAM_NUM, nullptr),
     OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_IV, nullptr, 0),
     OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_UPDATED_IV, nullptr, 0),
+    {OSSL_CIPHER_PARAM_TLS_MAC, OSSL_PARAM_OCTET_PTR, nullptr, 0,
+     OSSL_PARAM_UNMODIFIED},
     OSSL_PARAM_END};
 
 const OSSL_PARAM kGenericSettableCtxParams[] = {
     OSSL_PARAM_uint(OSSL_CIPHER_PARAM_PADDING, nullptr),
     OSSL_PARAM_uint(OSSL_CIPHER_PARAM_NUM, nullptr),
     OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, nullptr),
+    OSSL_PARAM_uint(OSSL_CIPHER_PARAM_TLS_VERSION, nullptr),
+    OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_TLS_MAC_SIZE, nullptr),
     OSSL_PARAM_END};
 
 const OSSL_PARAM kGcmGettableCtxParams[] = {

@@ -325,10 +325,10 @@ case "$CASE" in
     ;;
 
   tls)
-    # TLS 1.3 and TLS 1.2 AES-GCM between s_server and s_client over
-    # loopback, each side with and without accelcrypt. TLS 1.2 CBC suites
-    # need libssl's record-layer parameters, which accelcrypt refuses
-    # clearly: such a handshake must fail with our reason, not corrupt data.
+    # TLS 1.3, TLS 1.2 AES-GCM and TLS 1.2 AES-CBC (with and without
+    # encrypt-then-MAC, so both the padding-only and the constant-time MAC
+    # extraction paths run) between s_server and s_client over loopback,
+    # the server with accelcrypt, the client with and without it.
     OPENSSL_CONF=/dev/null "$OPENSSL" req -x509 -newkey rsa:2048 -nodes \
       -keyout "$WORK/key.pem" -out "$WORK/cert.pem" -subj /CN=localhost \
       -days 1 >/dev/null 2>&1 || { fail "cannot make a test certificate"; finish; }
@@ -345,9 +345,10 @@ case "$CASE" in
     done
     [ -n "$port" ] || { fail "s_server did not start"; finish; }
     trap 'kill "$server" 2>/dev/null' EXIT
-    get() {  # get CONF VERSION-FLAG [CIPHER]
+    get() {  # get CONF VERSION-FLAG [CIPHER [EXTRA]]
       local conf="$1" ver="$2" cs=()
       [ -n "${3:-}" ] && cs=(-cipher "$3")
+      [ -n "${4:-}" ] && cs+=("$4")
       printf 'GET / HTTP/1.0\r\n\r\n' | OPENSSL_CONF="$conf" timeout 10 \
         "$OPENSSL" s_client -connect "127.0.0.1:$port" "$ver" "${cs[@]}" \
         -quiet 2>&1
@@ -361,13 +362,22 @@ case "$CASE" in
           <<<"$out"
       done
     done
-    out="$(get "$CNF" -tls1_2 ECDHE-RSA-AES128-SHA256)"
-    check "TLS 1.2 CBC refused with a clear reason" grep -q \
-      "accelcrypt.*not supported" <<<"$out"
+    for conf in "$CNF" /dev/null; do
+      for cs in ECDHE-RSA-AES128-SHA256 ECDHE-RSA-AES256-SHA384 AES128-SHA; do
+        for etm in "" -no_etm; do
+          out="$(get "$conf" -tls1_2 "$cs" $etm)"
+          check "TLS 1.2 $cs $etm (client conf $conf)" \
+            grep -q "Cipher is $cs" <<<"$out"
+        done
+      done
+    done
     kill "$server" 2>/dev/null
     wait "$server" 2>/dev/null
+    stats="$(cat "$ACCELCRYPT_STATS_DIR"/*.json)"
     check "stats show AES-128-GCM served by accelcrypt" grep -q \
-      '"AES-128-GCM"' <(cat "$ACCELCRYPT_STATS_DIR"/*.json)
+      '"AES-128-GCM"' <<<"$stats"
+    check "stats show AES-256-CBC served by accelcrypt" grep -q \
+      '"AES-256-CBC"' <<<"$stats"
     ;;
 
   *)
