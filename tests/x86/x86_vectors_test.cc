@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/x86/cpu_features.h"
 #include "tests/x86/rsp_reader.h"
 #include "tests/x86/x86_abi.h"
 
@@ -161,6 +162,7 @@ struct ShaFile {
 };
 
 TEST_P(X86VectorsTest, Sha) {
+  if (!DetectCpuFeatures().shani) GTEST_SKIP() << "this CPU has no SHA-NI";
   const accelcrypt_digest_table* t = inst_->digests();
   ASSERT_NE(t, nullptr);
   const ShaFile kFiles[] = {{"SHA1", ACCELCRYPT_ALG_SHA1, 20},
