@@ -88,6 +88,30 @@ ACCELCRYPT_TARGET_AESNI inline __m128i Swap32Last() {
   return _mm_set_epi8(12, 13, 14, 15, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
 }
 
+// CBC encryption is one dependency chain through every block: the round
+// count is a template argument so the rounds unroll with the keys in
+// registers, and the whitening key is folded into the plaintext off the
+// chain (the empty asm keeps the compiler from re-associating the XORs
+// back onto it), leaving XOR + AESENC latency only.
+template <int R>
+ACCELCRYPT_TARGET_AESNI void CbcEncrypt(const AesRoundKeys* k, uint8_t iv[16],
+                                        const uint8_t* in, uint8_t* out,
+                                        size_t num_blocks) {
+  __m128i rk[R + 1];
+  LoadKeys(k->enc, R, rk);
+  __m128i c = Load(iv);
+  for (; num_blocks > 0; --num_blocks, in += 16, out += 16) {
+    __m128i p = _mm_xor_si128(Load(in), rk[0]);
+    __asm__("" : "+x"(p));
+    __m128i b = _mm_xor_si128(p, c);
+#pragma GCC unroll 14
+    for (int r = 1; r < R; ++r) b = _mm_aesenc_si128(b, rk[r]);
+    c = _mm_aesenclast_si128(b, rk[R]);
+    Store(out, c);
+  }
+  Store(iv, c);
+}
+
 }  // namespace
 
 ACCELCRYPT_TARGET_AESNI void AesEncryptBlockAesni(const AesRoundKeys* k,
@@ -143,26 +167,13 @@ ACCELCRYPT_TARGET_AESNI void AesEcbDecryptAesni(const AesRoundKeys* k,
   }
 }
 
-ACCELCRYPT_TARGET_AESNI void AesCbcEncryptAesni(const AesRoundKeys* k,
-                                                uint8_t iv[16],
-                                                const uint8_t* in,
-                                                uint8_t* out,
-                                                size_t num_blocks) {
-  __m128i rk[15];
-  const int rounds = static_cast<int>(k->rounds);
-  LoadKeys(k->enc, rounds, rk);
-  __m128i c = Load(iv);
-  for (; num_blocks > 0; --num_blocks, in += 16, out += 16) {
-    // Fold the whitening key into the plaintext before the chain value
-    // arrives, so only AESENC latency sits on the critical path.
-    __m128i p = _mm_xor_si128(Load(in), rk[0]);
-    __m128i b = _mm_xor_si128(p, c);
-    #pragma GCC unroll 16
-    for (int r = 1; r < rounds; ++r) b = _mm_aesenc_si128(b, rk[r]);
-    c = _mm_aesenclast_si128(b, rk[rounds]);
-    Store(out, c);
+void AesCbcEncryptAesni(const AesRoundKeys* k, uint8_t iv[16],
+                        const uint8_t* in, uint8_t* out, size_t num_blocks) {
+  switch (k->rounds) {
+    case 10: return CbcEncrypt<10>(k, iv, in, out, num_blocks);
+    case 12: return CbcEncrypt<12>(k, iv, in, out, num_blocks);
+    default: return CbcEncrypt<14>(k, iv, in, out, num_blocks);
   }
-  Store(iv, c);
 }
 
 ACCELCRYPT_TARGET_AESNI void AesCbcDecryptAesni(const AesRoundKeys* k,
