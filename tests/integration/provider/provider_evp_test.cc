@@ -490,14 +490,14 @@ struct TlsCbcResult {
 };
 
 TlsCbcResult TlsCbcRecord(const EVP_CIPHER* cipher, bool enc, const Bytes& key,
-                          const Bytes& iv, Bytes record, size_t mac_size) {
+                          const Bytes& iv, Bytes record, size_t mac_size,
+                          unsigned int version = 0x0303) {
   TlsCbcResult r;
   CtxPtr ctx(EVP_CIPHER_CTX_new());
   if (!EVP_CipherInit_ex2(ctx.get(), cipher, key.data(), iv.data(),
                           enc ? 1 : 0, nullptr)) {
     return r;
   }
-  unsigned int version = 0x0303;
   OSSL_PARAM params[] = {
       OSSL_PARAM_construct_uint(OSSL_CIPHER_PARAM_TLS_VERSION, &version),
       OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_TLS_MAC_SIZE, &mac_size),
@@ -571,6 +571,53 @@ TEST_F(ProviderEvpTest, TlsCbcRecordsMatchDefault) {
         EXPECT_NE(bad_acc.mac, true_mac);
       }
       ERR_clear_error();
+    }
+  }
+}
+
+// Every padding length, every corrupted byte of the last two blocks, TLS
+// 1.0 (no explicit IV) and 1.2: opening agrees with the default provider on
+// success and length, and returns the true MAC exactly when the record is
+// intact.
+TEST_F(ProviderEvpTest, TlsCbcEveryPaddingAndCorruptionMatchesDefault) {
+  CipherPtr acc = Fetch("AES-128-CBC", kAccel);
+  CipherPtr def = Fetch("AES-128-CBC", kDefault);
+  const Bytes key = Random(16, 110), iv = Random(16, 111);
+  for (unsigned int version : {0x0301u, 0x0303u}) {
+    const size_t explicit_iv = version == 0x0301u ? 0 : 16;
+    for (size_t mac_size : {size_t{20}, size_t{0}}) {
+      for (size_t payload = 0; payload < 40; ++payload) {
+        Bytes plain = Random(explicit_iv + payload + mac_size, 112 + payload);
+        const Bytes true_mac(plain.end() - mac_size, plain.end());
+        TlsCbcResult seal = TlsCbcRecord(def.get(), true, key, iv, plain,
+                                         mac_size, version);
+        ASSERT_TRUE(seal.ok);
+        const Bytes sealed(seal.record.begin(),
+                           seal.record.begin() + seal.outl);
+        for (size_t flip = 0; flip <= std::min<size_t>(32, sealed.size());
+             ++flip) {
+          Bytes rec = sealed;
+          // flip 0 leaves the record intact; otherwise corrupt one byte
+          // counted from the end (CBC: it garbles the last plaintext
+          // block's matching byte and the block after it).
+          if (flip > 0) rec[rec.size() - flip] ^= 0x5a;
+          TlsCbcResult a = TlsCbcRecord(acc.get(), false, key, iv, rec,
+                                        mac_size, version);
+          TlsCbcResult d = TlsCbcRecord(def.get(), false, key, iv, rec,
+                                        mac_size, version);
+          ASSERT_EQ(a.ok, d.ok) << "version " << version << " mac "
+                                << mac_size << " payload " << payload
+                                << " flip " << flip;
+          if (!a.ok) continue;
+          EXPECT_EQ(a.outl, d.outl) << "payload " << payload << " flip "
+                                    << flip;
+          if (flip == 0) {
+            EXPECT_EQ(a.outl, static_cast<int>(payload));
+            EXPECT_EQ(a.mac, true_mac);
+          }
+        }
+        ERR_clear_error();
+      }
     }
   }
 }
