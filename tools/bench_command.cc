@@ -31,7 +31,7 @@ int RunBench(const BenchOptions& options) {
   if (options.quick) args.push_back("--quick");
   if (options.seconds > 0) {
     args.push_back("--seconds");
-    args.push_back(absl::StrFormat("%g", options.seconds));
+    args.push_back(std::to_string(options.seconds));
   }
   for (const auto& alg : options.algorithms) {
     args.push_back("--alg");

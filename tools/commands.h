@@ -49,7 +49,7 @@ struct BenchOptions {
   std::string script;  // empty: DefaultBenchScript()
   std::string module_path;
   std::vector<std::string> algorithms;
-  double seconds = 0;  // 0: the script's default
+  int seconds = 0;  // 0: the script's default
   bool quick = false;
 };
 int RunBench(const BenchOptions& options);

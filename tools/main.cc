@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
       "SHA-256; prints throughput per block size and the ratio.");
   bench_cmd->add_flag("--quick", bench.quick, "short run (about 20 s)");
   bench_cmd->add_option("--seconds", bench.seconds,
-                        "seconds per openssl speed run")
+                        "whole seconds per block size per openssl speed run")
       ->check(CLI::PositiveNumber);
   bench_cmd->add_option("--alg", bench.algorithms,
                         "algorithm to run (repeatable; default all four)");
