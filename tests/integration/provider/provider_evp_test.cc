@@ -757,6 +757,37 @@ TEST_F(ProviderEvpTest, DigestsMatchDefault) {
   }
 }
 
+// A second library context loading its own accelcrypt instance (its own
+// Core), used and torn down while the default context's instance lives on.
+TEST_F(ProviderEvpTest, SecondLibraryContextLoadsAndUnloads) {
+  const char* module = getenv("ACCELCRYPT_PROVIDER_MODULE");
+  ASSERT_NE(module, nullptr) << "ACCELCRYPT_PROVIDER_MODULE not set";
+  const Bytes key = Random(16, 120), iv = Random(16, 121),
+              pt = Random(100, 122);
+  Bytes want;
+  ASSERT_TRUE(Crypt(Fetch("AES-128-CBC", kDefault).get(), true, key, iv, pt,
+                    0, &want));
+  for (int round = 0; round < 3; ++round) {
+    OSSL_LIB_CTX* lib = OSSL_LIB_CTX_new();
+    ASSERT_NE(lib, nullptr);
+    OSSL_PROVIDER* prov = OSSL_PROVIDER_load(lib, module);
+    ASSERT_NE(prov, nullptr) << LastReason();
+    EVP_CIPHER* c = EVP_CIPHER_fetch(lib, "AES-128-CBC", nullptr);
+    ASSERT_NE(c, nullptr);
+    Bytes got;
+    EXPECT_TRUE(Crypt(c, true, key, iv, pt, 7, &got));
+    EXPECT_EQ(got, want);
+    EVP_CIPHER_free(c);
+    EXPECT_TRUE(OSSL_PROVIDER_unload(prov));
+    OSSL_LIB_CTX_free(lib);
+  }
+  // The default context's instance is unaffected.
+  Bytes again;
+  ASSERT_TRUE(Crypt(Fetch("AES-128-CBC", kAccel).get(), true, key, iv, pt, 0,
+                    &again));
+  EXPECT_EQ(again, want);
+}
+
 // Mixed AES/GCM/SHA through the provider from 8 threads; every result is
 // checked against the default provider computed up front.
 TEST_F(ProviderEvpTest, EightThreadsMixedOps) {
