@@ -3,8 +3,9 @@
 // AES modes on PadLock ACE/ACE2: ECB, CBC, CFB128, OFB (xcrypt), CTR (ACE2
 // xcrypt-ctr split at the 16-bit counter wrap, or an ECB keystream without
 // ACE2) and GCM (that CTR plus the portable constant-time GHASH).
-#include <new>
 #include <string.h>
+
+#include <new>
 
 #include "backends/padlock/padlock_asm.h"
 #include "backends/padlock/padlock_internal.h"
@@ -37,12 +38,18 @@ const CipherCtx* Impl(const accelcrypt_cipher_ctx* c) {
 
 const char* ModeName(uint32_t mode) {
   switch (mode) {
-    case ACCELCRYPT_MODE_ECB: return "ECB";
-    case ACCELCRYPT_MODE_CBC: return "CBC";
-    case ACCELCRYPT_MODE_CFB128: return "CFB128";
-    case ACCELCRYPT_MODE_OFB: return "OFB";
-    case ACCELCRYPT_MODE_CTR: return "CTR";
-    case ACCELCRYPT_MODE_GCM: return "GCM";
+    case ACCELCRYPT_MODE_ECB:
+      return "ECB";
+    case ACCELCRYPT_MODE_CBC:
+      return "CBC";
+    case ACCELCRYPT_MODE_CFB128:
+      return "CFB128";
+    case ACCELCRYPT_MODE_OFB:
+      return "OFB";
+    case ACCELCRYPT_MODE_CTR:
+      return "CTR";
+    case ACCELCRYPT_MODE_GCM:
+      return "GCM";
   }
   return "?";
 }
@@ -55,8 +62,8 @@ inline void Call(XcryptFn fn, CipherCtx* c, const uint8_t* cword,
   if (ret != c->ace.iv) memcpy(c->ace.iv, ret, 16);
 }
 
-void Bounced(XcryptFn fn, CipherCtx* c, const uint8_t* cword,
-             const uint8_t* in, uint8_t* out, size_t num_blocks) {
+void Bounced(XcryptFn fn, CipherCtx* c, const uint8_t* cword, const uint8_t* in,
+             uint8_t* out, size_t num_blocks) {
   alignas(16) uint8_t buf[kChunk + kSlack];
   size_t len = num_blocks * 16;
   // First chunk takes the remainder, so later chunks are full.
@@ -125,8 +132,8 @@ void CounterDec(uint8_t ctr[16], int width) {
 
 // CtrBlocks encrypts whole blocks in counter mode from ace.iv, leaving the
 // next counter there.
-void CtrBlocks(CipherCtx* c, const uint8_t* in, uint8_t* out,
-               size_t num_blocks, int width) {
+void CtrBlocks(CipherCtx* c, const uint8_t* in, uint8_t* out, size_t num_blocks,
+               int width) {
   if (c->backend->features.ace2) {
     // xcrypt-ctr increments bytes 14-15 only and wraps without carry (facts
     // §2.6): stop each call at the wrap and carry in software.
@@ -186,8 +193,7 @@ void CtrStream(CipherCtx* c, const uint8_t* in, uint8_t* out, size_t len,
 // FeedbackStream is CFB128/OFB over any length. ace.iv holds the feedback
 // register; within a block it holds the OpenSSL layout: bytes 0..num-1 are
 // ciphertext (CFB) or keystream (OFB), the rest keystream.
-void FeedbackStream(CipherCtx* c, const uint8_t* in, uint8_t* out,
-                    size_t len) {
+void FeedbackStream(CipherCtx* c, const uint8_t* in, uint8_t* out, size_t len) {
   const bool cfb = c->mode == ACCELCRYPT_MODE_CFB128;
   auto one = [&](uint8_t x) {
     uint8_t* v = &c->ace.iv[c->num];
@@ -320,11 +326,10 @@ accelcrypt_status Init(accelcrypt_cipher_ctx* ctx, int encrypt,
   const int rounds = ExpandAesKey(key, key_len, dec_schedule, c->ace.key);
   // Control word (facts §2.3): rounds, KEYGEN (bit 7), ENCDEC (bit 9),
   // KSIZE (bits 11:10). ENCDEC follows the direction for ECB/CBC/CFB.
-  const uint32_t base =
-      static_cast<uint32_t>(rounds) | 0x80u |
-      (static_cast<uint32_t>((key_len - 16) / 8) << 10);
-  const bool encdec = !c->encrypt && (blockwise ||
-                                      c->mode == ACCELCRYPT_MODE_CFB128);
+  const uint32_t base = static_cast<uint32_t>(rounds) | 0x80u |
+                        (static_cast<uint32_t>((key_len - 16) / 8) << 10);
+  const bool encdec =
+      !c->encrypt && (blockwise || c->mode == ACCELCRYPT_MODE_CFB128);
   const uint32_t word = base | (encdec ? 0x200u : 0u);
   memcpy(c->ace.cword, &word, 4);
   memcpy(c->ace.cword_enc, &base, 4);
@@ -387,7 +392,8 @@ accelcrypt_status Update(accelcrypt_cipher_ctx* ctx, const uint8_t* in,
       if (in_len % 16 != 0) {
         return SetError(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
                         "padlock: AES-%s update: %zu bytes is not whole "
-                        "blocks", ModeName(c->mode), in_len);
+                        "blocks",
+                        ModeName(c->mode), in_len);
       }
       ForceKeyReload();
       if (c->mode == ACCELCRYPT_MODE_ECB) {
@@ -553,8 +559,7 @@ accelcrypt_status SetState(accelcrypt_cipher_ctx* ctx,
       c->mode == ACCELCRYPT_MODE_ECB || c->mode == ACCELCRYPT_MODE_CBC;
   if (state->num > 15 || (blockwise && state->num != 0)) {
     return SetError(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
-                    "padlock: set_state: position %u out of range",
-                    state->num);
+                    "padlock: set_state: position %u out of range", state->num);
   }
   memcpy(c->ace.iv, state->iv, 16);
   c->num = state->num;

@@ -43,8 +43,8 @@ Features DetectFeatures(CpuidSource source) {
     const uint32_t base_family = (r[0] >> 8) & 0xf;
     const uint32_t base_model = (r[0] >> 4) & 0xf;
     f.stepping = r[0] & 0xf;
-    f.family = base_family == 0xf ? base_family + ((r[0] >> 20) & 0xff)
-                                  : base_family;
+    f.family =
+        base_family == 0xf ? base_family + ((r[0] >> 20) & 0xff) : base_family;
     f.model = (base_family == 0x6 || base_family == 0xf || base_family == 0x7)
                   ? base_model | (((r[0] >> 16) & 0xf) << 4)
                   : base_model;

@@ -8,8 +8,9 @@
 // with "bytes already done" (Linux's resume form). Finalizing calls are
 // bounded by kOneShotLimit so the bit length fits 32 bits (Alpine's limit);
 // longer messages are finished in software.
-#include <new>
 #include <string.h>
+
+#include <new>
 
 #include "backends/padlock/padlock_asm.h"
 #include "backends/padlock/padlock_internal.h"
@@ -20,8 +21,8 @@ namespace {
 
 constexpr uint64_t kOneShotLimit = 0x1FFFFFFEu;
 
-constexpr uint32_t kSha1Iv[5] = {0x67452301, 0xefcdab89, 0x98badcfe,
-                                 0x10325476, 0xc3d2e1f0};
+constexpr uint32_t kSha1Iv[5] = {0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476,
+                                 0xc3d2e1f0};
 constexpr uint32_t kSha224Iv[8] = {0xc1059ed8, 0x367cd507, 0x3070dd17,
                                    0xf70e5939, 0xffc00b31, 0x68581511,
                                    0x64f98fa7, 0xbefa4fa4};
@@ -46,11 +47,16 @@ const DigestCtx* Impl(const accelcrypt_digest_ctx* c) {
 
 const char* AlgName(accelcrypt_alg alg) {
   switch (alg) {
-    case ACCELCRYPT_ALG_SHA1: return "SHA-1";
-    case ACCELCRYPT_ALG_SHA224: return "SHA-224";
-    case ACCELCRYPT_ALG_SHA256: return "SHA-256";
-    case ACCELCRYPT_ALG_SHA384: return "SHA-384";
-    case ACCELCRYPT_ALG_SHA512: return "SHA-512";
+    case ACCELCRYPT_ALG_SHA1:
+      return "SHA-1";
+    case ACCELCRYPT_ALG_SHA224:
+      return "SHA-224";
+    case ACCELCRYPT_ALG_SHA256:
+      return "SHA-256";
+    case ACCELCRYPT_ALG_SHA384:
+      return "SHA-384";
+    case ACCELCRYPT_ALG_SHA512:
+      return "SHA-512";
   }
   return "?";
 }
@@ -58,7 +64,9 @@ const char* AlgName(accelcrypt_alg alg) {
 void Reset(DigestCtx* d) {
   memset(d->state, 0, sizeof(d->state));
   switch (d->alg) {
-    case ACCELCRYPT_ALG_SHA1: memcpy(d->state, kSha1Iv, sizeof(kSha1Iv)); break;
+    case ACCELCRYPT_ALG_SHA1:
+      memcpy(d->state, kSha1Iv, sizeof(kSha1Iv));
+      break;
     case ACCELCRYPT_ALG_SHA224:
       memcpy(d->state, kSha224Iv, sizeof(kSha224Iv));
       break;
@@ -113,9 +121,15 @@ bool Setup(DigestCtx* d, const Backend* be, accelcrypt_alg alg) {
 
 void HwBlocks(DigestCtx* d, const uint8_t* in, size_t n) {
   switch (d->kind) {
-    case ShaKind::kSha1: XshaBlocks1(d->state, in, n); break;
-    case ShaKind::kSha256: XshaBlocks256(d->state, in, n); break;
-    case ShaKind::kSha512: XshaBlocks512(d->state, in, n); break;
+    case ShaKind::kSha1:
+      XshaBlocks1(d->state, in, n);
+      break;
+    case ShaKind::kSha256:
+      XshaBlocks256(d->state, in, n);
+      break;
+    case ShaKind::kSha512:
+      XshaBlocks512(d->state, in, n);
+      break;
   }
 }
 

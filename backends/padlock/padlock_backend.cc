@@ -2,10 +2,11 @@
 //
 // The PadLock backend's ABI shim: descriptor, init (detection), capability
 // list, family tables and description.
-#include <new>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <new>
 
 #include "accelcrypt/backend.h"
 #include "backends/padlock/cpuid.h"
@@ -73,10 +74,9 @@ accelcrypt_status Init(const accelcrypt_host* host, void** backend_out,
         ACCELCRYPT_MODE_OFB, ACCELCRYPT_MODE_CTR, ACCELCRYPT_MODE_GCM};
     for (uint32_t mode : kModes) {
       for (uint32_t key_bytes : {16u, 24u, 32u}) {
-        const uint32_t flags =
-            mode == ACCELCRYPT_MODE_GCM
-                ? stream
-                : stream | ACCELCRYPT_CAP_PORTABLE_STATE;
+        const uint32_t flags = mode == ACCELCRYPT_MODE_GCM
+                                   ? stream
+                                   : stream | ACCELCRYPT_CAP_PORTABLE_STATE;
         AddCap(be, ACCELCRYPT_CIPHER_ALG(mode, key_bytes), flags, 16);
       }
     }
@@ -95,9 +95,7 @@ accelcrypt_status Init(const accelcrypt_host* host, void** backend_out,
   return ACCELCRYPT_OK;
 }
 
-void Teardown(void* backend) {
-  delete static_cast<Backend*>(backend);
-}
+void Teardown(void* backend) { delete static_cast<Backend*>(backend); }
 
 accelcrypt_status GetCapabilities(void* backend,
                                   const accelcrypt_capability** out,
@@ -132,7 +130,9 @@ void Describe(void* backend, char* out, size_t out_len) {
            "PadLock on %s family %u model %u stepping %u:%s%s%s%s%s%s",
            f.vendor, f.family, f.model, f.stepping, f.ace ? " ACE" : "",
            f.ace2 ? " ACE2" : "", f.phe ? " PHE" : "",
-           f.phe_block_mode ? "(block)" : f.phe ? "(finalize-only)" : "",
+           f.phe_block_mode ? "(block)"
+           : f.phe          ? "(finalize-only)"
+                            : "",
            f.phe2 ? " PHE2" : "", f.rng ? " RNG" : "");
 }
 

@@ -74,7 +74,7 @@ struct CipherCtx {
   size_t key_len = 0;
   bool keyed = false;
   bool encrypt = true;
-  uint32_t num = 0;       // position in the current block (CFB/OFB/CTR/GCM)
+  uint32_t num = 0;         // position in the current block (CFB/OFB/CTR/GCM)
   uint8_t ecount[16] = {};  // CTR/GCM keystream of the current block
   // GCM (SP 800-38D).
   uint8_t h[16] = {};
@@ -107,7 +107,7 @@ struct alignas(16) DigestCtx {
   size_t out_len = 0;
   size_t buf_len = 0;
   uint64_t total = 0;
-  uint64_t absorbed = 0;  // C7: bytes compressed in software
+  uint64_t absorbed = 0;        // C7: bytes compressed in software
   bool oneshot_design = false;  // C7: no block mode
   bool finished = false;
 };

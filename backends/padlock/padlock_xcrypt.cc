@@ -16,17 +16,17 @@ void (*g_note_reload)() = nullptr;
 }  // namespace
 
 #if defined(__x86_64__)
-#define ACCELCRYPT_XCRYPT(bytes)                                          \
-  asm volatile(".byte " bytes                                             \
-               : "+S"(in), "+D"(out), "+c"(num_blocks), "+a"(iv)          \
-               : "d"(cword), "b"(key)                                     \
+#define ACCELCRYPT_XCRYPT(bytes)                                 \
+  asm volatile(".byte " bytes                                    \
+               : "+S"(in), "+D"(out), "+c"(num_blocks), "+a"(iv) \
+               : "d"(cword), "b"(key)                            \
                : "memory", "cc")
 #else
-#define ACCELCRYPT_XCRYPT(bytes)                                          \
+#define ACCELCRYPT_XCRYPT(bytes)                                           \
   asm volatile("xchgl %[k], %%ebx\n\t.byte " bytes "\n\txchgl %[k], %%ebx" \
-               : "+S"(in), "+D"(out), "+c"(num_blocks), "+a"(iv),         \
-                 [k] "+r"(key)                                            \
-               : "d"(cword)                                               \
+               : "+S"(in), "+D"(out), "+c"(num_blocks),                    \
+                 "+a"(iv), [k] "+r"(key)                                   \
+               : "d"(cword)                                                \
                : "memory", "cc")
 #endif
 
@@ -65,8 +65,10 @@ uint8_t* XcryptOfb(const uint8_t* in, uint8_t* out, size_t num_blocks,
 void ForceKeyReload() {
 #if defined(__x86_64__)
   // Step over the red zone: the compiler does not know this asm pushes.
-  asm volatile("lea -128(%%rsp), %%rsp\n\tpushfq\n\tpopfq\n\t"
-               "lea 128(%%rsp), %%rsp" ::: "memory", "cc");
+  asm volatile(
+      "lea -128(%%rsp), %%rsp\n\tpushfq\n\tpopfq\n\t"
+      "lea 128(%%rsp), %%rsp" ::
+          : "memory", "cc");
 #else
   asm volatile("pushfl\n\tpopfl" ::: "memory", "cc");
 #endif

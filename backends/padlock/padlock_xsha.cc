@@ -9,10 +9,10 @@
 
 namespace accelcrypt::padlock {
 
-#define ACCELCRYPT_XSHA(bytes)                                        \
-  asm volatile(".byte " bytes                                         \
-               : "+S"(in), "+c"(count), "+a"(mode)                    \
-               : "D"(state)                                           \
+#define ACCELCRYPT_XSHA(bytes)                     \
+  asm volatile(".byte " bytes                      \
+               : "+S"(in), "+c"(count), "+a"(mode) \
+               : "D"(state)                        \
                : "memory", "cc")
 
 void XshaBlocks1(void* state, const uint8_t* in, size_t num_blocks) {
@@ -29,7 +29,7 @@ void XshaBlocks256(void* state, const uint8_t* in, size_t num_blocks) {
 
 void XshaBlocks512(void* state, const uint8_t* in, size_t num_blocks) {
   size_t count = num_blocks;
-  size_t mode = ~size_t{0};  // ignored by xsha512, kept defined
+  size_t mode = ~size_t{0};                // ignored by xsha512, kept defined
   ACCELCRYPT_XSHA("0xf3,0x0f,0xa6,0xe0");  // rep xsha512 (PHE2)
 }
 

@@ -9,8 +9,8 @@
 // point; reference outputs come from the emulator's own AES, which the
 // vectors test validates against NIST files.
 #include <cpuid.h>
-#include <signal.h>
 #include <dlfcn.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -54,8 +54,7 @@ Bytes CtrRef(const Bytes& key, Bytes ctr, const Bytes& in, Bytes* next) {
   Bytes out(in.size());
   for (size_t i = 0; i < in.size(); i += 16) {
     uint8_t ks[16];
-    accelcrypt_padlock_emu_aes_block(key.data(), key.size(), 0, ctr.data(),
-                                     ks);
+    accelcrypt_padlock_emu_aes_block(key.data(), key.size(), 0, ctr.data(), ks);
     for (size_t j = 0; j < 16 && i + j < in.size(); ++j) {
       out[i + j] = in[i + j] ^ ks[j];
     }
@@ -128,8 +127,7 @@ class Cipher {
          const Bytes& iv)
       : t_(b.cipher()) {
     accelcrypt_error err{};
-    EXPECT_EQ(t_->newctx(b.be(), alg, &c_, &err), ACCELCRYPT_OK)
-        << err.message;
+    EXPECT_EQ(t_->newctx(b.be(), alg, &c_, &err), ACCELCRYPT_OK) << err.message;
     EXPECT_EQ(t_->init(c_, enc, key.data(), key.size(),
                        iv.empty() ? nullptr : iv.data(), iv.size(), &err),
               ACCELCRYPT_OK)
@@ -156,8 +154,8 @@ class Cipher {
 class PadlockBackendTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_NE(TheModule().desc(), nullptr) << "cannot load "
-                                           << ACCELCRYPT_PADLOCK_MODULE;
+    ASSERT_NE(TheModule().desc(), nullptr)
+        << "cannot load " << ACCELCRYPT_PADLOCK_MODULE;
     accelcrypt_padlock_emu_set_option("ignore_reload", 0);
     accelcrypt_padlock_emu_set_rng_fault(PADLOCK_EMU_RNG_NONE, 0);
     accelcrypt_padlock_emu_set_rng_zero_streak(0);
@@ -197,10 +195,9 @@ TEST_F(PadlockBackendTest, CapabilitiesFollowTheProfile) {
     const char* profile;
     bool sha256, sha512, rng;
   };
-  for (const Want& w : {Want{"c3", false, false, true},
-                        Want{"c7", true, false, true},
-                        Want{"nano", true, false, true},
-                        Want{"zhaoxin", true, true, true}}) {
+  for (const Want& w :
+       {Want{"c3", false, false, true}, Want{"c7", true, false, true},
+        Want{"nano", true, false, true}, Want{"zhaoxin", true, true, true}}) {
     Backend b(w.profile);
     ASSERT_EQ(b.status(), ACCELCRYPT_OK) << b.message();
     const accelcrypt_capability* caps = nullptr;
@@ -265,8 +262,8 @@ TEST_F(PadlockBackendTest, CtrAcrossSixteenBitWrap) {
   for (const char* profile : {"c7", "nano", "zhaoxin"}) {  // ECB path, ACE2
     Backend b(profile);
     ASSERT_EQ(b.status(), ACCELCRYPT_OK) << b.message();
-    for (const Bytes& low : {Bytes{0x00, 0x01, 0xff, 0xfe},
-                             Bytes{0xff, 0xff, 0xff, 0xfd}}) {
+    for (const Bytes& low :
+         {Bytes{0x00, 0x01, 0xff, 0xfe}, Bytes{0xff, 0xff, 0xff, 0xfd}}) {
       const Bytes key = RandomBytes(24, 21);
       Bytes iv = RandomBytes(16, 22);
       memcpy(&iv[12], low.data(), 4);
@@ -295,9 +292,9 @@ TEST_F(PadlockBackendTest, CtrAcrossSixteenBitWrap) {
 // Every mode, every profile: misaligned input/output and in-place give the
 // same bytes as aligned out-of-place.
 TEST_F(PadlockBackendTest, MisalignedAndInPlaceBuffers) {
-  const uint32_t modes[] = {ACCELCRYPT_MODE_ECB, ACCELCRYPT_MODE_CBC,
+  const uint32_t modes[] = {ACCELCRYPT_MODE_ECB,    ACCELCRYPT_MODE_CBC,
                             ACCELCRYPT_MODE_CFB128, ACCELCRYPT_MODE_OFB,
-                            ACCELCRYPT_MODE_CTR, ACCELCRYPT_MODE_GCM};
+                            ACCELCRYPT_MODE_CTR,    ACCELCRYPT_MODE_GCM};
   for (const char* profile : kProfiles) {
     Backend b(profile);
     ASSERT_EQ(b.status(), ACCELCRYPT_OK) << b.message();
@@ -305,7 +302,7 @@ TEST_F(PadlockBackendTest, MisalignedAndInPlaceBuffers) {
       for (bool enc : {true, false}) {
         const accelcrypt_alg alg = ACCELCRYPT_CIPHER_ALG(mode, 32);
         const Bytes key = RandomBytes(32, mode);
-        const Bytes iv = mode == ACCELCRYPT_MODE_ECB ? Bytes()
+        const Bytes iv = mode == ACCELCRYPT_MODE_ECB   ? Bytes()
                          : mode == ACCELCRYPT_MODE_GCM ? RandomBytes(12, 5)
                                                        : RandomBytes(16, 6);
         const size_t len = 4096 + 48;
@@ -348,15 +345,15 @@ TEST_F(PadlockBackendTest, InputEndingAtProtNonePageDoesNotFault) {
   Backend b("nano_s2");
   ASSERT_EQ(b.status(), ACCELCRYPT_OK) << b.message();
   const long page = sysconf(_SC_PAGESIZE);
-  auto* map = static_cast<uint8_t*>(mmap(nullptr, 2 * page,
-                                         PROT_READ | PROT_WRITE,
-                                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  auto* map =
+      static_cast<uint8_t*>(mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE,
+                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   ASSERT_NE(map, MAP_FAILED);
   ASSERT_EQ(mprotect(map + page, page, PROT_NONE), 0);
   const Bytes key = RandomBytes(16, 31), iv = RandomBytes(16, 32);
-  for (uint32_t mode : {ACCELCRYPT_MODE_ECB, ACCELCRYPT_MODE_CBC,
-                        ACCELCRYPT_MODE_CFB128, ACCELCRYPT_MODE_OFB,
-                        ACCELCRYPT_MODE_CTR}) {
+  for (uint32_t mode :
+       {ACCELCRYPT_MODE_ECB, ACCELCRYPT_MODE_CBC, ACCELCRYPT_MODE_CFB128,
+        ACCELCRYPT_MODE_OFB, ACCELCRYPT_MODE_CTR}) {
     for (size_t len : {size_t{16}, size_t{48}, size_t{64}, size_t{128},
                        size_t{256}, size_t{4096}}) {
       const accelcrypt_alg alg = ACCELCRYPT_CIPHER_ALG(mode, 16);
@@ -380,9 +377,9 @@ TEST_F(PadlockBackendTest, UnguardedPageEndFaultsOnNanoStepping2) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   accelcrypt_padlock_emu_set_profile("nano_s2");
   const long page = sysconf(_SC_PAGESIZE);
-  auto* map = static_cast<uint8_t*>(mmap(nullptr, 2 * page,
-                                         PROT_READ | PROT_WRITE,
-                                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  auto* map =
+      static_cast<uint8_t*>(mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE,
+                                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   ASSERT_NE(map, MAP_FAILED);
   ASSERT_EQ(mprotect(map + page, page, PROT_NONE), 0);
   alignas(16) static uint8_t key[256];
@@ -462,8 +459,7 @@ TEST_F(PadlockBackendTest, RngFaultsTakeSourceOutOfService) {
     Bytes out(4096, 0xee);
     EXPECT_EQ(b.rng()->entropy(b.be(), out.data(), out.size(), &bits, &err),
               ACCELCRYPT_ERR_UNAVAILABLE);
-    EXPECT_NE(std::string(err.message).find(rc.message_part),
-              std::string::npos)
+    EXPECT_NE(std::string(err.message).find(rc.message_part), std::string::npos)
         << err.message;
     EXPECT_TRUE(AllZero(out)) << "bytes of a failed request reached the caller";
     // Latched: out of service even after the source recovers.
@@ -518,9 +514,9 @@ TEST_F(PadlockBackendTest, PortableStateMovesAStream) {
       Cipher second(b, alg, enc, key, iv);
       ASSERT_EQ(second.table()->set_state(second.ctx(), &st, nullptr),
                 ACCELCRYPT_OK);
-      ASSERT_EQ(second.Update(data.data() + cut, data.size() - cut,
-                              got.data() + cut),
-                ACCELCRYPT_OK);
+      ASSERT_EQ(
+          second.Update(data.data() + cut, data.size() - cut, got.data() + cut),
+          ACCELCRYPT_OK);
       EXPECT_EQ(got, want) << "mode " << mode << " enc " << enc;
     }
   }
@@ -562,8 +558,7 @@ TEST_F(PadlockBackendTest, BadInputIsRejectedAndLeavesStateAlone) {
             ACCELCRYPT_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(t->update(c, key.data(), 16, nullptr, &err) == ACCELCRYPT_OK,
             false);
-  ASSERT_EQ(t->init(c, 1, key.data(), 16, iv.data(), 16, &err),
-            ACCELCRYPT_OK);
+  ASSERT_EQ(t->init(c, 1, key.data(), 16, iv.data(), 16, &err), ACCELCRYPT_OK);
   Bytes buf(48), out(48);
   EXPECT_EQ(t->update(c, buf.data(), 17, out.data(), &err),
             ACCELCRYPT_ERR_INVALID_ARGUMENT);
@@ -576,11 +571,9 @@ TEST_F(PadlockBackendTest, BadInputIsRejectedAndLeavesStateAlone) {
 
   ASSERT_EQ(t->newctx(b.be(), ACCELCRYPT_ALG_AES_128_GCM, &c, &err),
             ACCELCRYPT_OK);
-  ASSERT_EQ(t->init(c, 0, key.data(), 16, iv.data(), 12, &err),
-            ACCELCRYPT_OK);
+  ASSERT_EQ(t->init(c, 0, key.data(), 16, iv.data(), 12, &err), ACCELCRYPT_OK);
   ASSERT_EQ(t->update(c, buf.data(), 5, out.data(), &err), ACCELCRYPT_OK);
-  EXPECT_EQ(t->aad(c, buf.data(), 4, &err),
-            ACCELCRYPT_ERR_FAILED_PRECONDITION);
+  EXPECT_EQ(t->aad(c, buf.data(), 4, &err), ACCELCRYPT_ERR_FAILED_PRECONDITION);
   EXPECT_EQ(t->final(c, &err), ACCELCRYPT_ERR_FAILED_PRECONDITION);  // no tag
   t->freectx(c);
 }

@@ -59,9 +59,10 @@ TEST(PadlockRegistry, LoadsSelfTestsAndPassesVectors) {
     skipped += result->skipped;
     for (const auto& f : result->failures) ADD_FAILURE() << f;
   }
-  printf("%s: %zu files, %zu passed, %zu failed, %zu skipped; %zu Monte "
-         "files left out\n",
-         profile.c_str(), files, passed, failed, skipped, monte_skipped);
+  printf(
+      "%s: %zu files, %zu passed, %zu failed, %zu skipped; %zu Monte "
+      "files left out\n",
+      profile.c_str(), files, passed, failed, skipped, monte_skipped);
   EXPECT_EQ(failed, 0u);
   EXPECT_GT(passed, 5000u);
 }

@@ -26,7 +26,8 @@ struct Record {
 };
 
 std::string Upper(std::string s) {
-  for (char& c : s) c = static_cast<char>(toupper(static_cast<unsigned char>(c)));
+  for (char& c : s)
+    c = static_cast<char>(toupper(static_cast<unsigned char>(c)));
   return s;
 }
 
@@ -98,7 +99,8 @@ std::vector<Record> Parse(const std::string& path) {
     }
     section_fresh = false;
     size_t eq = line.find('=');
-    std::string key = Upper(Trim(eq == std::string::npos ? line : line.substr(0, eq)));
+    std::string key =
+        Upper(Trim(eq == std::string::npos ? line : line.substr(0, eq)));
     std::string val = eq == std::string::npos ? "" : Trim(line.substr(eq + 1));
     if (cur.f.empty()) cur.line = n;
     if (key == "SEED") {
@@ -182,8 +184,8 @@ std::string RunCipher(const accelcrypt_cipher_table* t, void* be,
     const size_t piece = whole_blocks ? 16 : 7;
     size_t pos = 0;
     while (pos < len) {
-      const size_t n = std::min(piece + (pos / piece % 3) * (whole_blocks ? 16 : 5),
-                                len - pos);
+      const size_t n = std::min(
+          piece + (pos / piece % 3) * (whole_blocks ? 16 : 5), len - pos);
       if (t->update(ctx.c, in.data() + pos, n, out->data() + pos, &err) !=
           ACCELCRYPT_OK) {
         return std::string("update piece: ") + err.message;
@@ -210,12 +212,18 @@ RunCounts RunAes(const accelcrypt_backend_desc* desc, void* be,
   RunCounts rc;
   const std::string name = Base(path);
   uint32_t mode = 0;
-  if (name.rfind("ECB", 0) == 0) mode = ACCELCRYPT_MODE_ECB;
-  else if (name.rfind("CBC", 0) == 0) mode = ACCELCRYPT_MODE_CBC;
-  else if (name.rfind("CFB128", 0) == 0) mode = ACCELCRYPT_MODE_CFB128;
-  else if (name.rfind("OFB", 0) == 0) mode = ACCELCRYPT_MODE_OFB;
-  else if (name.rfind("CTR", 0) == 0) mode = ACCELCRYPT_MODE_CTR;
-  else return rc;
+  if (name.rfind("ECB", 0) == 0)
+    mode = ACCELCRYPT_MODE_ECB;
+  else if (name.rfind("CBC", 0) == 0)
+    mode = ACCELCRYPT_MODE_CBC;
+  else if (name.rfind("CFB128", 0) == 0)
+    mode = ACCELCRYPT_MODE_CFB128;
+  else if (name.rfind("OFB", 0) == 0)
+    mode = ACCELCRYPT_MODE_OFB;
+  else if (name.rfind("CTR", 0) == 0)
+    mode = ACCELCRYPT_MODE_CTR;
+  else
+    return rc;
   const auto* t = static_cast<const accelcrypt_cipher_table*>(
       desc->query_family(be, ACCELCRYPT_FAMILY_CIPHER));
   for (const Record& r : Parse(path)) {
@@ -285,13 +293,13 @@ RunCounts RunGcm(const accelcrypt_backend_desc* desc, void* be,
     }
     // AAD and data in two pieces each, to cross the partial-block paths.
     const size_t ha = aad.size() / 2, hd = in.size() / 2;
-    bool ok = t->aad(ctx.c, aad.data(), ha, &err) == ACCELCRYPT_OK &&
-              t->aad(ctx.c, aad.data() + ha, aad.size() - ha, &err) ==
-                  ACCELCRYPT_OK &&
-              t->update(ctx.c, in.data(), hd, out.data(), &err) ==
-                  ACCELCRYPT_OK &&
-              t->update(ctx.c, in.data() + hd, in.size() - hd,
-                        out.data() + hd, &err) == ACCELCRYPT_OK;
+    bool ok =
+        t->aad(ctx.c, aad.data(), ha, &err) == ACCELCRYPT_OK &&
+        t->aad(ctx.c, aad.data() + ha, aad.size() - ha, &err) ==
+            ACCELCRYPT_OK &&
+        t->update(ctx.c, in.data(), hd, out.data(), &err) == ACCELCRYPT_OK &&
+        t->update(ctx.c, in.data() + hd, in.size() - hd, out.data() + hd,
+                  &err) == ACCELCRYPT_OK;
     if (!ok) {
       Fail(&rc, name, r.line, std::string("aad/update: ") + err.message);
       continue;
@@ -311,8 +319,10 @@ RunCounts RunGcm(const accelcrypt_backend_desc* desc, void* be,
     accelcrypt_status st = t->set_tag(ctx.c, tag.data(), tag.size(), &err);
     if (st == ACCELCRYPT_OK) st = t->final(ctx.c, &err);
     if (expect_fail) {
-      if (st == ACCELCRYPT_ERR_AUTH_FAILED) ++rc.passed;
-      else Fail(&rc, name, r.line, "forged tag accepted");
+      if (st == ACCELCRYPT_ERR_AUTH_FAILED)
+        ++rc.passed;
+      else
+        Fail(&rc, name, r.line, "forged tag accepted");
     } else if (st != ACCELCRYPT_OK) {
       Fail(&rc, name, r.line, std::string("final: ") + err.message);
     } else if (out != want) {
@@ -332,7 +342,8 @@ struct Digester {
   // Oneshot when split == 0, else streamed in pieces of `split` bytes.
   bool Run(const uint8_t* m, size_t len, size_t split, uint8_t* out) const {
     if (split == 0) {
-      return t->oneshot(be, alg, m, len, out, out_len, nullptr) == ACCELCRYPT_OK;
+      return t->oneshot(be, alg, m, len, out, out_len, nullptr) ==
+             ACCELCRYPT_OK;
     }
     accelcrypt_digest_ctx* c = nullptr;
     if (t->newctx(be, alg, &c, nullptr) != ACCELCRYPT_OK) return false;
@@ -353,12 +364,23 @@ RunCounts RunSha(const accelcrypt_backend_desc* desc, void* be,
   const std::string name = Base(path);
   accelcrypt_alg alg = 0;
   size_t out_len = 0;
-  if (name.rfind("SHA1", 0) == 0) { alg = ACCELCRYPT_ALG_SHA1; out_len = 20; }
-  else if (name.rfind("SHA224", 0) == 0) { alg = ACCELCRYPT_ALG_SHA224; out_len = 28; }
-  else if (name.rfind("SHA256", 0) == 0) { alg = ACCELCRYPT_ALG_SHA256; out_len = 32; }
-  else if (name.rfind("SHA384", 0) == 0) { alg = ACCELCRYPT_ALG_SHA384; out_len = 48; }
-  else if (name.rfind("SHA512", 0) == 0) { alg = ACCELCRYPT_ALG_SHA512; out_len = 64; }
-  else return rc;
+  if (name.rfind("SHA1", 0) == 0) {
+    alg = ACCELCRYPT_ALG_SHA1;
+    out_len = 20;
+  } else if (name.rfind("SHA224", 0) == 0) {
+    alg = ACCELCRYPT_ALG_SHA224;
+    out_len = 28;
+  } else if (name.rfind("SHA256", 0) == 0) {
+    alg = ACCELCRYPT_ALG_SHA256;
+    out_len = 32;
+  } else if (name.rfind("SHA384", 0) == 0) {
+    alg = ACCELCRYPT_ALG_SHA384;
+    out_len = 48;
+  } else if (name.rfind("SHA512", 0) == 0) {
+    alg = ACCELCRYPT_ALG_SHA512;
+    out_len = 64;
+  } else
+    return rc;
   const auto* t = static_cast<const accelcrypt_digest_table*>(
       desc->query_family(be, ACCELCRYPT_FAMILY_DIGEST));
   const std::vector<Record> recs = Parse(path);
@@ -404,7 +426,8 @@ RunCounts RunSha(const accelcrypt_backend_desc* desc, void* be,
     Bytes msg = Hex(r.Get("MSG"));
     msg.resize(bits / 8);
     bool ok = true;
-    for (size_t split : {size_t{0}, size_t{1}, size_t{63}, size_t{64}, size_t{1000}}) {
+    for (size_t split :
+         {size_t{0}, size_t{1}, size_t{63}, size_t{64}, size_t{1000}}) {
       uint8_t out[64];
       if (!d.Run(msg.data(), msg.size(), split, out)) {
         Fail(&rc, name, r.line, "digest call failed");
@@ -483,13 +506,18 @@ RunCounts EmuSelfCheck(const std::string& dir, AesBlockFn aes, ShaFn sha) {
           aes(key.data(), key.size(), !enc, in.data() + i, out);
           ok = ok && memcmp(out, want.data() + i, 16) == 0;
         }
-        if (ok) ++rc.passed; else Fail(&rc, name, r.line, "emulator AES");
+        if (ok)
+          ++rc.passed;
+        else
+          Fail(&rc, name, r.line, "emulator AES");
       }
     } else if (name.find("ShortMsg") != std::string::npos ||
                name.find("LongMsg") != std::string::npos) {
       int bits = 0;
-      if (name.rfind("SHA1", 0) == 0) bits = 1;
-      else bits = std::stoi(name.substr(3, 3));
+      if (name.rfind("SHA1", 0) == 0)
+        bits = 1;
+      else
+        bits = std::stoi(name.substr(3, 3));
       const size_t out_len = bits == 1 ? 20 : static_cast<size_t>(bits) / 8;
       for (const Record& r : Parse(path)) {
         if (!r.Has("MD")) continue;
@@ -497,8 +525,10 @@ RunCounts EmuSelfCheck(const std::string& dir, AesBlockFn aes, ShaFn sha) {
         msg.resize(std::stoul(r.Get("LEN")) / 8);
         uint8_t out[64];
         sha(bits, msg.data(), msg.size(), out);
-        if (ToHex(out, out_len) == r.Get("MD")) ++rc.passed;
-        else Fail(&rc, name, r.line, "emulator SHA");
+        if (ToHex(out, out_len) == r.Get("MD"))
+          ++rc.passed;
+        else
+          Fail(&rc, name, r.line, "emulator SHA");
       }
     }
   }

@@ -20,7 +20,7 @@ namespace padlock_test {
 struct RunCounts {
   size_t passed = 0;
   size_t failed = 0;
-  size_t skipped = 0;  // algorithm not offered by the backend
+  size_t skipped = 0;                 // algorithm not offered by the backend
   std::vector<std::string> failures;  // "file:line: what", first few
   void Add(const RunCounts& o);
 };

@@ -208,14 +208,31 @@ void Sha1Blocks(uint32_t h[5], const uint8_t* p, size_t n) {
     uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4];
     for (int i = 0; i < 80; ++i) {
       uint32_t f, k;
-      if (i < 20) { f = (b & c) | (~b & d); k = 0x5a827999; }
-      else if (i < 40) { f = b ^ c ^ d; k = 0x6ed9eba1; }
-      else if (i < 60) { f = (b & c) | (b & d) | (c & d); k = 0x8f1bbcdc; }
-      else { f = b ^ c ^ d; k = 0xca62c1d6; }
+      if (i < 20) {
+        f = (b & c) | (~b & d);
+        k = 0x5a827999;
+      } else if (i < 40) {
+        f = b ^ c ^ d;
+        k = 0x6ed9eba1;
+      } else if (i < 60) {
+        f = (b & c) | (b & d) | (c & d);
+        k = 0x8f1bbcdc;
+      } else {
+        f = b ^ c ^ d;
+        k = 0xca62c1d6;
+      }
       const uint32_t t = L32(a, 5) + f + e + k + w[i];
-      e = d; d = c; c = L32(b, 30); b = a; a = t;
+      e = d;
+      d = c;
+      c = L32(b, 30);
+      b = a;
+      a = t;
     }
-    h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e;
+    h[0] += a;
+    h[1] += b;
+    h[2] += c;
+    h[3] += d;
+    h[4] += e;
   }
 }
 
@@ -224,15 +241,16 @@ void Sha256Blocks(uint32_t h[8], const uint8_t* p, size_t n) {
     uint32_t w[64];
     for (int i = 0; i < 16; ++i) w[i] = Be32(p + 4 * i);
     for (int i = 16; i < 64; ++i) {
-      w[i] = w[i - 16] + (R32(w[i - 15], 7) ^ R32(w[i - 15], 18) ^
-                          (w[i - 15] >> 3)) +
+      w[i] = w[i - 16] +
+             (R32(w[i - 15], 7) ^ R32(w[i - 15], 18) ^ (w[i - 15] >> 3)) +
              w[i - 7] +
              (R32(w[i - 2], 17) ^ R32(w[i - 2], 19) ^ (w[i - 2] >> 10));
     }
     uint32_t v[8];
     memcpy(v, h, 32);
     for (int i = 0; i < 64; ++i) {
-      const uint32_t t1 = v[7] + (R32(v[4], 6) ^ R32(v[4], 11) ^ R32(v[4], 25)) +
+      const uint32_t t1 = v[7] +
+                          (R32(v[4], 6) ^ R32(v[4], 11) ^ R32(v[4], 25)) +
                           ((v[4] & v[5]) ^ (~v[4] & v[6])) + k256[i] + w[i];
       const uint32_t t2 = (R32(v[0], 2) ^ R32(v[0], 13) ^ R32(v[0], 22)) +
                           ((v[0] & v[1]) ^ (v[0] & v[2]) ^ (v[1] & v[2]));
@@ -249,15 +267,16 @@ void Sha512Blocks(uint64_t h[8], const uint8_t* p, size_t n) {
     uint64_t w[80];
     for (int i = 0; i < 16; ++i) w[i] = Be64(p + 8 * i);
     for (int i = 16; i < 80; ++i) {
-      w[i] = w[i - 16] + (R64(w[i - 15], 1) ^ R64(w[i - 15], 8) ^
-                          (w[i - 15] >> 7)) +
+      w[i] = w[i - 16] +
+             (R64(w[i - 15], 1) ^ R64(w[i - 15], 8) ^ (w[i - 15] >> 7)) +
              w[i - 7] +
              (R64(w[i - 2], 19) ^ R64(w[i - 2], 61) ^ (w[i - 2] >> 6));
     }
     uint64_t v[8];
     memcpy(v, h, 64);
     for (int i = 0; i < 80; ++i) {
-      const uint64_t t1 = v[7] + (R64(v[4], 14) ^ R64(v[4], 18) ^ R64(v[4], 41)) +
+      const uint64_t t1 = v[7] +
+                          (R64(v[4], 14) ^ R64(v[4], 18) ^ R64(v[4], 41)) +
                           ((v[4] & v[5]) ^ (~v[4] & v[6])) + k512[i] + w[i];
       const uint64_t t2 = (R64(v[0], 28) ^ R64(v[0], 34) ^ R64(v[0], 39)) +
                           ((v[0] & v[1]) ^ (v[0] & v[2]) ^ (v[1] & v[2]));

@@ -44,8 +44,8 @@ const Profile kProfiles[] = {
      false, false, 128, false, 32, 16, 32},
     {"c7", "CentaurHauls", 0x6A9, 0x3CCC, false, true, false, false, false,
      true, false, 128, false, 32, 16, 32},
-    {"nano", "CentaurHauls", 0x6F3, 0x3FCC, true, true, true, false, true,
-     true, false, 128, false, 32, 16, 32},
+    {"nano", "CentaurHauls", 0x6F3, 0x3FCC, true, true, true, false, true, true,
+     false, 128, false, 32, 16, 32},
     {"nano_s2", "CentaurHauls", 0x6F2, 0x3FCC, true, true, true, false, true,
      true, false, 128, false, 128, 64, 32},
     {"zhaoxin", "  Shanghai  ", 0x107B0, 0x06003FCC, true, true, true, true,
@@ -84,12 +84,26 @@ __thread bool t_prng_seeded __attribute__((tls_model("initial-exec")));
 alignas(16) uint8_t g_main_altstack[64 * 1024];
 
 #if defined(__x86_64__)
-enum { kIp = REG_RIP, kSi = REG_RSI, kDi = REG_RDI, kCx = REG_RCX,
-       kDx = REG_RDX, kBx = REG_RBX, kAx = REG_RAX };
+enum {
+  kIp = REG_RIP,
+  kSi = REG_RSI,
+  kDi = REG_RDI,
+  kCx = REG_RCX,
+  kDx = REG_RDX,
+  kBx = REG_RBX,
+  kAx = REG_RAX
+};
 constexpr bool k64 = true;
 #else
-enum { kIp = REG_EIP, kSi = REG_ESI, kDi = REG_EDI, kCx = REG_ECX,
-       kDx = REG_EDX, kBx = REG_EBX, kAx = REG_EAX };
+enum {
+  kIp = REG_EIP,
+  kSi = REG_ESI,
+  kDi = REG_EDI,
+  kCx = REG_ECX,
+  kDx = REG_EDX,
+  kBx = REG_EBX,
+  kAx = REG_EAX
+};
 constexpr bool k64 = false;
 #endif
 
@@ -103,8 +117,8 @@ struct Regs {
     uc->uc_mcontext.gregs[r] = static_cast<greg_t>(v & mask);
   }
   void Advance(size_t n) {
-    uc->uc_mcontext.gregs[kIp] =
-        static_cast<greg_t>(static_cast<uintptr_t>(uc->uc_mcontext.gregs[kIp]) + n);
+    uc->uc_mcontext.gregs[kIp] = static_cast<greg_t>(
+        static_cast<uintptr_t>(uc->uc_mcontext.gregs[kIp]) + n);
   }
 };
 
@@ -219,9 +233,9 @@ void DoXcrypt(Regs& r, int mode, size_t insn_len, uintptr_t ip) {
   const bool may_misalign =
       align && (mode == 1 ? prof.align_ecb : prof.align_nonecb);
   if (strict && !may_misalign && ((si | di) & 15)) {
-    Violation((si & 15) ? "misaligned source (RSI)"
-                        : "misaligned destination (RDI)",
-              (si & 15) ? si : di, ip);
+    Violation(
+        (si & 15) ? "misaligned source (RSI)" : "misaligned destination (RDI)",
+        (si & 15) ? si : di, ip);
   }
   alignas(16) uint8_t rk[256];
   if (!keygen_sw) {
@@ -256,7 +270,10 @@ void DoXcrypt(Regs& r, int mode, size_t insn_len, uintptr_t ip) {
     memcpy(p, reinterpret_cast<const void*>(si + 16 * i), 16);
     switch (mode) {
       case 1:
-        if (decrypt) Decrypt(rk, rounds, p, c); else Encrypt(rk, rounds, p, c);
+        if (decrypt)
+          Decrypt(rk, rounds, p, c);
+        else
+          Encrypt(rk, rounds, p, c);
         break;
       case 2:
         if (decrypt) {
@@ -355,8 +372,10 @@ void DoXsha(Regs& r, int reg, size_t insn_len, uintptr_t ip, int sig,
       const uint8_t* p = reinterpret_cast<const uint8_t*>(si);
       const uintptr_t rest = total - done;
       const size_t whole = rest / 64;
-      if (reg == 1) Sha1Blocks(reinterpret_cast<uint32_t*>(di), p, whole);
-      else Sha256Blocks(reinterpret_cast<uint32_t*>(di), p, whole);
+      if (reg == 1)
+        Sha1Blocks(reinterpret_cast<uint32_t*>(di), p, whole);
+      else
+        Sha256Blocks(reinterpret_cast<uint32_t*>(di), p, whole);
       uint8_t tail[128] = {};
       const size_t tl = rest % 64;
       memcpy(tail, p + 64 * whole, tl);
@@ -366,8 +385,10 @@ void DoXsha(Regs& r, int reg, size_t insn_len, uintptr_t ip, int sig,
       for (size_t i = 0; i < 8; ++i, bits >>= 8) {
         tail[padded - 1 - i] = static_cast<uint8_t>(bits);
       }
-      if (reg == 1) Sha1Blocks(reinterpret_cast<uint32_t*>(di), tail, padded / 64);
-      else Sha256Blocks(reinterpret_cast<uint32_t*>(di), tail, padded / 64);
+      if (reg == 1)
+        Sha1Blocks(reinterpret_cast<uint32_t*>(di), tail, padded / 64);
+      else
+        Sha256Blocks(reinterpret_cast<uint32_t*>(di), tail, padded / 64);
       consumed = rest;
     }
   }
@@ -418,7 +439,7 @@ uint32_t StoreOnce(uintptr_t di, uint32_t divisor, uint32_t* count_out) {
   uint8_t bytes[8];
   for (int i = 0; i < 8; ++i) bytes[i] = NextRngByte(fault);
   if (fault == PADLOCK_EMU_RNG_REPEAT) memcpy(bytes, &kRepeatWord, 8);
-  if (fault == PADLOCK_EMU_RNG_STATUS) status |= 1u << 12;   // DC bias
+  if (fault == PADLOCK_EMU_RNG_STATUS) status |= 1u << 12;  // DC bias
   if (fault == PADLOCK_EMU_RNG_DISABLED) status &= ~0x40u;
   // A 4-byte divisor store writes a whole word (facts §4.1).
   memcpy(reinterpret_cast<void*>(di), bytes, divisor == 0 ? 8 : 4);
@@ -508,8 +529,8 @@ long EnvLong(const char* name, long dflt) {
 
 int FaultByName(const char* v) {
   if (v == nullptr) return 0;
-  static const char* const kNames[] = {"none", "stuck", "biased", "repeat",
-                                       "status", "disabled"};
+  static const char* const kNames[] = {"none",   "stuck",  "biased",
+                                       "repeat", "status", "disabled"};
   for (int i = 0; i < 6; ++i) {
     if (strcmp(v, kNames[i]) == 0) return i;
   }
@@ -529,7 +550,8 @@ __attribute__((constructor)) void EmuLoad() {
   g_strict = static_cast<int>(EnvLong("ACCELCRYPT_PADLOCK_EMU_STRICT", 1));
   g_partial = EnvLong("ACCELCRYPT_PADLOCK_EMU_PARTIAL", 0);
   g_preempt_every = EnvLong("ACCELCRYPT_PADLOCK_EMU_PREEMPT_EVERY", 0);
-  g_rax_moves = static_cast<int>(EnvLong("ACCELCRYPT_PADLOCK_EMU_RAX_MOVES", 0));
+  g_rax_moves =
+      static_cast<int>(EnvLong("ACCELCRYPT_PADLOCK_EMU_RAX_MOVES", 0));
   g_poison = static_cast<int>(EnvLong("ACCELCRYPT_PADLOCK_EMU_POISON", 0));
   g_ignore_reload =
       static_cast<int>(EnvLong("ACCELCRYPT_PADLOCK_EMU_IGNORE_RELOAD", 0));
@@ -616,15 +638,24 @@ void accelcrypt_padlock_emu_set_rng_zero_streak(uint32_t calls) {
 
 int accelcrypt_padlock_emu_set_option(const char* name, long value) {
   const int v = static_cast<int>(value);
-  if (strcmp(name, "strict") == 0) g_strict = v;
-  else if (strcmp(name, "partial") == 0) g_partial = value;
-  else if (strcmp(name, "preempt_every") == 0) g_preempt_every = value;
-  else if (strcmp(name, "rax_moves") == 0) g_rax_moves = v;
-  else if (strcmp(name, "poison") == 0) g_poison = v;
-  else if (strcmp(name, "c7_block_ud") == 0) g_c7_block_ud = v;
-  else if (strcmp(name, "ignore_reload") == 0) g_ignore_reload = v;
-  else if (strcmp(name, "overread") == 0) g_overread = v;
-  else return -1;
+  if (strcmp(name, "strict") == 0)
+    g_strict = v;
+  else if (strcmp(name, "partial") == 0)
+    g_partial = value;
+  else if (strcmp(name, "preempt_every") == 0)
+    g_preempt_every = value;
+  else if (strcmp(name, "rax_moves") == 0)
+    g_rax_moves = v;
+  else if (strcmp(name, "poison") == 0)
+    g_poison = v;
+  else if (strcmp(name, "c7_block_ud") == 0)
+    g_c7_block_ud = v;
+  else if (strcmp(name, "ignore_reload") == 0)
+    g_ignore_reload = v;
+  else if (strcmp(name, "overread") == 0)
+    g_overread = v;
+  else
+    return -1;
   return 0;
 }
 
@@ -688,17 +719,26 @@ int accelcrypt_padlock_emu_sha(int bits, const uint8_t* msg, size_t len,
   const size_t bl = big ? 128 : 64;
   uint32_t h32[8];
   uint64_t h64[8];
-  if (bits == 1) memcpy(h32, iv1, sizeof(iv1));
-  else if (bits == 224) memcpy(h32, iv224, 32);
-  else if (bits == 256) memcpy(h32, iv256, 32);
-  else if (bits == 384) memcpy(h64, iv384, 64);
-  else if (bits == 512) memcpy(h64, iv512, 64);
-  else return -1;
+  if (bits == 1)
+    memcpy(h32, iv1, sizeof(iv1));
+  else if (bits == 224)
+    memcpy(h32, iv224, 32);
+  else if (bits == 256)
+    memcpy(h32, iv256, 32);
+  else if (bits == 384)
+    memcpy(h64, iv384, 64);
+  else if (bits == 512)
+    memcpy(h64, iv512, 64);
+  else
+    return -1;
   const size_t whole = len / bl;
   auto blocks = [&](const uint8_t* p, size_t nb) {
-    if (bits == 1) Sha1Blocks(h32, p, nb);
-    else if (!big) Sha256Blocks(h32, p, nb);
-    else Sha512Blocks(h64, p, nb);
+    if (bits == 1)
+      Sha1Blocks(h32, p, nb);
+    else if (!big)
+      Sha256Blocks(h32, p, nb);
+    else
+      Sha512Blocks(h64, p, nb);
   };
   blocks(msg, whole);
   uint8_t tail[256] = {};

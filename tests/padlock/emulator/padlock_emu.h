@@ -86,9 +86,9 @@ struct padlock_emu_stats {
   uint64_t xcrypt_traps;
   uint64_t xsha_traps;
   uint64_t xstore_traps;
-  uint64_t key_loads;     /* key cache (re)filled from memory */
-  uint64_t reload_notes;  /* note-reload calls seen */
-  uint64_t chained;       /* SIGILLs passed on */
+  uint64_t key_loads;    /* key cache (re)filled from memory */
+  uint64_t reload_notes; /* note-reload calls seen */
+  uint64_t chained;      /* SIGILLs passed on */
 };
 PADLOCK_EMU_EXPORT void accelcrypt_padlock_emu_get_stats(
     struct padlock_emu_stats* out);
@@ -101,11 +101,12 @@ PADLOCK_EMU_EXPORT int accelcrypt_padlock_emu_thread_init(void);
 /* The emulator's own primitives, exposed so tests can validate them
  * against NIST vectors before trusting the emulator. aes: key 16/24/32
  * bytes, one block. sha: bits = 1, 224, 256, 384 or 512. */
-PADLOCK_EMU_EXPORT int accelcrypt_padlock_emu_aes_block(
-    const uint8_t* key, size_t key_len, int decrypt, const uint8_t in[16],
-    uint8_t out[16]);
-PADLOCK_EMU_EXPORT int accelcrypt_padlock_emu_sha(int bits,
-                                                  const uint8_t* msg,
+PADLOCK_EMU_EXPORT int accelcrypt_padlock_emu_aes_block(const uint8_t* key,
+                                                        size_t key_len,
+                                                        int decrypt,
+                                                        const uint8_t in[16],
+                                                        uint8_t out[16]);
+PADLOCK_EMU_EXPORT int accelcrypt_padlock_emu_sha(int bits, const uint8_t* msg,
                                                   size_t len, uint8_t* out);
 
 #ifdef __cplusplus

@@ -41,16 +41,19 @@ int main(int argc, char** argv) {
   padlock_test::RunCounts aes, gcm, sha;
   for (const std::string& path : padlock_test::ListRspFiles(dir)) {
     padlock_test::RunCounts rc = padlock_test::RunRspFile(desc, be, path, 3);
-    if (path.find("/aes-gcm/") != std::string::npos) gcm.Add(rc);
-    else if (path.find("/aes/") != std::string::npos) aes.Add(rc);
-    else sha.Add(rc);
+    if (path.find("/aes-gcm/") != std::string::npos)
+      gcm.Add(rc);
+    else if (path.find("/aes/") != std::string::npos)
+      aes.Add(rc);
+    else
+      sha.Add(rc);
   }
   desc->teardown(be);
-  printf("i386 %s (%s): AES %zu passed %zu failed %zu skipped; GCM %zu/%zu/%zu; "
-         "SHA %zu/%zu/%zu\n",
-         profile.c_str(), what, aes.passed, aes.failed, aes.skipped,
-         gcm.passed, gcm.failed, gcm.skipped, sha.passed, sha.failed,
-         sha.skipped);
+  printf(
+      "i386 %s (%s): AES %zu passed %zu failed %zu skipped; GCM %zu/%zu/%zu; "
+      "SHA %zu/%zu/%zu\n",
+      profile.c_str(), what, aes.passed, aes.failed, aes.skipped, gcm.passed,
+      gcm.failed, gcm.skipped, sha.passed, sha.failed, sha.skipped);
   for (const auto& f : self.failures) printf("FAIL %s\n", f.c_str());
   for (const auto& f : aes.failures) printf("FAIL %s\n", f.c_str());
   for (const auto& f : gcm.failures) printf("FAIL %s\n", f.c_str());
