@@ -37,16 +37,14 @@ const char* ModeName(uint32_t mode) {
 }
 
 uint64_t LoadBe64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v = (v << 8) | p[i];
-  return v;
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return __builtin_bswap64(v);
 }
 
 void StoreBe64(uint8_t* p, uint64_t v) {
-  for (int i = 7; i >= 0; --i) {
-    p[i] = static_cast<uint8_t>(v);
-    v >>= 8;
-  }
+  v = __builtin_bswap64(v);
+  memcpy(p, &v, 8);
 }
 
 // Adds n to a 128-bit big-endian counter, modulo 2^128.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/x86/cpu_features.h"
+#include "backends/x86/internal/aes_leaf.h"
 #include "backends/x86/rng.h"
 #include "tests/x86/x86_abi.h"
 
@@ -131,6 +132,18 @@ TEST(X86RngTest, HealthTestCutoffs) {
   EXPECT_TRUE(u.Feed(7));
   for (uint64_t i = 0; i < 100; ++i) EXPECT_TRUE(u.Feed(100 + i));
   EXPECT_FALSE(u.Feed(7));  // APT: the window's first value recurs
+}
+
+TEST(X86RngTest, RdrandAndRdseedLeavesReturnWords) {
+  const CpuFeatures& f = DetectCpuFeatures();
+  if (!f.rdrand || !f.rdseed) GTEST_SKIP() << "no RDRAND/RDSEED";
+  uint64_t a = 0, b = 0, c = 0, d = 0;
+  ASSERT_TRUE(internal::Rdrand64(&a, 10));
+  ASSERT_TRUE(internal::Rdrand64(&b, 10));
+  EXPECT_NE(a, b);
+  ASSERT_TRUE(internal::Rdseed64(&c, EntropySourceX86::kRdseedTries));
+  ASSERT_TRUE(internal::Rdseed64(&d, EntropySourceX86::kRdseedTries));
+  EXPECT_NE(c, d);
 }
 
 TEST(X86RngTest, AbiEntropyFromRdseed) {
