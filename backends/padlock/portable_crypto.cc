@@ -105,13 +105,13 @@ int ExpandAesKey(const uint8_t* key, size_t key_len, bool decrypt,
     for (int j = 0; j < 4; ++j) w[i][j] = w[i - nk][j] ^ t[j];
   }
   if (!decrypt) {
-    memcpy(out, w, 16 * (rounds + 1));
+    memcpy(out, w, size_t{16} * static_cast<size_t>(rounds + 1));
   } else {
-    for (int r = 0; r <= rounds; ++r) {
+    for (size_t r = 0; r <= static_cast<size_t>(rounds); ++r) {
       uint8_t* dst = out + 16 * r;
-      memcpy(dst, w[4 * (rounds - r)], 16);
-      if (r != 0 && r != rounds) {
-        for (int c = 0; c < 4; ++c) InvMixColumn(dst + 4 * c);
+      memcpy(dst, w[4 * (static_cast<size_t>(rounds) - r)], 16);
+      if (r != 0 && r != static_cast<size_t>(rounds)) {
+        for (size_t c = 0; c < 4; ++c) InvMixColumn(dst + 4 * c);
       }
     }
   }
@@ -142,7 +142,7 @@ void GhashMul(uint8_t x[16], const uint8_t h[16]) {
 void Sha1Compress(uint32_t state[5], const uint8_t* in, size_t num_blocks) {
   for (; num_blocks > 0; --num_blocks, in += 64) {
     uint32_t w[80];
-    for (int i = 0; i < 16; ++i) w[i] = LoadBe32(in + 4 * i);
+    for (size_t i = 0; i < 16; ++i) w[i] = LoadBe32(in + 4 * i);
     for (int i = 16; i < 80; ++i) {
       w[i] = Rotl(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
     }
@@ -182,7 +182,7 @@ void Sha1Compress(uint32_t state[5], const uint8_t* in, size_t num_blocks) {
 void Sha256Compress(uint32_t state[8], const uint8_t* in, size_t num_blocks) {
   for (; num_blocks > 0; --num_blocks, in += 64) {
     uint32_t w[64];
-    for (int i = 0; i < 16; ++i) w[i] = LoadBe32(in + 4 * i);
+    for (size_t i = 0; i < 16; ++i) w[i] = LoadBe32(in + 4 * i);
     for (int i = 16; i < 64; ++i) {
       const uint32_t s0 =
           Rotr(w[i - 15], 7) ^ Rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
