@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Cipher dispatch functions. Semantics follow OpenSSL 3.0's default provider
-// (providers/implementations/ciphers/ciphercommon.c, ciphercommon_gcm.c) so
-// that OpenSSL's own evp_test passes against this provider: which init
-// arguments may be NULL, how a re-init treats the IV, which parameters are
-// gettable and settable, and when GCM accepts a tag.
+// (providers/implementations/ciphers/ciphercommon.c; GCM in
+// internal/cipher_gcm.cc after ciphercommon_gcm.c) so that OpenSSL's own
+// evp_test passes against this provider: which init arguments may be NULL,
+// how a re-init treats the IV, which parameters are gettable and settable.
+// The update path allocates nothing and takes no lock.
 #include "provider/ciphers.h"
 
 #include <openssl/core_dispatch.h>
@@ -26,81 +27,24 @@
 #include "core/status.h"
 #include "provider/algorithm_table.h"
 #include "provider/errors.h"
+#include "provider/internal/cipher_ctx.h"
+#include "provider/internal/cipher_gcm.h"
 #include "provider/tls_cbc.h"
 
 namespace accelcrypt::provider {
 namespace {
 
-constexpr size_t kMaxKeyLen = 32;
-// OpenSSL's GCM_IV_MAX_SIZE: the longest GCM IV the default provider takes.
-constexpr size_t kMaxGcmIvLen = 128;
-constexpr size_t kGcmTagLen = 16;
-constexpr size_t kGcmMinGeneratedIvLen = 12;
-constexpr size_t kTagUnset = static_cast<size_t>(-1);
-// TLS 1.2 GCM record layout (RFC 5288): 13-byte AAD, 4-byte fixed IV part
-// from the key block, 8-byte explicit IV at the start of each record.
-constexpr size_t kTlsAadLen = 13;
-constexpr size_t kTlsFixedIvLen = 4;
-constexpr size_t kTlsExplicitIvLen = 8;
-
-// GCM IV life cycle, as in OpenSSL's PROV_GCM_CTX: an IV given at init is
-// buffered and handed to the cipher at the first update; after final it is
-// spent and a new one must be given.
-enum class IvState { kUninitialised, kBuffered, kCopied, kFinished };
-
-struct CipherCtx {
-  CipherCtx(ProvCtx* p, const AlgorithmInfo* i)
-      : prov(p),
-        info(i),
-        is_gcm(i->mode == CipherMode::kGcm),
-        is_stream_mode(IsStreamMode(i->mode)) {
-    ivlen = i->iv_len;
-  }
-  ~CipherCtx() {
-    OPENSSL_cleanse(key, sizeof(key));
-    OPENSSL_cleanse(iv, sizeof(iv));
-    OPENSSL_cleanse(tag, sizeof(tag));
-    OPENSSL_cleanse(tls_aad, sizeof(tls_aad));
-    OPENSSL_cleanse(tls_mac, sizeof(tls_mac));
-  }
-  bool gcm() const { return is_gcm; }
-
-  ProvCtx* prov;
-  const AlgorithmInfo* info;
-  // Cached from `info` for the update path.
-  const bool is_gcm;
-  const bool is_stream_mode;
-  std::unique_ptr<CipherStream> stream;
-  // stream_ready: stream->Init ran with the current key (and IV).
-  bool stream_ready = false;
-  // block_aligned: ECB/CBC updates since init were whole blocks taken by the
-  // fast path, so the stream holds no partial or held-back block.
-  bool block_aligned = false;
-  bool enc = true;
-  bool pad = true;
-  bool key_set = false;
-  bool iv_set = false;
-  unsigned int num = 0;
-  uint8_t key[kMaxKeyLen] = {};
-  // Non-GCM: the IV as given at init (OpenSSL's oiv). GCM: the IV.
-  uint8_t iv[kMaxGcmIvLen] = {};
-  size_t ivlen = 0;
-  // GCM only.
-  IvState iv_state = IvState::kUninitialised;
-  size_t taglen = kTagUnset;
-  uint8_t tag[kGcmTagLen] = {};
-  // GCM TLS 1.2 record mode (libssl): the record's AAD, set per record;
-  // iv_gen once a fixed IV part was given; records sealed under this key.
-  size_t tls_aad_len = kTagUnset;
-  uint8_t tls_aad[kTlsAadLen] = {};
-  bool iv_gen = false;
-  uint64_t tls_enc_records = 0;
-  // CBC in the TLS 1.0-1.2 record layer: libssl's protocol version (0 =
-  // off), MAC size, and the MAC found in the last opened record.
-  unsigned int tls_version = 0;
-  size_t tls_mac_size = 0;
-  uint8_t tls_mac[kTlsMaxMacSize] = {};
-};
+using internal::BadParam;
+using internal::CheckKeyLen;
+using internal::CipherCtx;
+using internal::EnsureStream;
+using internal::GcmCipher;
+using internal::GcmGetCtxParams;
+using internal::GcmInit;
+using internal::GcmSetParam;
+using internal::NoKey;
+using internal::SetOctets;
+using internal::TlsNotSupported;
 
 unsigned int EvpMode(CipherMode mode) {
   switch (mode) {
@@ -122,47 +66,7 @@ unsigned int EvpMode(CipherMode mode) {
   return 0;
 }
 
-absl::Status BadParam(std::string_view name, std::string_view what) {
-  return ProviderError(Reason::kBadParameter,
-                       absl::StatusCode::kInvalidArgument,
-                       absl::StrFormat("parameter \"%s\": %s", name, what));
-}
-
-absl::Status NoKey(const CipherCtx& ctx) {
-  return ProviderError(
-      Reason::kNoKeySet, absl::StatusCode::kFailedPrecondition,
-      absl::StrFormat("%s: no key set (call init with a key first)",
-                      ctx.info->name));
-}
-
-absl::Status TlsNotSupported(const CipherCtx& ctx, const char* param) {
-  return ProviderError(
-      Reason::kNotSupported, absl::StatusCode::kUnimplemented,
-      absl::StrFormat("%s: TLS record-layer parameter \"%s\" is not "
-                      "supported by accelcrypt",
-                      ctx.info->name, param));
-}
-
-absl::Status EnsureStream(CipherCtx& ctx) {
-  if (ctx.stream != nullptr) return absl::OkStatus();
-  ACCELCRYPT_ASSIGN_OR_RETURN(std::unique_ptr<Cipher> cipher,
-                              ctx.prov->core().router().NewCipher(
-                                  ctx.info->id));
-  ctx.stream = std::make_unique<CipherStream>(std::move(cipher));
-  ctx.stream->set_padding(ctx.pad);
-  return absl::OkStatus();
-}
-
 // --- Parameters -----------------------------------------------------------
-
-absl::Status SetOctets(OSSL_PARAM* p, const void* data, size_t len) {
-  // OpenSSL's ciphers answer both pointer and string requests.
-  if (OSSL_PARAM_set_octet_ptr(p, data, len) ||
-      OSSL_PARAM_set_octet_string(p, data, len)) {
-    return absl::OkStatus();
-  }
-  return BadParam(p->key, "cannot store the value (buffer too small?)");
-}
 
 absl::Status SetNum(CipherCtx& ctx, unsigned int num) {
   // As the default provider: num must be below the reported block size, so
@@ -178,149 +82,6 @@ absl::Status SetNum(CipherCtx& ctx, unsigned int num) {
     ACCELCRYPT_RETURN_IF_ERROR(ctx.stream->cipher().SetState(state));
   }
   return absl::OkStatus();
-}
-
-// --- GCM in the TLS 1.2 record layer (RFC 5288) ----------------------------
-// libssl drives it with three parameters and EVP_Cipher on whole records,
-// as OpenSSL's default provider implements it (ciphercommon_gcm.c): the
-// fixed IV part once per key, the 13-byte AAD per record (the length in it
-// is corrected for explicit IV and tag), then one in-place call that reads
-// or writes the explicit IV and the tag around the payload.
-
-absl::Status TlsError(const CipherCtx& ctx, const char* what) {
-  return ProviderError(
-      Reason::kInvalidArgument, absl::StatusCode::kInvalidArgument,
-      absl::StrFormat("%s TLS record: %s", ctx.info->name, what));
-}
-
-absl::Status GcmTlsSetAad(CipherCtx& ctx, const uint8_t* aad, size_t len) {
-  if (len != kTlsAadLen || aad == nullptr) {
-    return TlsError(ctx, "the AAD must be 13 bytes");
-  }
-  std::memcpy(ctx.tls_aad, aad, len);
-  size_t record_len = (size_t{aad[len - 2]} << 8) | aad[len - 1];
-  if (record_len < kTlsExplicitIvLen) return TlsError(ctx, "record too short");
-  record_len -= kTlsExplicitIvLen;
-  if (!ctx.enc) {
-    if (record_len < kGcmTagLen) return TlsError(ctx, "record too short");
-    record_len -= kGcmTagLen;
-  }
-  ctx.tls_aad[len - 2] = static_cast<uint8_t>(record_len >> 8);
-  ctx.tls_aad[len - 1] = static_cast<uint8_t>(record_len & 0xff);
-  ctx.tls_aad_len = len;
-  return absl::OkStatus();
-}
-
-absl::Status GcmTlsSetFixedIv(CipherCtx& ctx, const uint8_t* iv, size_t len) {
-  if (len == static_cast<size_t>(-1)) {
-    // OpenSSL's special case: restore the whole IV.
-    std::memcpy(ctx.iv, iv, ctx.ivlen);
-  } else {
-    if (len < kTlsFixedIvLen || ctx.ivlen < len + kTlsExplicitIvLen) {
-      return TlsError(ctx, "bad fixed IV length");
-    }
-    std::memcpy(ctx.iv, iv, len);
-    if (ctx.enc && RAND_bytes_ex(ctx.prov->libctx(), ctx.iv + len,
-                                 ctx.ivlen - len, 0) <= 0) {
-      return ProviderError(Reason::kEntropyUnavailable,
-                           absl::StatusCode::kUnavailable,
-                           "cannot generate the GCM invocation field");
-    }
-  }
-  ctx.iv_gen = true;
-  ctx.iv_state = IvState::kBuffered;
-  return absl::OkStatus();
-}
-
-absl::Status GcmStartWithIv(CipherCtx& ctx) {
-  ctx.stream_ready = false;
-  ACCELCRYPT_RETURN_IF_ERROR(ctx.stream->Init(
-      ctx.enc, absl::MakeConstSpan(ctx.key, ctx.info->key_len),
-      absl::MakeConstSpan(ctx.iv, ctx.ivlen)));
-  ctx.stream_ready = true;
-  ctx.iv_state = IvState::kCopied;
-  return absl::OkStatus();
-}
-
-// GcmTlsNextIv starts the cipher with the current IV, copies its last
-// `len` bytes (the explicit part) to `out`, and advances the 64-bit
-// invocation counter (OpenSSL's getivgen).
-absl::Status GcmTlsNextIv(CipherCtx& ctx, uint8_t* out, size_t len) {
-  if (!ctx.iv_gen || !ctx.key_set) {
-    return TlsError(ctx, "no fixed IV or key set");
-  }
-  ACCELCRYPT_RETURN_IF_ERROR(GcmStartWithIv(ctx));
-  if (len == 0 || len > ctx.ivlen) len = ctx.ivlen;
-  std::memcpy(out, ctx.iv + ctx.ivlen - len, len);
-  for (size_t i = ctx.ivlen; i > ctx.ivlen - 8; --i) {
-    if (++ctx.iv[i - 1] != 0) break;
-  }
-  return absl::OkStatus();
-}
-
-// GcmTlsSetInvocation takes the explicit IV from a received record
-// (OpenSSL's setivinv).
-absl::Status GcmTlsSetInvocation(CipherCtx& ctx, const uint8_t* in,
-                                 size_t len) {
-  if (!ctx.iv_gen || !ctx.key_set || ctx.enc || len > ctx.ivlen) {
-    return TlsError(ctx, "cannot set the invocation field");
-  }
-  std::memcpy(ctx.iv + ctx.ivlen - len, in, len);
-  return GcmStartWithIv(ctx);
-}
-
-// GcmTlsRecord seals or opens one record in place: explicit IV, payload,
-// tag. On a failed open the plaintext is wiped.
-absl::Status GcmTlsRecord(CipherCtx& ctx, unsigned char* out, size_t* outl,
-                          const unsigned char* in, size_t len) {
-  *outl = 0;
-  absl::Status status = [&]() -> absl::Status {
-    if (!ctx.key_set) return NoKey(ctx);
-    if (out != in || len < kTlsExplicitIvLen + kGcmTagLen) {
-      return TlsError(ctx, "records are processed in place and hold an "
-                           "explicit IV and a tag");
-    }
-    if (ctx.enc && ++ctx.tls_enc_records == 0) {
-      return TlsError(ctx, "too many records under one key");
-    }
-    if (ctx.enc) {
-      ACCELCRYPT_RETURN_IF_ERROR(GcmTlsNextIv(ctx, out, kTlsExplicitIvLen));
-    } else {
-      ACCELCRYPT_RETURN_IF_ERROR(
-          GcmTlsSetInvocation(ctx, out, kTlsExplicitIvLen));
-    }
-    const size_t payload = len - kTlsExplicitIvLen - kGcmTagLen;
-    unsigned char* body = out + kTlsExplicitIvLen;
-    Cipher& cipher = ctx.stream->cipher();
-    ACCELCRYPT_RETURN_IF_ERROR(
-        cipher.Aad(absl::MakeConstSpan(ctx.tls_aad, ctx.tls_aad_len)));
-    if (!ctx.enc) {
-      ACCELCRYPT_RETURN_IF_ERROR(
-          cipher.SetTag(absl::MakeConstSpan(body + payload, kGcmTagLen)));
-    }
-    if (payload > 0) {
-      ACCELCRYPT_ASSIGN_OR_RETURN(
-          size_t n, ctx.stream->Update(absl::MakeConstSpan(body, payload),
-                                       absl::MakeSpan(body, payload)));
-      (void)n;
-    }
-    absl::StatusOr<size_t> fin = ctx.stream->Final(absl::Span<uint8_t>());
-    if (!fin.ok()) {
-      if (!ctx.enc) OPENSSL_cleanse(body, payload);
-      return fin.status();
-    }
-    if (ctx.enc) {
-      ACCELCRYPT_RETURN_IF_ERROR(
-          cipher.GetTag(absl::MakeSpan(body + payload, kGcmTagLen)));
-      *outl = len;
-    } else {
-      *outl = payload;
-    }
-    return absl::OkStatus();
-  }();
-  ctx.iv_state = IvState::kFinished;
-  ctx.tls_aad_len = kTagUnset;
-  return status;
 }
 
 absl::Status SetCtxParams(CipherCtx& ctx, const OSSL_PARAM params[]) {
@@ -339,57 +100,7 @@ absl::Status SetCtxParams(CipherCtx& ctx, const OSSL_PARAM params[]) {
                             ctx.info->key_len, keylen));
       }
     } else if (ctx.gcm()) {
-      if (key == OSSL_CIPHER_PARAM_AEAD_TAG) {
-        void* dst = ctx.tag;
-        size_t len = 0;
-        if (!OSSL_PARAM_get_octet_string(p, &dst, sizeof(ctx.tag), &len)) {
-          return BadParam(key, "not an octet string of at most 16 bytes");
-        }
-        if (len == 0 || ctx.enc) {
-          return ProviderError(
-              Reason::kInvalidTag, absl::StatusCode::kInvalidArgument,
-              absl::StrFormat("%s: a tag can only be set for decryption "
-                              "(1..16 bytes)",
-                              ctx.info->name));
-        }
-        ctx.taglen = len;
-      } else if (key == OSSL_CIPHER_PARAM_AEAD_IVLEN) {
-        size_t len = 0;
-        if (!OSSL_PARAM_get_size_t(p, &len)) {
-          return BadParam(key, "not an unsigned integer");
-        }
-        if (len == 0 || len > kMaxGcmIvLen) {
-          return ProviderError(
-              Reason::kInvalidIvLength, absl::StatusCode::kInvalidArgument,
-              absl::StrFormat("%s: IV length %u outside 1..%u",
-                              ctx.info->name, len, kMaxGcmIvLen));
-        }
-        if (len != ctx.ivlen) {
-          // An IV already given no longer matches: it is spent.
-          if (ctx.iv_state != IvState::kUninitialised) {
-            ctx.iv_state = IvState::kFinished;
-          }
-          ctx.ivlen = len;
-        }
-      } else if (key == OSSL_CIPHER_PARAM_AEAD_TLS1_AAD) {
-        if (p->data_type != OSSL_PARAM_OCTET_STRING) {
-          return BadParam(key, "not an octet string");
-        }
-        ACCELCRYPT_RETURN_IF_ERROR(GcmTlsSetAad(
-            ctx, static_cast<const uint8_t*>(p->data), p->data_size));
-      } else if (key == OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED) {
-        if (p->data_type != OSSL_PARAM_OCTET_STRING) {
-          return BadParam(key, "not an octet string");
-        }
-        ACCELCRYPT_RETURN_IF_ERROR(GcmTlsSetFixedIv(
-            ctx, static_cast<const uint8_t*>(p->data), p->data_size));
-      } else if (key == OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV) {
-        if (p->data == nullptr || p->data_type != OSSL_PARAM_OCTET_STRING) {
-          return BadParam(key, "not an octet string");
-        }
-        ACCELCRYPT_RETURN_IF_ERROR(GcmTlsSetInvocation(
-            ctx, static_cast<const uint8_t*>(p->data), p->data_size));
-      }
+      ACCELCRYPT_RETURN_IF_ERROR(GcmSetParam(ctx, p));
     } else {
       if (key == OSSL_CIPHER_PARAM_PADDING) {
         unsigned int pad = 0;
@@ -478,83 +189,11 @@ absl::Status GetCtxParamsGeneric(CipherCtx& ctx, OSSL_PARAM params[]) {
   return absl::OkStatus();
 }
 
-// Returns false (no error raised) where OpenSSL's GCM also fails silently:
-// asking for the IV before one exists.
-absl::StatusOr<bool> GetCtxParamsGcm(CipherCtx& ctx, OSSL_PARAM params[]) {
-  OSSL_PARAM* p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IVLEN);
-  if (p != nullptr && !OSSL_PARAM_set_size_t(p, ctx.ivlen)) {
-    return BadParam(p->key, "cannot store");
-  }
-  p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_KEYLEN);
-  if (p != nullptr && !OSSL_PARAM_set_size_t(p, ctx.info->key_len)) {
-    return BadParam(p->key, "cannot store");
-  }
-  p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TAGLEN);
-  if (p != nullptr &&
-      !OSSL_PARAM_set_size_t(
-          p, ctx.taglen != kTagUnset ? ctx.taglen : kGcmTagLen)) {
-    return BadParam(p->key, "cannot store");
-  }
-  for (const char* name :
-       {OSSL_CIPHER_PARAM_IV, OSSL_CIPHER_PARAM_UPDATED_IV}) {
-    p = OSSL_PARAM_locate(params, name);
-    if (p == nullptr) continue;
-    if (ctx.iv_state == IvState::kUninitialised) return false;
-    if (ctx.ivlen > p->data_size) {
-      return ProviderError(Reason::kInvalidIvLength,
-                           absl::StatusCode::kOutOfRange,
-                           absl::StrFormat("%s: IV is %u bytes, buffer %u",
-                                           ctx.info->name, ctx.ivlen,
-                                           p->data_size));
-    }
-    ACCELCRYPT_RETURN_IF_ERROR(SetOctets(p, ctx.iv, ctx.ivlen));
-  }
-  p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD_PAD);
-  if (p != nullptr &&
-      !OSSL_PARAM_set_size_t(p, ctx.tls_aad_len != kTagUnset ? kGcmTagLen
-                                                              : 0)) {
-    return BadParam(p->key, "cannot store");
-  }
-  p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TLS1_GET_IV_GEN);
-  if (p != nullptr) {
-    if (p->data == nullptr || p->data_type != OSSL_PARAM_OCTET_STRING) {
-      return BadParam(p->key, "not an octet string");
-    }
-    ACCELCRYPT_RETURN_IF_ERROR(GcmTlsNextIv(
-        ctx, static_cast<uint8_t*>(p->data), p->data_size));
-  }
-  p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TAG);
-  if (p != nullptr) {
-    const size_t len = p->data_size;
-    if (len == 0 || len > kGcmTagLen || !ctx.enc || ctx.taglen == kTagUnset) {
-      return ProviderError(
-          Reason::kInvalidTag, absl::StatusCode::kFailedPrecondition,
-          absl::StrFormat("%s: the tag is available after encryption final, "
-                          "1..16 bytes",
-                          ctx.info->name));
-    }
-    if (!OSSL_PARAM_set_octet_string(p, ctx.tag, len)) {
-      return BadParam(p->key, "cannot store");
-    }
-  }
-  return true;
-}
-
 // --- Init -------------------------------------------------------------------
 
-absl::Status CheckKeyLen(const CipherCtx& ctx, size_t keylen) {
-  if (keylen != ctx.info->key_len) {
-    return ProviderError(
-        Reason::kInvalidKeyLength, absl::StatusCode::kInvalidArgument,
-        absl::StrFormat("%s takes a %u-byte key, not %u", ctx.info->name,
-                        ctx.info->key_len, keylen));
-  }
-  return absl::OkStatus();
-}
-
 absl::Status InitGeneric(CipherCtx& ctx, const unsigned char* key,
-                         size_t keylen, const unsigned char* iv, size_t ivlen,
-                         const OSSL_PARAM params[]) {
+                         size_t keylen, const unsigned char* iv,
+                         size_t ivlen) {
   const CipherMode mode = ctx.info->mode;
   uint8_t cur_iv[16] = {};
   if (iv != nullptr && mode != CipherMode::kEcb) {
@@ -598,35 +237,7 @@ absl::Status InitGeneric(CipherCtx& ctx, const unsigned char* key,
     }
   }
   OPENSSL_cleanse(cur_iv, sizeof(cur_iv));
-  ACCELCRYPT_RETURN_IF_ERROR(status);
-  return SetCtxParams(ctx, params);
-}
-
-absl::Status InitGcm(CipherCtx& ctx, const unsigned char* key, size_t keylen,
-                     const unsigned char* iv, size_t ivlen,
-                     const OSSL_PARAM params[]) {
-  if (iv != nullptr) {
-    if (ivlen == 0 || ivlen > kMaxGcmIvLen) {
-      return ProviderError(
-          Reason::kInvalidIvLength, absl::StatusCode::kInvalidArgument,
-          absl::StrFormat("%s: IV length %u outside 1..%u", ctx.info->name,
-                          ivlen, kMaxGcmIvLen));
-    }
-  }
-  if (key != nullptr) ACCELCRYPT_RETURN_IF_ERROR(CheckKeyLen(ctx, keylen));
-  if (iv != nullptr) {
-    ctx.ivlen = ivlen;
-    std::memcpy(ctx.iv, iv, ivlen);
-    ctx.iv_state = IvState::kBuffered;
-  }
-  if (key != nullptr) {
-    std::memcpy(ctx.key, key, keylen);
-    ctx.key_set = true;
-    ACCELCRYPT_RETURN_IF_ERROR(EnsureStream(ctx));
-    // The key reaches the cipher with the IV at the first update.
-    if (ctx.iv_state == IvState::kCopied) ctx.iv_state = IvState::kBuffered;
-  }
-  return SetCtxParams(ctx, params);
+  return status;
 }
 
 int CipherInit(void* vctx, const unsigned char* key, size_t keylen,
@@ -636,8 +247,10 @@ int CipherInit(void* vctx, const unsigned char* key, size_t keylen,
   return Guard(ctx->prov, [&] {
     ctx->enc = enc;
     absl::Status status = ctx->gcm()
-                              ? InitGcm(*ctx, key, keylen, iv, ivlen, params)
-                              : InitGeneric(*ctx, key, keylen, iv, ivlen, params);
+                              ? GcmInit(*ctx, key, keylen, iv, ivlen)
+                              : InitGeneric(*ctx, key, keylen, iv, ivlen);
+    // Parameters apply after key and IV, as in OpenSSL.
+    if (status.ok()) status = SetCtxParams(*ctx, params);
     return status.ok() ? 1 : RaiseError(ctx->prov, status);
   });
 }
@@ -652,92 +265,6 @@ int DecryptInit(void* vctx, const unsigned char* key, size_t keylen,
                 const unsigned char* iv, size_t ivlen,
                 const OSSL_PARAM params[]) {
   return CipherInit(vctx, key, keylen, iv, ivlen, params, false);
-}
-
-// --- GCM data path ----------------------------------------------------------
-
-// GcmActivate hands the buffered IV (or a generated one, when encrypting
-// without an IV, as OpenSSL does) and the key to the cipher.
-absl::Status GcmActivate(CipherCtx& ctx) {
-  if (!ctx.key_set) return NoKey(ctx);
-  if (ctx.iv_state == IvState::kFinished) {
-    return ProviderError(
-        Reason::kOperationFinished, absl::StatusCode::kFailedPrecondition,
-        absl::StrFormat("%s: the IV is spent (operation finished or IV length "
-                        "changed); re-initialise with a new IV",
-                        ctx.info->name));
-  }
-  if (ctx.iv_state == IvState::kUninitialised) {
-    if (!ctx.enc || ctx.ivlen < kGcmMinGeneratedIvLen) {
-      return ProviderError(Reason::kOutOfOrder,
-                           absl::StatusCode::kFailedPrecondition,
-                           absl::StrFormat("%s: no IV set", ctx.info->name));
-    }
-    if (RAND_bytes_ex(ctx.prov->libctx(), ctx.iv, ctx.ivlen, 0) <= 0) {
-      return ProviderError(Reason::kEntropyUnavailable,
-                           absl::StatusCode::kUnavailable,
-                           "cannot generate a GCM IV: RAND_bytes_ex failed");
-    }
-    ctx.iv_state = IvState::kBuffered;
-  }
-  if (ctx.iv_state == IvState::kBuffered) {
-    ctx.stream_ready = false;
-    ACCELCRYPT_RETURN_IF_ERROR(ctx.stream->Init(
-        ctx.enc, absl::MakeConstSpan(ctx.key, ctx.info->key_len),
-        absl::MakeConstSpan(ctx.iv, ctx.ivlen)));
-    ctx.stream_ready = true;
-    ctx.iv_state = IvState::kCopied;
-  }
-  return absl::OkStatus();
-}
-
-// GcmCipher is OpenSSL's gcm_cipher_internal: in == NULL finishes, out ==
-// NULL feeds AAD, otherwise data.
-absl::Status GcmCipher(CipherCtx& ctx, unsigned char* out, size_t* outl,
-                       size_t outsize, const unsigned char* in, size_t inl) {
-  if (ctx.tls_aad_len != kTagUnset) {
-    return GcmTlsRecord(ctx, out, outl, in, inl);
-  }
-  *outl = 0;
-  ACCELCRYPT_RETURN_IF_ERROR(GcmActivate(ctx));
-  Cipher& cipher = ctx.stream->cipher();
-  if (in != nullptr) {
-    if (out == nullptr) {
-      ACCELCRYPT_RETURN_IF_ERROR(cipher.Aad(absl::MakeConstSpan(in, inl)));
-    } else {
-      if (outsize < inl) {
-        return absl::OutOfRangeError(absl::StrFormat(
-            "%s: output buffer of %u bytes for %u bytes of input",
-            ctx.info->name, outsize, inl));
-      }
-      ACCELCRYPT_ASSIGN_OR_RETURN(
-          size_t n, ctx.stream->Update(absl::MakeConstSpan(in, inl),
-                                       absl::MakeSpan(out, outsize)));
-      (void)n;
-    }
-    *outl = inl;
-    return absl::OkStatus();
-  }
-  if (!ctx.enc) {
-    if (ctx.taglen == kTagUnset) {
-      return ProviderError(
-          Reason::kInvalidTag, absl::StatusCode::kFailedPrecondition,
-          absl::StrFormat("%s: set the expected tag before decrypt final",
-                          ctx.info->name));
-    }
-    ACCELCRYPT_RETURN_IF_ERROR(
-        cipher.SetTag(absl::MakeConstSpan(ctx.tag, ctx.taglen)));
-  }
-  // Whatever the outcome, this IV must not be used again.
-  ctx.iv_state = IvState::kFinished;
-  ACCELCRYPT_ASSIGN_OR_RETURN(size_t n,
-                              ctx.stream->Final(absl::MakeSpan(out, outsize)));
-  (void)n;
-  if (ctx.enc) {
-    ACCELCRYPT_RETURN_IF_ERROR(cipher.GetTag(absl::MakeSpan(ctx.tag)));
-    ctx.taglen = kGcmTagLen;
-  }
-  return absl::OkStatus();
 }
 
 // --- CBC in the TLS record layer ---------------------------------------------
@@ -942,7 +469,7 @@ int CipherGetCtxParams(void* vctx, OSSL_PARAM params[]) {
   if (params == nullptr) return 1;
   return Guard(ctx->prov, [&] {
     if (ctx->gcm()) {
-      absl::StatusOr<bool> ok = GetCtxParamsGcm(*ctx, params);
+      absl::StatusOr<bool> ok = GcmGetCtxParams(*ctx, params);
       if (!ok.ok()) return RaiseError(ctx->prov, ok.status());
       return *ok ? 1 : 0;
     }

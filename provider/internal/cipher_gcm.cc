@@ -1,0 +1,390 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "provider/internal/cipher_gcm.h"
+
+#include <openssl/core_names.h>
+#include <openssl/params.h>
+#include <openssl/rand.h>
+
+#include <cstring>
+#include <string_view>
+
+#include "absl/strings/str_format.h"
+#include "absl/types/span.h"
+#include "core/status.h"
+#include "provider/errors.h"
+
+namespace accelcrypt::provider::internal {
+namespace {
+
+// --- GCM in the TLS 1.2 record layer (RFC 5288) ----------------------------
+// libssl drives it with three parameters and EVP_Cipher on whole records,
+// as OpenSSL's default provider implements it (ciphercommon_gcm.c): the
+// fixed IV part once per key, the 13-byte AAD per record (the length in it
+// is corrected for explicit IV and tag), then one in-place call that reads
+// or writes the explicit IV and the tag around the payload.
+
+absl::Status TlsError(const CipherCtx& ctx, const char* what) {
+  return ProviderError(
+      Reason::kInvalidArgument, absl::StatusCode::kInvalidArgument,
+      absl::StrFormat("%s TLS record: %s", ctx.info->name, what));
+}
+
+absl::Status GcmTlsSetAad(CipherCtx& ctx, const uint8_t* aad, size_t len) {
+  if (len != kTlsAadLen || aad == nullptr) {
+    return TlsError(ctx, "the AAD must be 13 bytes");
+  }
+  std::memcpy(ctx.tls_aad, aad, len);
+  size_t record_len = (size_t{aad[len - 2]} << 8) | aad[len - 1];
+  if (record_len < kTlsExplicitIvLen) return TlsError(ctx, "record too short");
+  record_len -= kTlsExplicitIvLen;
+  if (!ctx.enc) {
+    if (record_len < kGcmTagLen) return TlsError(ctx, "record too short");
+    record_len -= kGcmTagLen;
+  }
+  ctx.tls_aad[len - 2] = static_cast<uint8_t>(record_len >> 8);
+  ctx.tls_aad[len - 1] = static_cast<uint8_t>(record_len & 0xff);
+  ctx.tls_aad_len = len;
+  return absl::OkStatus();
+}
+
+absl::Status GcmTlsSetFixedIv(CipherCtx& ctx, const uint8_t* iv, size_t len) {
+  if (len == static_cast<size_t>(-1)) {
+    // OpenSSL's special case: restore the whole IV.
+    std::memcpy(ctx.iv, iv, ctx.ivlen);
+  } else {
+    if (len < kTlsFixedIvLen || ctx.ivlen < len + kTlsExplicitIvLen) {
+      return TlsError(ctx, "bad fixed IV length");
+    }
+    std::memcpy(ctx.iv, iv, len);
+    if (ctx.enc && RAND_bytes_ex(ctx.prov->libctx(), ctx.iv + len,
+                                 ctx.ivlen - len, 0) <= 0) {
+      return ProviderError(Reason::kEntropyUnavailable,
+                           absl::StatusCode::kUnavailable,
+                           "cannot generate the GCM invocation field");
+    }
+  }
+  ctx.iv_gen = true;
+  ctx.iv_state = IvState::kBuffered;
+  return absl::OkStatus();
+}
+
+absl::Status GcmStartWithIv(CipherCtx& ctx) {
+  ctx.stream_ready = false;
+  ACCELCRYPT_RETURN_IF_ERROR(ctx.stream->Init(
+      ctx.enc, absl::MakeConstSpan(ctx.key, ctx.info->key_len),
+      absl::MakeConstSpan(ctx.iv, ctx.ivlen)));
+  ctx.stream_ready = true;
+  ctx.iv_state = IvState::kCopied;
+  return absl::OkStatus();
+}
+
+// GcmTlsNextIv starts the cipher with the current IV, copies its last
+// `len` bytes (the explicit part) to `out`, and advances the 64-bit
+// invocation counter (OpenSSL's getivgen).
+absl::Status GcmTlsNextIv(CipherCtx& ctx, uint8_t* out, size_t len) {
+  if (!ctx.iv_gen || !ctx.key_set) {
+    return TlsError(ctx, "no fixed IV or key set");
+  }
+  ACCELCRYPT_RETURN_IF_ERROR(GcmStartWithIv(ctx));
+  if (len == 0 || len > ctx.ivlen) len = ctx.ivlen;
+  std::memcpy(out, ctx.iv + ctx.ivlen - len, len);
+  for (size_t i = ctx.ivlen; i > ctx.ivlen - 8; --i) {
+    if (++ctx.iv[i - 1] != 0) break;
+  }
+  return absl::OkStatus();
+}
+
+// GcmTlsSetInvocation takes the explicit IV from a received record
+// (OpenSSL's setivinv).
+absl::Status GcmTlsSetInvocation(CipherCtx& ctx, const uint8_t* in,
+                                 size_t len) {
+  if (!ctx.iv_gen || !ctx.key_set || ctx.enc || len > ctx.ivlen) {
+    return TlsError(ctx, "cannot set the invocation field");
+  }
+  std::memcpy(ctx.iv + ctx.ivlen - len, in, len);
+  return GcmStartWithIv(ctx);
+}
+
+// GcmTlsRecord seals or opens one record in place: explicit IV, payload,
+// tag. On a failed open the plaintext is wiped.
+absl::Status GcmTlsRecord(CipherCtx& ctx, unsigned char* out, size_t* outl,
+                          const unsigned char* in, size_t len) {
+  *outl = 0;
+  absl::Status status = [&]() -> absl::Status {
+    if (!ctx.key_set) return NoKey(ctx);
+    if (out != in || len < kTlsExplicitIvLen + kGcmTagLen) {
+      return TlsError(ctx, "records are processed in place and hold an "
+                           "explicit IV and a tag");
+    }
+    if (ctx.enc && ++ctx.tls_enc_records == 0) {
+      return TlsError(ctx, "too many records under one key");
+    }
+    if (ctx.enc) {
+      ACCELCRYPT_RETURN_IF_ERROR(GcmTlsNextIv(ctx, out, kTlsExplicitIvLen));
+    } else {
+      ACCELCRYPT_RETURN_IF_ERROR(
+          GcmTlsSetInvocation(ctx, out, kTlsExplicitIvLen));
+    }
+    const size_t payload = len - kTlsExplicitIvLen - kGcmTagLen;
+    unsigned char* body = out + kTlsExplicitIvLen;
+    Cipher& cipher = ctx.stream->cipher();
+    ACCELCRYPT_RETURN_IF_ERROR(
+        cipher.Aad(absl::MakeConstSpan(ctx.tls_aad, ctx.tls_aad_len)));
+    if (!ctx.enc) {
+      ACCELCRYPT_RETURN_IF_ERROR(
+          cipher.SetTag(absl::MakeConstSpan(body + payload, kGcmTagLen)));
+    }
+    if (payload > 0) {
+      ACCELCRYPT_ASSIGN_OR_RETURN(
+          size_t n, ctx.stream->Update(absl::MakeConstSpan(body, payload),
+                                       absl::MakeSpan(body, payload)));
+      (void)n;
+    }
+    absl::StatusOr<size_t> fin = ctx.stream->Final(absl::Span<uint8_t>());
+    if (!fin.ok()) {
+      if (!ctx.enc) OPENSSL_cleanse(body, payload);
+      return fin.status();
+    }
+    if (ctx.enc) {
+      ACCELCRYPT_RETURN_IF_ERROR(
+          cipher.GetTag(absl::MakeSpan(body + payload, kGcmTagLen)));
+      *outl = len;
+    } else {
+      *outl = payload;
+    }
+    return absl::OkStatus();
+  }();
+  ctx.iv_state = IvState::kFinished;
+  ctx.tls_aad_len = kTagUnset;
+  return status;
+}
+
+
+// GcmActivate hands the buffered IV (or a generated one, when encrypting
+// without an IV, as OpenSSL does) and the key to the cipher.
+absl::Status GcmActivate(CipherCtx& ctx) {
+  if (!ctx.key_set) return NoKey(ctx);
+  if (ctx.iv_state == IvState::kFinished) {
+    return ProviderError(
+        Reason::kOperationFinished, absl::StatusCode::kFailedPrecondition,
+        absl::StrFormat("%s: the IV is spent (operation finished or IV length "
+                        "changed); re-initialise with a new IV",
+                        ctx.info->name));
+  }
+  if (ctx.iv_state == IvState::kUninitialised) {
+    if (!ctx.enc || ctx.ivlen < kGcmMinGeneratedIvLen) {
+      return ProviderError(Reason::kOutOfOrder,
+                           absl::StatusCode::kFailedPrecondition,
+                           absl::StrFormat("%s: no IV set", ctx.info->name));
+    }
+    if (RAND_bytes_ex(ctx.prov->libctx(), ctx.iv, ctx.ivlen, 0) <= 0) {
+      return ProviderError(Reason::kEntropyUnavailable,
+                           absl::StatusCode::kUnavailable,
+                           "cannot generate a GCM IV: RAND_bytes_ex failed");
+    }
+    ctx.iv_state = IvState::kBuffered;
+  }
+  if (ctx.iv_state == IvState::kBuffered) {
+    ctx.stream_ready = false;
+    ACCELCRYPT_RETURN_IF_ERROR(ctx.stream->Init(
+        ctx.enc, absl::MakeConstSpan(ctx.key, ctx.info->key_len),
+        absl::MakeConstSpan(ctx.iv, ctx.ivlen)));
+    ctx.stream_ready = true;
+    ctx.iv_state = IvState::kCopied;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status GcmCipher(CipherCtx& ctx, unsigned char* out, size_t* outl,
+                       size_t outsize, const unsigned char* in, size_t inl) {
+  if (ctx.tls_aad_len != kTagUnset) {
+    return GcmTlsRecord(ctx, out, outl, in, inl);
+  }
+  *outl = 0;
+  ACCELCRYPT_RETURN_IF_ERROR(GcmActivate(ctx));
+  Cipher& cipher = ctx.stream->cipher();
+  if (in != nullptr) {
+    if (out == nullptr) {
+      ACCELCRYPT_RETURN_IF_ERROR(cipher.Aad(absl::MakeConstSpan(in, inl)));
+    } else {
+      if (outsize < inl) {
+        return absl::OutOfRangeError(absl::StrFormat(
+            "%s: output buffer of %u bytes for %u bytes of input",
+            ctx.info->name, outsize, inl));
+      }
+      ACCELCRYPT_ASSIGN_OR_RETURN(
+          size_t n, ctx.stream->Update(absl::MakeConstSpan(in, inl),
+                                       absl::MakeSpan(out, outsize)));
+      (void)n;
+    }
+    *outl = inl;
+    return absl::OkStatus();
+  }
+  if (!ctx.enc) {
+    if (ctx.taglen == kTagUnset) {
+      return ProviderError(
+          Reason::kInvalidTag, absl::StatusCode::kFailedPrecondition,
+          absl::StrFormat("%s: set the expected tag before decrypt final",
+                          ctx.info->name));
+    }
+    ACCELCRYPT_RETURN_IF_ERROR(
+        cipher.SetTag(absl::MakeConstSpan(ctx.tag, ctx.taglen)));
+  }
+  // Whatever the outcome, this IV must not be used again.
+  ctx.iv_state = IvState::kFinished;
+  ACCELCRYPT_ASSIGN_OR_RETURN(size_t n,
+                              ctx.stream->Final(absl::MakeSpan(out, outsize)));
+  (void)n;
+  if (ctx.enc) {
+    ACCELCRYPT_RETURN_IF_ERROR(cipher.GetTag(absl::MakeSpan(ctx.tag)));
+    ctx.taglen = kGcmTagLen;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GcmInit(CipherCtx& ctx, const unsigned char* key, size_t keylen,
+                     const unsigned char* iv, size_t ivlen) {
+  if (iv != nullptr) {
+    if (ivlen == 0 || ivlen > kMaxGcmIvLen) {
+      return ProviderError(
+          Reason::kInvalidIvLength, absl::StatusCode::kInvalidArgument,
+          absl::StrFormat("%s: IV length %u outside 1..%u", ctx.info->name,
+                          ivlen, kMaxGcmIvLen));
+    }
+  }
+  if (key != nullptr) ACCELCRYPT_RETURN_IF_ERROR(CheckKeyLen(ctx, keylen));
+  if (iv != nullptr) {
+    ctx.ivlen = ivlen;
+    std::memcpy(ctx.iv, iv, ivlen);
+    ctx.iv_state = IvState::kBuffered;
+  }
+  if (key != nullptr) {
+    std::memcpy(ctx.key, key, keylen);
+    ctx.key_set = true;
+    ACCELCRYPT_RETURN_IF_ERROR(EnsureStream(ctx));
+    // The key reaches the cipher with the IV at the first update.
+    if (ctx.iv_state == IvState::kCopied) ctx.iv_state = IvState::kBuffered;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GcmSetParam(CipherCtx& ctx, const OSSL_PARAM* p) {
+  std::string_view key = p->key;
+  if (key == OSSL_CIPHER_PARAM_AEAD_TAG) {
+    void* dst = ctx.tag;
+    size_t len = 0;
+    if (!OSSL_PARAM_get_octet_string(p, &dst, sizeof(ctx.tag), &len)) {
+      return BadParam(key, "not an octet string of at most 16 bytes");
+    }
+    if (len == 0 || ctx.enc) {
+      return ProviderError(
+          Reason::kInvalidTag, absl::StatusCode::kInvalidArgument,
+          absl::StrFormat("%s: a tag can only be set for decryption "
+                          "(1..16 bytes)",
+                          ctx.info->name));
+    }
+    ctx.taglen = len;
+  } else if (key == OSSL_CIPHER_PARAM_AEAD_IVLEN) {
+    size_t len = 0;
+    if (!OSSL_PARAM_get_size_t(p, &len)) {
+      return BadParam(key, "not an unsigned integer");
+    }
+    if (len == 0 || len > kMaxGcmIvLen) {
+      return ProviderError(
+          Reason::kInvalidIvLength, absl::StatusCode::kInvalidArgument,
+          absl::StrFormat("%s: IV length %u outside 1..%u",
+                          ctx.info->name, len, kMaxGcmIvLen));
+    }
+    if (len != ctx.ivlen) {
+      // An IV already given no longer matches: it is spent.
+      if (ctx.iv_state != IvState::kUninitialised) {
+        ctx.iv_state = IvState::kFinished;
+      }
+      ctx.ivlen = len;
+    }
+  } else if (key == OSSL_CIPHER_PARAM_AEAD_TLS1_AAD) {
+    if (p->data_type != OSSL_PARAM_OCTET_STRING) {
+      return BadParam(key, "not an octet string");
+    }
+    ACCELCRYPT_RETURN_IF_ERROR(GcmTlsSetAad(
+        ctx, static_cast<const uint8_t*>(p->data), p->data_size));
+  } else if (key == OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED) {
+    if (p->data_type != OSSL_PARAM_OCTET_STRING) {
+      return BadParam(key, "not an octet string");
+    }
+    ACCELCRYPT_RETURN_IF_ERROR(GcmTlsSetFixedIv(
+        ctx, static_cast<const uint8_t*>(p->data), p->data_size));
+  } else if (key == OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV) {
+    if (p->data == nullptr || p->data_type != OSSL_PARAM_OCTET_STRING) {
+      return BadParam(key, "not an octet string");
+    }
+    ACCELCRYPT_RETURN_IF_ERROR(GcmTlsSetInvocation(
+        ctx, static_cast<const uint8_t*>(p->data), p->data_size));
+  }
+  // Other keys are not GCM's: ignored here.
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> GcmGetCtxParams(CipherCtx& ctx, OSSL_PARAM params[]) {
+  OSSL_PARAM* p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IVLEN);
+  if (p != nullptr && !OSSL_PARAM_set_size_t(p, ctx.ivlen)) {
+    return BadParam(p->key, "cannot store");
+  }
+  p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_KEYLEN);
+  if (p != nullptr && !OSSL_PARAM_set_size_t(p, ctx.info->key_len)) {
+    return BadParam(p->key, "cannot store");
+  }
+  p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TAGLEN);
+  if (p != nullptr &&
+      !OSSL_PARAM_set_size_t(
+          p, ctx.taglen != kTagUnset ? ctx.taglen : kGcmTagLen)) {
+    return BadParam(p->key, "cannot store");
+  }
+  for (const char* name :
+       {OSSL_CIPHER_PARAM_IV, OSSL_CIPHER_PARAM_UPDATED_IV}) {
+    p = OSSL_PARAM_locate(params, name);
+    if (p == nullptr) continue;
+    if (ctx.iv_state == IvState::kUninitialised) return false;
+    if (ctx.ivlen > p->data_size) {
+      return ProviderError(Reason::kInvalidIvLength,
+                           absl::StatusCode::kOutOfRange,
+                           absl::StrFormat("%s: IV is %u bytes, buffer %u",
+                                           ctx.info->name, ctx.ivlen,
+                                           p->data_size));
+    }
+    ACCELCRYPT_RETURN_IF_ERROR(SetOctets(p, ctx.iv, ctx.ivlen));
+  }
+  p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD_PAD);
+  if (p != nullptr &&
+      !OSSL_PARAM_set_size_t(p, ctx.tls_aad_len != kTagUnset ? kGcmTagLen
+                                                              : 0)) {
+    return BadParam(p->key, "cannot store");
+  }
+  p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TLS1_GET_IV_GEN);
+  if (p != nullptr) {
+    if (p->data == nullptr || p->data_type != OSSL_PARAM_OCTET_STRING) {
+      return BadParam(p->key, "not an octet string");
+    }
+    ACCELCRYPT_RETURN_IF_ERROR(GcmTlsNextIv(
+        ctx, static_cast<uint8_t*>(p->data), p->data_size));
+  }
+  p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TAG);
+  if (p != nullptr) {
+    const size_t len = p->data_size;
+    if (len == 0 || len > kGcmTagLen || !ctx.enc || ctx.taglen == kTagUnset) {
+      return ProviderError(
+          Reason::kInvalidTag, absl::StatusCode::kFailedPrecondition,
+          absl::StrFormat("%s: the tag is available after encryption final, "
+                          "1..16 bytes",
+                          ctx.info->name));
+    }
+    if (!OSSL_PARAM_set_octet_string(p, ctx.tag, len)) {
+      return BadParam(p->key, "cannot store");
+    }
+  }
+  return true;
+}
+
+}  // namespace accelcrypt::provider::internal
