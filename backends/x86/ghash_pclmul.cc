@@ -29,12 +29,8 @@ ACCELCRYPT_TARGET_AESNI void GhashInitPclmul(const uint8_t h[16],
   __m128i p = h1;
   for (int k = 1; k <= kGhashPowers; ++k) {
     if (k > 1) p = GhashMul(p, k1);
-    const __m128i twisted = GhashTwist(p);
     _mm_store_si128(reinterpret_cast<__m128i*>(out->powers[kGhashPowers - k]),
-                    twisted);
-    _mm_store_si128(
-        reinterpret_cast<__m128i*>(out->karatsuba[kGhashPowers - k]),
-        _mm_xor_si128(twisted, _mm_shuffle_epi32(twisted, 0x4e)));
+                    GhashTwist(p));
   }
 }
 

@@ -24,11 +24,8 @@ struct AesRoundKeys {
 // GhashTable holds H^32, H^31, ..., H^1 (descending) in the backend's
 // internal GHASH representation (byte-reflected, pre-divided by x).
 constexpr int kGhashPowers = 32;
-// `karatsuba` holds, per power, the XOR of its two 64-bit halves in both
-// halves (the middle operand of a Karatsuba multiplication).
 struct GhashTable {
   alignas(64) uint8_t powers[kGhashPowers][16];
-  alignas(64) uint8_t karatsuba[kGhashPowers][16];
 };
 
 // aes_key_aesni.cc. key_len is 16, 24 or 32 (checked by the caller).
