@@ -147,8 +147,8 @@ absl::Status SetCtxParams(CipherCtx& ctx, const OSSL_PARAM params[]) {
 absl::Status GetCtxParamsGeneric(CipherCtx& ctx, OSSL_PARAM params[]) {
   OSSL_PARAM* p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_TLS_MAC);
   if (p != nullptr &&
-      !OSSL_PARAM_set_octet_ptr(
-          p, ctx.tls_mac_size > 0 ? ctx.tls_mac : nullptr, ctx.tls_mac_size)) {
+      !OSSL_PARAM_set_octet_ptr(p, ctx.tls_mac_size > 0 ? ctx.tls_mac : nullptr,
+                                ctx.tls_mac_size)) {
     return BadParam(p->key, "cannot store");
   }
   p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IVLEN);
@@ -192,8 +192,7 @@ absl::Status GetCtxParamsGeneric(CipherCtx& ctx, OSSL_PARAM params[]) {
 // --- Init -------------------------------------------------------------------
 
 absl::Status InitGeneric(CipherCtx& ctx, const unsigned char* key,
-                         size_t keylen, const unsigned char* iv,
-                         size_t ivlen) {
+                         size_t keylen, const unsigned char* iv, size_t ivlen) {
   const CipherMode mode = ctx.info->mode;
   uint8_t cur_iv[16] = {};
   if (iv != nullptr && mode != CipherMode::kEcb) {
@@ -229,9 +228,9 @@ absl::Status InitGeneric(CipherCtx& ctx, const unsigned char* key,
     status = EnsureStream(ctx);
     if (status.ok()) {
       ctx.stream->set_padding(ctx.pad);
-      status = ctx.stream->Init(
-          ctx.enc, absl::MakeConstSpan(ctx.key, ctx.info->key_len),
-          absl::MakeConstSpan(cur_iv, ctx.info->iv_len));
+      status = ctx.stream->Init(ctx.enc,
+                                absl::MakeConstSpan(ctx.key, ctx.info->key_len),
+                                absl::MakeConstSpan(cur_iv, ctx.info->iv_len));
       ctx.stream_ready = status.ok();
       ctx.block_aligned = ctx.stream_ready && ctx.tls_version == 0;
     }
@@ -241,8 +240,8 @@ absl::Status InitGeneric(CipherCtx& ctx, const unsigned char* key,
 }
 
 int CipherInit(void* vctx, const unsigned char* key, size_t keylen,
-               const unsigned char* iv, size_t ivlen,
-               const OSSL_PARAM params[], bool enc) {
+               const unsigned char* iv, size_t ivlen, const OSSL_PARAM params[],
+               bool enc) {
   auto* ctx = static_cast<CipherCtx*>(vctx);
   return Guard(ctx->prov, [&] {
     ctx->enc = enc;
@@ -272,8 +271,7 @@ int DecryptInit(void* vctx, const unsigned char* key, size_t keylen,
 // CbcTlsRecord seals or opens one TLS record in place, as OpenSSL's
 // ossl_cipher_generic_block_update does when a TLS version is set.
 absl::Status CbcTlsRecord(CipherCtx& ctx, unsigned char* out, size_t* outl,
-                          size_t outsize, const unsigned char* in,
-                          size_t inl) {
+                          size_t outsize, const unsigned char* in, size_t inl) {
   if (in == nullptr || in != out || outsize < inl || !ctx.pad) {
     return ProviderError(
         Reason::kInvalidArgument, absl::StatusCode::kInvalidArgument,
@@ -372,27 +370,25 @@ int CipherUpdate(void* vctx, unsigned char* out, size_t* outl, size_t outsize,
     }
     if (ctx->stream->finished()) [[unlikely]] {
       return RaiseError(
-          ctx->prov,
-          ProviderError(Reason::kOperationFinished,
-                        absl::StatusCode::kFailedPrecondition,
-                        absl::StrFormat("%s: update after final; "
-                                        "re-initialise the context",
-                                        ctx->info->name)));
+          ctx->prov, ProviderError(Reason::kOperationFinished,
+                                   absl::StatusCode::kFailedPrecondition,
+                                   absl::StrFormat("%s: update after final; "
+                                                   "re-initialise the context",
+                                                   ctx->info->name)));
     }
     // Fast path: stream modes, and whole ECB/CBC blocks while nothing is
     // buffered and no block must be held back for unpadding, go straight
     // to the routed cipher (CipherStream would only forward them). Partly
     // overlapping buffers (which EVP forbids) take the checked path.
-    const bool overlap =
-        in != out && out < in + inl && in < out + inl;
+    const bool overlap = in != out && out < in + inl && in < out + inl;
     if (outsize >= inl && !overlap &&
-        (ctx->is_stream_mode ||
-         (ctx->block_aligned && (inl & 15) == 0 &&
-          (ctx->enc || !ctx->pad)))) [[likely]] {
+        (ctx->is_stream_mode || (ctx->block_aligned && (inl & 15) == 0 &&
+                                 (ctx->enc || !ctx->pad)))) [[likely]] {
       if (inl > 0) {
         absl::Status status = ctx->stream->cipher().Update(
             absl::MakeConstSpan(in, inl), absl::MakeSpan(out, inl));
-        if (!status.ok()) [[unlikely]] return RaiseError(ctx->prov, status);
+        if (!status.ok()) [[unlikely]]
+          return RaiseError(ctx->prov, status);
       }
       *outl = inl;
       return 1;
@@ -410,8 +406,7 @@ int CipherUpdate(void* vctx, unsigned char* out, size_t* outl, size_t outsize,
   });
 }
 
-int CipherFinal(void* vctx, unsigned char* out, size_t* outl,
-                size_t outsize) {
+int CipherFinal(void* vctx, unsigned char* out, size_t* outl, size_t outsize) {
   auto* ctx = static_cast<CipherCtx*>(vctx);
   return Guard(ctx->prov, [&] {
     if (ctx->gcm()) {
@@ -421,14 +416,12 @@ int CipherFinal(void* vctx, unsigned char* out, size_t* outl,
     }
     if (!ctx->stream_ready) return RaiseError(ctx->prov, NoKey(*ctx));
     if (ctx->tls_version != 0) {
-      return RaiseError(
-          ctx->prov,
-          ProviderError(Reason::kOutOfOrder,
-                        absl::StatusCode::kFailedPrecondition,
-                        "TLS records are never finalised"));
+      return RaiseError(ctx->prov,
+                        ProviderError(Reason::kOutOfOrder,
+                                      absl::StatusCode::kFailedPrecondition,
+                                      "TLS records are never finalised"));
     }
-    absl::StatusOr<size_t> n =
-        ctx->stream->Final(absl::MakeSpan(out, outsize));
+    absl::StatusOr<size_t> n = ctx->stream->Final(absl::MakeSpan(out, outsize));
     if (!n.ok()) return RaiseError(ctx->prov, n.status());
     *outl = *n;
     return 1;
@@ -437,14 +430,14 @@ int CipherFinal(void* vctx, unsigned char* out, size_t* outl,
 
 // CipherOneShot serves EVP_Cipher(): the raw mode without padding or
 // buffering (the caller gives whole blocks for ECB/CBC).
-int CipherOneShot(void* vctx, unsigned char* out, size_t* outl,
-                  size_t outsize, const unsigned char* in, size_t inl) {
+int CipherOneShot(void* vctx, unsigned char* out, size_t* outl, size_t outsize,
+                  const unsigned char* in, size_t inl) {
   auto* ctx = static_cast<CipherCtx*>(vctx);
   return Guard(ctx->prov, [&] {
     if (ctx->gcm()) {
       if (outsize < inl) {
-        return RaiseError(ctx->prov, absl::OutOfRangeError(
-                                         "output buffer too small"));
+        return RaiseError(ctx->prov,
+                          absl::OutOfRangeError("output buffer too small"));
       }
       absl::Status status = GcmCipher(*ctx, out, outl, outsize, in, inl);
       if (!status.ok()) return RaiseError(ctx->prov, status);
@@ -525,8 +518,7 @@ const OSSL_PARAM kGcmGettableCtxParams[] = {
     OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_UPDATED_IV, nullptr, 0),
     OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, nullptr, 0),
     OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_AEAD_TLS1_AAD_PAD, nullptr),
-    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_GET_IV_GEN, nullptr,
-                            0),
+    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_GET_IV_GEN, nullptr, 0),
     OSSL_PARAM_END};
 
 const OSSL_PARAM kGcmSettableCtxParams[] = {
@@ -535,8 +527,7 @@ const OSSL_PARAM kGcmSettableCtxParams[] = {
     OSSL_PARAM_size_t(OSSL_CIPHER_PARAM_KEYLEN, nullptr),
     OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_AAD, nullptr, 0),
     OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED, nullptr, 0),
-    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV, nullptr,
-                            0),
+    OSSL_PARAM_octet_string(OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV, nullptr, 0),
     OSSL_PARAM_END};
 
 const OSSL_PARAM* CipherGettableParams(void*) { return kGettableParams; }
@@ -639,9 +630,9 @@ absl::Status AppendCipherAlgorithms(ProvCtx& ctx,
   for (const AlgorithmInfo& info : AllAlgorithms()) {
     if (info.family != Family::kCipher) continue;
     if (info.index >= kTables.size()) {
-      return absl::InternalError(absl::StrFormat(
-          "identity table row %u (%s) beyond kMaxAlgorithms", info.index,
-          info.name));
+      return absl::InternalError(
+          absl::StrFormat("identity table row %u (%s) beyond kMaxAlgorithms",
+                          info.index, info.name));
     }
     if (!ctx.core().router().Supports(info.id)) continue;
     out->push_back(OSSL_ALGORITHM{info.openssl_names.data(), kProperties,

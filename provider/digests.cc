@@ -98,8 +98,8 @@ int DigestFinal(void* vctx, unsigned char* out, size_t* outl, size_t outsz) {
                             ctx->info->name, outsz, ctx->info->digest_len)));
     }
     ctx->ready = false;
-    absl::Status status = ctx->digest->Final(
-        absl::MakeSpan(out, ctx->info->digest_len));
+    absl::Status status =
+        ctx->digest->Final(absl::MakeSpan(out, ctx->info->digest_len));
     if (!status.ok()) return RaiseError(ctx->prov, status);
     *outl = ctx->info->digest_len;
     return 1;
@@ -110,8 +110,7 @@ const OSSL_PARAM kGettableParams[] = {
     OSSL_PARAM_size_t(OSSL_DIGEST_PARAM_BLOCK_SIZE, nullptr),
     OSSL_PARAM_size_t(OSSL_DIGEST_PARAM_SIZE, nullptr),
     OSSL_PARAM_int(OSSL_DIGEST_PARAM_XOF, nullptr),
-    OSSL_PARAM_int(OSSL_DIGEST_PARAM_ALGID_ABSENT, nullptr),
-    OSSL_PARAM_END};
+    OSSL_PARAM_int(OSSL_DIGEST_PARAM_ALGID_ABSENT, nullptr), OSSL_PARAM_END};
 
 const OSSL_PARAM* DigestGettableParams(void*) { return kGettableParams; }
 
@@ -190,9 +189,9 @@ absl::Status AppendDigestAlgorithms(ProvCtx& ctx,
   for (const AlgorithmInfo& info : AllAlgorithms()) {
     if (info.family != Family::kDigest) continue;
     if (info.index >= kTables.size()) {
-      return absl::InternalError(absl::StrFormat(
-          "identity table row %u (%s) beyond kMaxAlgorithms", info.index,
-          info.name));
+      return absl::InternalError(
+          absl::StrFormat("identity table row %u (%s) beyond kMaxAlgorithms",
+                          info.index, info.name));
     }
     if (!ctx.core().router().Supports(info.id)) continue;
     out->push_back(OSSL_ALGORITHM{info.openssl_names.data(), kProperties,

@@ -20,7 +20,8 @@ constexpr absl::string_view kReasonPayload =
 
 // Reason texts: short, lower case, as OpenSSL's own reason strings are.
 const OSSL_ITEM kReasonStrings[] = {
-    {static_cast<unsigned int>(Reason::kInvalidArgument), (void*)"invalid argument"},
+    {static_cast<unsigned int>(Reason::kInvalidArgument),
+     (void*)"invalid argument"},
     {static_cast<unsigned int>(Reason::kOutOfOrder),
      (void*)"operation called out of order"},
     {static_cast<unsigned int>(Reason::kOutputBufferTooSmall),
@@ -103,11 +104,10 @@ Reason ReasonFor(const absl::Status& status) {
 
 int RaiseError(const ProvCtx* ctx, const absl::Status& status,
                std::source_location where) {
-  const Reason reason =
-      status.ok() ? Reason::kInternal : ReasonFor(status);
-  const std::string message =
-      status.ok() ? std::string("failed without a status")
-                  : std::string(status.message());
+  const Reason reason = status.ok() ? Reason::kInternal : ReasonFor(status);
+  const std::string message = status.ok()
+                                  ? std::string("failed without a status")
+                                  : std::string(status.message());
   const uint32_t code = static_cast<uint32_t>(reason);
   if (ctx != nullptr && ctx->upcalls().new_error != nullptr &&
       ctx->upcalls().set_error_debug != nullptr &&

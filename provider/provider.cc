@@ -99,9 +99,9 @@ absl::StatusOr<Config> BuildConfig(const ProvCtx& ctx) {
     if (values[i] == nullptr || keys[i] != kConfKey) continue;
     absl::StatusOr<Config> file = Config::LoadFile(values[i]);
     if (!file.ok()) {
-      return absl::Status(file.status().code(),
-                          absl::StrCat("conf = ", values[i], ": ",
-                                       file.status().message()));
+      return absl::Status(
+          file.status().code(),
+          absl::StrCat("conf = ", values[i], ": ", file.status().message()));
     }
     config.Merge(*file);
   }
@@ -131,8 +131,7 @@ void Teardown(void* provctx) {
 const OSSL_PARAM kGettableParams[] = {
     OSSL_PARAM_DEFN(OSSL_PROV_PARAM_NAME, OSSL_PARAM_UTF8_PTR, nullptr, 0),
     OSSL_PARAM_DEFN(OSSL_PROV_PARAM_VERSION, OSSL_PARAM_UTF8_PTR, nullptr, 0),
-    OSSL_PARAM_DEFN(OSSL_PROV_PARAM_BUILDINFO, OSSL_PARAM_UTF8_PTR, nullptr,
-                    0),
+    OSSL_PARAM_DEFN(OSSL_PROV_PARAM_BUILDINFO, OSSL_PARAM_UTF8_PTR, nullptr, 0),
     OSSL_PARAM_DEFN(OSSL_PROV_PARAM_STATUS, OSSL_PARAM_INTEGER, nullptr, 0),
     OSSL_PARAM_END};
 
@@ -179,11 +178,9 @@ const OSSL_ITEM* GetReasonStrings(void*) { return ReasonStrings(); }
 using Fn = void (*)(void);
 const OSSL_DISPATCH kProviderDispatch[] = {
     {OSSL_FUNC_PROVIDER_TEARDOWN, reinterpret_cast<Fn>(&Teardown)},
-    {OSSL_FUNC_PROVIDER_GETTABLE_PARAMS,
-     reinterpret_cast<Fn>(&GettableParams)},
+    {OSSL_FUNC_PROVIDER_GETTABLE_PARAMS, reinterpret_cast<Fn>(&GettableParams)},
     {OSSL_FUNC_PROVIDER_GET_PARAMS, reinterpret_cast<Fn>(&GetParams)},
-    {OSSL_FUNC_PROVIDER_QUERY_OPERATION,
-     reinterpret_cast<Fn>(&QueryOperation)},
+    {OSSL_FUNC_PROVIDER_QUERY_OPERATION, reinterpret_cast<Fn>(&QueryOperation)},
     {OSSL_FUNC_PROVIDER_GET_REASON_STRINGS,
      reinterpret_cast<Fn>(&GetReasonStrings)},
     {0, nullptr}};
@@ -208,9 +205,9 @@ int Init(const OSSL_CORE_HANDLE* handle, const OSSL_DISPATCH* in,
   ctx->set_core(*std::move(core));
   absl::Status status = BuildAlgorithms(*ctx);
   if (!status.ok()) {
-    return RaiseError(ctx.get(),
-                      ProviderError(Reason::kInitFailed, status.code(),
-                                    status.message()));
+    return RaiseError(
+        ctx.get(),
+        ProviderError(Reason::kInitFailed, status.code(), status.message()));
   }
   *out = kProviderDispatch;
   *provctx = ctx.release();

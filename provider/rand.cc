@@ -73,8 +73,8 @@ void* SeedNewCtx(void* provctx, void* parent, const OSSL_DISPATCH*) {
 
 void SeedFreeCtx(void* vctx) { delete static_cast<SeedCtx*>(vctx); }
 
-int SeedInstantiate(void* vctx, unsigned int, int, const unsigned char*,
-                    size_t, const OSSL_PARAM[]) {
+int SeedInstantiate(void* vctx, unsigned int, int, const unsigned char*, size_t,
+                    const OSSL_PARAM[]) {
   static_cast<SeedCtx*>(vctx)->state = EVP_RAND_STATE_READY;
   return 1;
 }

@@ -122,9 +122,9 @@ absl::Status TlsCbcOpen(unsigned int version, const uint8_t* rec,
   // The MAC can only start within the last mac_size + 256 bytes. Scan all
   // of them, accumulating the MAC rotated by its (secret) start offset.
   uint8_t rotated[kTlsMaxMacSize] = {};
-  const size_t scan_start =
-      orig_len > mac_size + kMaxPadding ? orig_len - (mac_size + kMaxPadding)
-                                        : 0;
+  const size_t scan_start = orig_len > mac_size + kMaxPadding
+                                ? orig_len - (mac_size + kMaxPadding)
+                                : 0;
   size_t in_mac = 0;
   size_t rotate_offset = 0;
   size_t j = 0;

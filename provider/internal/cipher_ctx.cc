@@ -35,9 +35,9 @@ absl::Status TlsNotSupported(const CipherCtx& ctx, const char* param) {
 
 absl::Status EnsureStream(CipherCtx& ctx) {
   if (ctx.stream != nullptr) return absl::OkStatus();
-  ACCELCRYPT_ASSIGN_OR_RETURN(std::unique_ptr<Cipher> cipher,
-                              ctx.prov->core().router().NewCipher(
-                                  ctx.info->id));
+  ACCELCRYPT_ASSIGN_OR_RETURN(
+      std::unique_ptr<Cipher> cipher,
+      ctx.prov->core().router().NewCipher(ctx.info->id));
   ctx.stream = std::make_unique<CipherStream>(std::move(cipher));
   ctx.stream->set_padding(ctx.pad);
   return absl::OkStatus();

@@ -70,9 +70,9 @@ absl::Status GcmTlsSetFixedIv(CipherCtx& ctx, const uint8_t* iv, size_t len) {
 
 absl::Status GcmStartWithIv(CipherCtx& ctx) {
   ctx.stream_ready = false;
-  ACCELCRYPT_RETURN_IF_ERROR(ctx.stream->Init(
-      ctx.enc, absl::MakeConstSpan(ctx.key, ctx.info->key_len),
-      absl::MakeConstSpan(ctx.iv, ctx.ivlen)));
+  ACCELCRYPT_RETURN_IF_ERROR(
+      ctx.stream->Init(ctx.enc, absl::MakeConstSpan(ctx.key, ctx.info->key_len),
+                       absl::MakeConstSpan(ctx.iv, ctx.ivlen)));
   ctx.stream_ready = true;
   ctx.iv_state = IvState::kCopied;
   return absl::OkStatus();
@@ -113,8 +113,9 @@ absl::Status GcmTlsRecord(CipherCtx& ctx, unsigned char* out, size_t* outl,
   absl::Status status = [&]() -> absl::Status {
     if (!ctx.key_set) return NoKey(ctx);
     if (out != in || len < kTlsExplicitIvLen + kGcmTagLen) {
-      return TlsError(ctx, "records are processed in place and hold an "
-                           "explicit IV and a tag");
+      return TlsError(ctx,
+                      "records are processed in place and hold an "
+                      "explicit IV and a tag");
     }
     if (ctx.enc && ++ctx.tls_enc_records == 0) {
       return TlsError(ctx, "too many records under one key");
@@ -158,7 +159,6 @@ absl::Status GcmTlsRecord(CipherCtx& ctx, unsigned char* out, size_t* outl,
   ctx.tls_aad_len = kTagUnset;
   return status;
 }
-
 
 // GcmActivate hands the buffered IV (or a generated one, when encrypting
 // without an IV, as OpenSSL does) and the key to the cipher.
@@ -292,10 +292,10 @@ absl::Status GcmSetParam(CipherCtx& ctx, const OSSL_PARAM* p) {
       return BadParam(key, "not an unsigned integer");
     }
     if (len == 0 || len > kMaxGcmIvLen) {
-      return ProviderError(
-          Reason::kInvalidIvLength, absl::StatusCode::kInvalidArgument,
-          absl::StrFormat("%s: IV length %u outside 1..%u",
-                          ctx.info->name, len, kMaxGcmIvLen));
+      return ProviderError(Reason::kInvalidIvLength,
+                           absl::StatusCode::kInvalidArgument,
+                           absl::StrFormat("%s: IV length %u outside 1..%u",
+                                           ctx.info->name, len, kMaxGcmIvLen));
     }
     if (len != ctx.ivlen) {
       // An IV already given no longer matches: it is spent.
@@ -308,8 +308,8 @@ absl::Status GcmSetParam(CipherCtx& ctx, const OSSL_PARAM* p) {
     if (p->data_type != OSSL_PARAM_OCTET_STRING) {
       return BadParam(key, "not an octet string");
     }
-    ACCELCRYPT_RETURN_IF_ERROR(GcmTlsSetAad(
-        ctx, static_cast<const uint8_t*>(p->data), p->data_size));
+    ACCELCRYPT_RETURN_IF_ERROR(
+        GcmTlsSetAad(ctx, static_cast<const uint8_t*>(p->data), p->data_size));
   } else if (key == OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED) {
     if (p->data_type != OSSL_PARAM_OCTET_STRING) {
       return BadParam(key, "not an octet string");
@@ -348,18 +348,16 @@ absl::StatusOr<bool> GcmGetCtxParams(CipherCtx& ctx, OSSL_PARAM params[]) {
     if (p == nullptr) continue;
     if (ctx.iv_state == IvState::kUninitialised) return false;
     if (ctx.ivlen > p->data_size) {
-      return ProviderError(Reason::kInvalidIvLength,
-                           absl::StatusCode::kOutOfRange,
-                           absl::StrFormat("%s: IV is %u bytes, buffer %u",
-                                           ctx.info->name, ctx.ivlen,
-                                           p->data_size));
+      return ProviderError(
+          Reason::kInvalidIvLength, absl::StatusCode::kOutOfRange,
+          absl::StrFormat("%s: IV is %u bytes, buffer %u", ctx.info->name,
+                          ctx.ivlen, p->data_size));
     }
     ACCELCRYPT_RETURN_IF_ERROR(SetOctets(p, ctx.iv, ctx.ivlen));
   }
   p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD_PAD);
-  if (p != nullptr &&
-      !OSSL_PARAM_set_size_t(p, ctx.tls_aad_len != kTagUnset ? kGcmTagLen
-                                                              : 0)) {
+  if (p != nullptr && !OSSL_PARAM_set_size_t(
+                          p, ctx.tls_aad_len != kTagUnset ? kGcmTagLen : 0)) {
     return BadParam(p->key, "cannot store");
   }
   p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TLS1_GET_IV_GEN);
@@ -367,8 +365,8 @@ absl::StatusOr<bool> GcmGetCtxParams(CipherCtx& ctx, OSSL_PARAM params[]) {
     if (p->data == nullptr || p->data_type != OSSL_PARAM_OCTET_STRING) {
       return BadParam(p->key, "not an octet string");
     }
-    ACCELCRYPT_RETURN_IF_ERROR(GcmTlsNextIv(
-        ctx, static_cast<uint8_t*>(p->data), p->data_size));
+    ACCELCRYPT_RETURN_IF_ERROR(
+        GcmTlsNextIv(ctx, static_cast<uint8_t*>(p->data), p->data_size));
   }
   p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TAG);
   if (p != nullptr) {

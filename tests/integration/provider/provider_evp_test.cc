@@ -102,8 +102,7 @@ bool Crypt(const EVP_CIPHER* cipher, bool enc, const Bytes& key,
   int total = 0;
   if (chunk == 0) chunk = std::max<size_t>(in.size(), 1);
   while (done < in.size()) {
-    const size_t want =
-        chunk == kMixedChunks ? kSchedule[step++ % 6] : chunk;
+    const size_t want = chunk == kMixedChunks ? kSchedule[step++ % 6] : chunk;
     size_t n = std::min(want, in.size() - done);
     int outl = 0;
     if (!EVP_CipherUpdate(ctx.get(), out->data() + total, &outl,
@@ -159,9 +158,11 @@ TEST_F(ProviderEvpTest, CiphersMatchDefaultEverySizeAndSplit) {
     ASSERT_NE(acc, nullptr) << name;
     ASSERT_NE(def, nullptr) << name;
     ASSERT_EQ(EVP_CIPHER_get_block_size(acc.get()),
-              EVP_CIPHER_get_block_size(def.get())) << name;
+              EVP_CIPHER_get_block_size(def.get()))
+        << name;
     ASSERT_EQ(EVP_CIPHER_get_iv_length(acc.get()),
-              EVP_CIPHER_get_iv_length(def.get())) << name;
+              EVP_CIPHER_get_iv_length(def.get()))
+        << name;
     ASSERT_EQ(EVP_CIPHER_get_mode(acc.get()), EVP_CIPHER_get_mode(def.get()))
         << name;
     const Bytes key = Random(EVP_CIPHER_get_key_length(def.get()), 1);
@@ -206,8 +207,7 @@ TEST_F(ProviderEvpTest, InPlaceMatchesDefault) {
     ASSERT_TRUE(Crypt(def.get(), true, key, iv, buf, 0, &expected, false));
     CtxPtr ctx(EVP_CIPHER_CTX_new());
     ASSERT_TRUE(EVP_EncryptInit_ex2(ctx.get(), acc.get(), key.data(),
-                                    iv.empty() ? nullptr : iv.data(),
-                                    nullptr));
+                                    iv.empty() ? nullptr : iv.data(), nullptr));
     EVP_CIPHER_CTX_set_padding(ctx.get(), 0);
     int outl = 0;
     ASSERT_TRUE(EVP_EncryptUpdate(ctx.get(), buf.data(), &outl, buf.data(),
@@ -237,24 +237,24 @@ TEST_F(ProviderEvpTest, KeyAndIvInSeparateInits) {
   };
   for (bool key_first : {true, false}) {
     CtxPtr ctx(EVP_CIPHER_CTX_new());
-    ASSERT_TRUE(EVP_EncryptInit_ex(ctx.get(), acc.get(), nullptr, nullptr,
-                                   nullptr));
+    ASSERT_TRUE(
+        EVP_EncryptInit_ex(ctx.get(), acc.get(), nullptr, nullptr, nullptr));
     if (key_first) {
-      ASSERT_TRUE(EVP_EncryptInit_ex(ctx.get(), nullptr, nullptr, key.data(),
-                                     nullptr));
-      ASSERT_TRUE(EVP_EncryptInit_ex(ctx.get(), nullptr, nullptr, nullptr,
-                                     iv1.data()));
+      ASSERT_TRUE(
+          EVP_EncryptInit_ex(ctx.get(), nullptr, nullptr, key.data(), nullptr));
+      ASSERT_TRUE(
+          EVP_EncryptInit_ex(ctx.get(), nullptr, nullptr, nullptr, iv1.data()));
     } else {
-      ASSERT_TRUE(EVP_EncryptInit_ex(ctx.get(), nullptr, nullptr, nullptr,
-                                     iv1.data()));
-      ASSERT_TRUE(EVP_EncryptInit_ex(ctx.get(), nullptr, nullptr, key.data(),
-                                     nullptr));
+      ASSERT_TRUE(
+          EVP_EncryptInit_ex(ctx.get(), nullptr, nullptr, nullptr, iv1.data()));
+      ASSERT_TRUE(
+          EVP_EncryptInit_ex(ctx.get(), nullptr, nullptr, key.data(), nullptr));
     }
     Bytes got;
     run(ctx.get(), &got);
     EXPECT_EQ(got, want1) << "key_first=" << key_first;
-    ASSERT_TRUE(EVP_EncryptInit_ex(ctx.get(), nullptr, nullptr, nullptr,
-                                   iv2.data()));
+    ASSERT_TRUE(
+        EVP_EncryptInit_ex(ctx.get(), nullptr, nullptr, nullptr, iv2.data()));
     run(ctx.get(), &got);
     EXPECT_EQ(got, want2) << "re-init with a new IV";
   }
@@ -290,8 +290,8 @@ TEST_F(ProviderEvpTest, GcmMatchesDefault) {
           ASSERT_TRUE(EVP_EncryptUpdate(ctx.get(), ct[i].data(), &outl,
                                         pt.data(), static_cast<int>(size)));
           int fin = 0;
-          ASSERT_TRUE(EVP_EncryptFinal_ex(ctx.get(), ct[i].data() + outl,
-                                          &fin));
+          ASSERT_TRUE(
+              EVP_EncryptFinal_ex(ctx.get(), ct[i].data() + outl, &fin));
           ct[i].resize(outl + fin);
           tag[i].assign(16, 0);
           ASSERT_GT(EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_GET_TAG, 16,
@@ -302,8 +302,8 @@ TEST_F(ProviderEvpTest, GcmMatchesDefault) {
         EXPECT_EQ(tag[0], tag[1]) << name << " ivlen " << ivlen;
         for (size_t taglen : {16, 12, 4}) {
           CtxPtr ctx(EVP_CIPHER_CTX_new());
-          ASSERT_TRUE(EVP_DecryptInit_ex(ctx.get(), acc.get(), nullptr,
-                                         nullptr, nullptr));
+          ASSERT_TRUE(EVP_DecryptInit_ex(ctx.get(), acc.get(), nullptr, nullptr,
+                                         nullptr));
           ASSERT_GT(EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_SET_IVLEN,
                                         static_cast<int>(ivlen), nullptr),
                     0);
@@ -315,10 +315,10 @@ TEST_F(ProviderEvpTest, GcmMatchesDefault) {
           Bytes back(size + 16);
           ASSERT_TRUE(EVP_DecryptUpdate(ctx.get(), back.data(), &outl,
                                         ct[1].data(), static_cast<int>(size)));
-          ASSERT_GT(EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_SET_TAG,
-                                        static_cast<int>(taglen),
-                                        tag[1].data()),
-                    0);
+          ASSERT_GT(
+              EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_SET_TAG,
+                                  static_cast<int>(taglen), tag[1].data()),
+              0);
           int fin = 0;
           ASSERT_TRUE(EVP_DecryptFinal_ex(ctx.get(), back.data() + outl, &fin))
               << name << " taglen " << taglen << " " << LastReason();
@@ -459,20 +459,20 @@ TEST_F(ProviderEvpTest, TlsGcmRecordsInteroperateWithDefault) {
     for (uint8_t seq = 0; seq < 4; ++seq) {
       const Bytes msg = Random(100 + seq * 37, 92 + seq);
       Bytes record = msg;
-      ASSERT_TRUE(TlsGcmRecord(sealer, true, key, fixed, seq, &record,
-                               seal.get()))
+      ASSERT_TRUE(
+          TlsGcmRecord(sealer, true, key, fixed, seq, &record, seal.get()))
           << "direction " << direction << " " << LastReason();
       Bytes copy = record;
-      ASSERT_TRUE(TlsGcmRecord(opener, false, key, fixed, seq, &record,
-                               open.get()))
+      ASSERT_TRUE(
+          TlsGcmRecord(opener, false, key, fixed, seq, &record, open.get()))
           << "direction " << direction << " " << LastReason();
       EXPECT_EQ(record, msg);
       if (seq == 3) {
         // A flipped ciphertext bit fails to open and leaves no plaintext.
         CtxPtr bad(EVP_CIPHER_CTX_new());
         copy[20] ^= 1;
-        EXPECT_FALSE(TlsGcmRecord(acc.get(), false, key, fixed, seq, &copy,
-                                  bad.get()));
+        EXPECT_FALSE(
+            TlsGcmRecord(acc.get(), false, key, fixed, seq, &copy, bad.get()));
         ERR_clear_error();
       }
     }
@@ -494,8 +494,8 @@ TlsCbcResult TlsCbcRecord(const EVP_CIPHER* cipher, bool enc, const Bytes& key,
                           unsigned int version = 0x0303) {
   TlsCbcResult r;
   CtxPtr ctx(EVP_CIPHER_CTX_new());
-  if (!EVP_CipherInit_ex2(ctx.get(), cipher, key.data(), iv.data(),
-                          enc ? 1 : 0, nullptr)) {
+  if (!EVP_CipherInit_ex2(ctx.get(), cipher, key.data(), iv.data(), enc ? 1 : 0,
+                          nullptr)) {
     return r;
   }
   OSSL_PARAM params[] = {
@@ -511,11 +511,10 @@ TlsCbcResult TlsCbcRecord(const EVP_CIPHER* cipher, bool enc, const Bytes& key,
   }
   if (!enc && mac_size > 0) {
     unsigned char* mac = nullptr;
-    OSSL_PARAM get[] = {
-        OSSL_PARAM_construct_octet_ptr(OSSL_CIPHER_PARAM_TLS_MAC,
-                                       reinterpret_cast<void**>(&mac),
-                                       mac_size),
-        OSSL_PARAM_construct_end()};
+    OSSL_PARAM get[] = {OSSL_PARAM_construct_octet_ptr(
+                            OSSL_CIPHER_PARAM_TLS_MAC,
+                            reinterpret_cast<void**>(&mac), mac_size),
+                        OSSL_PARAM_construct_end()};
     if (!EVP_CIPHER_CTX_get_params(ctx.get(), get)) return r;
     if (mac_size > 0 && mac == nullptr) return r;
     r.mac.assign(mac, mac + mac_size);
@@ -534,10 +533,10 @@ TEST_F(ProviderEvpTest, TlsCbcRecordsMatchDefault) {
       // explicit IV | payload | MAC, as libssl lays out a record to seal.
       Bytes plain = Random(16 + payload + mac_size, 102 + payload);
       const Bytes true_mac(plain.end() - mac_size, plain.end());
-      TlsCbcResult seal_acc = TlsCbcRecord(acc.get(), true, key, iv, plain,
-                                           mac_size);
-      TlsCbcResult seal_def = TlsCbcRecord(def.get(), true, key, iv, plain,
-                                           mac_size);
+      TlsCbcResult seal_acc =
+          TlsCbcRecord(acc.get(), true, key, iv, plain, mac_size);
+      TlsCbcResult seal_def =
+          TlsCbcRecord(def.get(), true, key, iv, plain, mac_size);
       ASSERT_TRUE(seal_acc.ok) << LastReason();
       ASSERT_TRUE(seal_def.ok);
       ASSERT_EQ(seal_acc.outl, seal_def.outl);
@@ -554,8 +553,8 @@ TEST_F(ProviderEvpTest, TlsCbcRecordsMatchDefault) {
       EXPECT_EQ(open_acc.outl, static_cast<int>(payload));
       EXPECT_EQ(open_acc.outl, open_def.outl);
       EXPECT_EQ(open_acc.mac, true_mac);
-      EXPECT_EQ(0, memcmp(open_acc.record.data() + 16, plain.data() + 16,
-                          payload));
+      EXPECT_EQ(
+          0, memcmp(open_acc.record.data() + 16, plain.data() + 16, payload));
       // Corrupt the padding: with a MAC, opening "succeeds" with a random
       // MAC (libssl's MAC check then fails in constant time); without one
       // (encrypt-then-MAC) the bad padding is reported.
@@ -589,8 +588,8 @@ TEST_F(ProviderEvpTest, TlsCbcEveryPaddingAndCorruptionMatchesDefault) {
       for (size_t payload = 0; payload < 40; ++payload) {
         Bytes plain = Random(explicit_iv + payload + mac_size, 112 + payload);
         const Bytes true_mac(plain.end() - mac_size, plain.end());
-        TlsCbcResult seal = TlsCbcRecord(def.get(), true, key, iv, plain,
-                                         mac_size, version);
+        TlsCbcResult seal =
+            TlsCbcRecord(def.get(), true, key, iv, plain, mac_size, version);
         ASSERT_TRUE(seal.ok);
         const Bytes sealed(seal.record.begin(),
                            seal.record.begin() + seal.outl);
@@ -601,16 +600,15 @@ TEST_F(ProviderEvpTest, TlsCbcEveryPaddingAndCorruptionMatchesDefault) {
           // counted from the end (CBC: it garbles the last plaintext
           // block's matching byte and the block after it).
           if (flip > 0) rec[rec.size() - flip] ^= 0x5a;
-          TlsCbcResult a = TlsCbcRecord(acc.get(), false, key, iv, rec,
-                                        mac_size, version);
-          TlsCbcResult d = TlsCbcRecord(def.get(), false, key, iv, rec,
-                                        mac_size, version);
-          ASSERT_EQ(a.ok, d.ok) << "version " << version << " mac "
-                                << mac_size << " payload " << payload
-                                << " flip " << flip;
+          TlsCbcResult a =
+              TlsCbcRecord(acc.get(), false, key, iv, rec, mac_size, version);
+          TlsCbcResult d =
+              TlsCbcRecord(def.get(), false, key, iv, rec, mac_size, version);
+          ASSERT_EQ(a.ok, d.ok) << "version " << version << " mac " << mac_size
+                                << " payload " << payload << " flip " << flip;
           if (!a.ok) continue;
-          EXPECT_EQ(a.outl, d.outl) << "payload " << payload << " flip "
-                                    << flip;
+          EXPECT_EQ(a.outl, d.outl)
+              << "payload " << payload << " flip " << flip;
           if (flip == 0) {
             EXPECT_EQ(a.outl, static_cast<int>(payload));
             EXPECT_EQ(a.mac, true_mac);
@@ -636,8 +634,8 @@ TEST_F(ProviderEvpTest, BadParamsAreRefusedClearly) {
       OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_KEYLEN, &bad),
       OSSL_PARAM_construct_end()};
   CtxPtr ctx2(EVP_CIPHER_CTX_new());
-  EXPECT_FALSE(EVP_EncryptInit_ex2(ctx2.get(), acc.get(), key.data(),
-                                   iv.data(), keylen));
+  EXPECT_FALSE(EVP_EncryptInit_ex2(ctx2.get(), acc.get(), key.data(), iv.data(),
+                                   keylen));
   EXPECT_TRUE(QueuedReason("invalid key length"));
   // num beyond the block size.
   unsigned int num = 99;
@@ -661,21 +659,21 @@ TEST_F(ProviderEvpTest, BadParamsAreRefusedClearly) {
   ASSERT_TRUE(EVP_EncryptFinal_ex(ctx.get(), out.data() + outl, &fin));
   out.resize(outl + fin);
   Bytes want;
-  ASSERT_TRUE(Crypt(Fetch("AES-128-CBC", kDefault).get(), true, key, iv, pt, 0,
-                    &want));
+  ASSERT_TRUE(
+      Crypt(Fetch("AES-128-CBC", kDefault).get(), true, key, iv, pt, 0, &want));
   EXPECT_EQ(out, want);
   // Update after final: refused until re-initialised.
   EXPECT_FALSE(EVP_EncryptUpdate(ctx.get(), out.data(), &outl, pt.data(),
                                  static_cast<int>(pt.size())));
   EXPECT_EQ(LastReason(), "operation already finished");
-  ASSERT_TRUE(EVP_EncryptInit_ex2(ctx.get(), nullptr, nullptr, iv.data(),
-                                  nullptr));
+  ASSERT_TRUE(
+      EVP_EncryptInit_ex2(ctx.get(), nullptr, nullptr, iv.data(), nullptr));
   EXPECT_TRUE(EVP_EncryptUpdate(ctx.get(), out.data(), &outl, pt.data(),
                                 static_cast<int>(pt.size())));
   // Update without a key.
   CtxPtr nokey(EVP_CIPHER_CTX_new());
-  ASSERT_TRUE(EVP_EncryptInit_ex(nokey.get(), acc.get(), nullptr, nullptr,
-                                 nullptr));
+  ASSERT_TRUE(
+      EVP_EncryptInit_ex(nokey.get(), acc.get(), nullptr, nullptr, nullptr));
   EXPECT_FALSE(EVP_EncryptUpdate(nokey.get(), out.data(), &outl, pt.data(),
                                  static_cast<int>(pt.size())));
   EXPECT_EQ(LastReason(), "no key set");
@@ -688,8 +686,7 @@ TEST_F(ProviderEvpTest, NumUpdatedIvAndDupMatchDefault) {
   for (const char* name :
        {"AES-128-CFB", "AES-192-OFB", "AES-256-CTR", "AES-128-CBC"}) {
     CipherPtr ciphers[2] = {Fetch(name, kAccel), Fetch(name, kDefault)};
-    const Bytes key =
-        Random(EVP_CIPHER_get_key_length(ciphers[1].get()), 50);
+    const Bytes key = Random(EVP_CIPHER_get_key_length(ciphers[1].get()), 50);
     const Bytes iv = Random(16, 51), pt = Random(37, 52);
     unsigned int nums[2] = {0, 0};
     Bytes ivs[2], tails[2];
@@ -700,8 +697,8 @@ TEST_F(ProviderEvpTest, NumUpdatedIvAndDupMatchDefault) {
       EVP_CIPHER_CTX_set_padding(ctx.get(), 0);
       Bytes out(64);
       int outl = 0;
-      ASSERT_TRUE(EVP_EncryptUpdate(ctx.get(), out.data(), &outl, pt.data(),
-                                    21));
+      ASSERT_TRUE(
+          EVP_EncryptUpdate(ctx.get(), out.data(), &outl, pt.data(), 21));
       nums[i] = static_cast<unsigned int>(EVP_CIPHER_CTX_get_num(ctx.get()));
       ivs[i].assign(16, 0);
       ASSERT_TRUE(EVP_CIPHER_CTX_get_updated_iv(ctx.get(), ivs[i].data(), 16));
@@ -742,10 +739,10 @@ TEST_F(ProviderEvpTest, DigestsMatchDefault) {
       ASSERT_TRUE(EVP_DigestUpdate(ctx, msg.data(), size / 2));
       EVP_MD_CTX* copy = EVP_MD_CTX_new();
       ASSERT_TRUE(EVP_MD_CTX_copy_ex(copy, ctx));
-      ASSERT_TRUE(EVP_DigestUpdate(ctx, msg.data() + size / 2,
-                                   size - size / 2));
-      ASSERT_TRUE(EVP_DigestUpdate(copy, msg.data() + size / 2,
-                                   size - size / 2));
+      ASSERT_TRUE(
+          EVP_DigestUpdate(ctx, msg.data() + size / 2, size - size / 2));
+      ASSERT_TRUE(
+          EVP_DigestUpdate(copy, msg.data() + size / 2, size - size / 2));
       uint8_t c[64], d[64];
       ASSERT_TRUE(EVP_DigestFinal_ex(ctx, c, &al));
       ASSERT_TRUE(EVP_DigestFinal_ex(copy, d, &al));
@@ -765,8 +762,8 @@ TEST_F(ProviderEvpTest, SecondLibraryContextLoadsAndUnloads) {
   const Bytes key = Random(16, 120), iv = Random(16, 121),
               pt = Random(100, 122);
   Bytes want;
-  ASSERT_TRUE(Crypt(Fetch("AES-128-CBC", kDefault).get(), true, key, iv, pt,
-                    0, &want));
+  ASSERT_TRUE(
+      Crypt(Fetch("AES-128-CBC", kDefault).get(), true, key, iv, pt, 0, &want));
   for (int round = 0; round < 3; ++round) {
     OSSL_LIB_CTX* lib = OSSL_LIB_CTX_new();
     ASSERT_NE(lib, nullptr);
@@ -783,16 +780,16 @@ TEST_F(ProviderEvpTest, SecondLibraryContextLoadsAndUnloads) {
   }
   // The default context's instance is unaffected.
   Bytes again;
-  ASSERT_TRUE(Crypt(Fetch("AES-128-CBC", kAccel).get(), true, key, iv, pt, 0,
-                    &again));
+  ASSERT_TRUE(
+      Crypt(Fetch("AES-128-CBC", kAccel).get(), true, key, iv, pt, 0, &again));
   EXPECT_EQ(again, want);
 }
 
 // Mixed AES/GCM/SHA through the provider from 8 threads; every result is
 // checked against the default provider computed up front.
 TEST_F(ProviderEvpTest, EightThreadsMixedOps) {
-  CipherPtr cbc = Fetch("AES-128-CBC", kAccel), gcm = Fetch("AES-256-GCM",
-                                                           kAccel);
+  CipherPtr cbc = Fetch("AES-128-CBC", kAccel),
+            gcm = Fetch("AES-256-GCM", kAccel);
   MdPtr sha(EVP_MD_fetch(nullptr, "SHA256", kAccel));
   CipherPtr cbc_def = Fetch("AES-128-CBC", kDefault);
   const Bytes key16 = Random(16, 70), key32 = Random(32, 71),
@@ -802,8 +799,8 @@ TEST_F(ProviderEvpTest, EightThreadsMixedOps) {
   uint8_t want_sha[32];
   unsigned int l = 0;
   MdPtr sha_def(EVP_MD_fetch(nullptr, "SHA256", kDefault));
-  ASSERT_TRUE(EVP_Digest(msg.data(), msg.size(), want_sha, &l, sha_def.get(),
-                         nullptr));
+  ASSERT_TRUE(
+      EVP_Digest(msg.data(), msg.size(), want_sha, &l, sha_def.get(), nullptr));
   std::atomic<int> failures{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t) {
