@@ -66,6 +66,41 @@ void StoreBe64(uint8_t* p, uint64_t v) {
   }
 }
 
+// Rev64 reverses the bit order of a 64-bit word.
+uint64_t Rev64(uint64_t v) {
+  v = ((v & 0x5555555555555555ull) << 1) | ((v >> 1) & 0x5555555555555555ull);
+  v = ((v & 0x3333333333333333ull) << 2) | ((v >> 2) & 0x3333333333333333ull);
+  v = ((v & 0x0f0f0f0f0f0f0f0full) << 4) | ((v >> 4) & 0x0f0f0f0f0f0f0f0full);
+  return __builtin_bswap64(v);
+}
+
+// Bmul64 returns the low 64 bits of the carry-less product of x and y using
+// integer multiplies only (constant time: no table, no data-dependent
+// branch). Each operand is split into four words holding every fourth bit;
+// a product of two such words sums at most 15 terms at each kept bit
+// position (16 only at the top kept position, whose carry leaves the word),
+// so carries never reach the next kept position and masking keeps the
+// parity.
+uint64_t Bmul64(uint64_t x, uint64_t y) {
+  constexpr uint64_t m0 = 0x1111111111111111ull, m1 = m0 << 1, m2 = m0 << 2,
+                     m3 = m0 << 3;
+  const uint64_t x0 = x & m0, x1 = x & m1, x2 = x & m2, x3 = x & m3;
+  const uint64_t y0 = y & m0, y1 = y & m1, y2 = y & m2, y3 = y & m3;
+  const uint64_t z0 = (x0 * y0) ^ (x1 * y3) ^ (x2 * y2) ^ (x3 * y1);
+  const uint64_t z1 = (x0 * y1) ^ (x1 * y0) ^ (x2 * y3) ^ (x3 * y2);
+  const uint64_t z2 = (x0 * y2) ^ (x1 * y1) ^ (x2 * y0) ^ (x3 * y3);
+  const uint64_t z3 = (x0 * y3) ^ (x1 * y2) ^ (x2 * y1) ^ (x3 * y0);
+  return (z0 & m0) | (z1 & m1) | (z2 & m2) | (z3 & m3);
+}
+
+// Clmul64 computes the full 128-bit carry-less product. The high half is
+// the low half of the product of the bit-reversed operands, reversed and
+// shifted by one (the product has degree at most 126).
+void Clmul64(uint64_t x, uint64_t y, uint64_t* lo, uint64_t* hi) {
+  *lo = Bmul64(x, y);
+  *hi = Rev64(Bmul64(Rev64(x), Rev64(y))) >> 1;
+}
+
 constexpr uint32_t kSha256K[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1,
     0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3,
@@ -120,23 +155,29 @@ int ExpandAesKey(const uint8_t* key, size_t key_len, bool decrypt,
 }
 
 void GhashMul(uint8_t x[16], const uint8_t h[16]) {
-  // Bit-serial multiply (SP 800-38D Algorithm 1) with masks instead of
-  // branches: 128 fixed iterations regardless of the data.
-  const uint64_t x_hi = LoadBe64(x), x_lo = LoadBe64(x + 8);
-  uint64_t v_hi = LoadBe64(h), v_lo = LoadBe64(h + 8);
-  uint64_t z_hi = 0, z_lo = 0;
-  for (int i = 0; i < 128; ++i) {
-    const uint64_t word = i < 64 ? x_hi : x_lo;  // i is public
-    const uint64_t bit = (word >> (63 - (i & 63))) & 1;
-    const uint64_t m = 0 - bit;
-    z_hi ^= v_hi & m;
-    z_lo ^= v_lo & m;
-    const uint64_t lsb = 0 - (v_lo & 1);
-    v_lo = (v_lo >> 1) | (v_hi << 63);
-    v_hi = (v_hi >> 1) ^ (0xe100000000000000ull & lsb);
-  }
-  StoreBe64(x, z_hi);
-  StoreBe64(x + 8, z_lo);
+  // GCM stores the coefficient of z^i in bit 7 - (i % 8) of byte i / 8
+  // (SP 800-38D §6.3). Reversing the bits of each big-endian half gives the
+  // "normal" layout (coefficient i in bit i), where a carry-less multiply
+  // and the reduction modulo z^128 + z^7 + z^2 + z + 1 are plain shifts.
+  const uint64_t a0 = Rev64(LoadBe64(x)), a1 = Rev64(LoadBe64(x + 8));
+  const uint64_t b0 = Rev64(LoadBe64(h)), b1 = Rev64(LoadBe64(h + 8));
+  // Karatsuba: three 64x64 carry-less products.
+  uint64_t c0l, c0h, c1l, c1h, c2l, c2h;
+  Clmul64(a0, b0, &c0l, &c0h);
+  Clmul64(a1, b1, &c2l, &c2h);
+  Clmul64(a0 ^ a1, b0 ^ b1, &c1l, &c1h);
+  c1l ^= c0l ^ c2l;
+  c1h ^= c0h ^ c2h;
+  const uint64_t p0 = c0l, p1 = c0h ^ c1l, h0 = c2l ^ c1h, h1 = c2h;
+  // Fold the high 128 bits H: z^128 = z^7 + z^2 + z + 1, so add
+  // H * (1 + z + z^2 + z^7); its (at most 7) bits beyond z^127 fold once more.
+  const uint64_t o = (h1 >> 63) ^ (h1 >> 62) ^ (h1 >> 57);
+  const uint64_t r0 = p0 ^ h0 ^ (h0 << 1) ^ (h0 << 2) ^ (h0 << 7) ^ o ^
+                      (o << 1) ^ (o << 2) ^ (o << 7);
+  const uint64_t r1 = p1 ^ h1 ^ ((h1 << 1) | (h0 >> 63)) ^
+                      ((h1 << 2) | (h0 >> 62)) ^ ((h1 << 7) | (h0 >> 57));
+  StoreBe64(x, Rev64(r0));
+  StoreBe64(x + 8, Rev64(r1));
 }
 
 void Sha1Compress(uint32_t state[5], const uint8_t* in, size_t num_blocks) {
