@@ -7,6 +7,7 @@
 #include <immintrin.h>
 
 #include "backends/x86/internal/aes_leaf.h"
+#include "backends/x86/internal/ghash_common.h"
 #include "backends/x86/internal/target.h"
 
 namespace accelcrypt::x86::internal {
@@ -271,9 +272,10 @@ ACCELCRYPT_TARGET_AESNI void AesOfbAesni(const AesRoundKeys* k, uint8_t iv[16],
 }
 
 ACCELCRYPT_TARGET_AESNI void AesCtr128Aesni(const AesRoundKeys* k,
-                                            const uint8_t ctr[16],
+                                            uint8_t ctr[16],
                                             const uint8_t* in, uint8_t* out,
                                             size_t num_blocks) {
+  const size_t total_blocks = num_blocks;
   __m128i rk[15];
   const int rounds = static_cast<int>(k->rounds);
   LoadKeys(k->enc, rounds, rk);
@@ -300,6 +302,7 @@ ACCELCRYPT_TARGET_AESNI void AesCtr128Aesni(const AesRoundKeys* k,
     c = _mm_add_epi64(c, one);
     Store(out, _mm_xor_si128(b, Load(in)));
   }
+  AdvanceCounter128(ctr, total_blocks);
 }
 
 ACCELCRYPT_TARGET_AESNI void AesCtr32Aesni(const AesRoundKeys* k,

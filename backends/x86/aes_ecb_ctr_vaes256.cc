@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include "backends/x86/internal/aes_leaf.h"
+#include "backends/x86/internal/ghash_common.h"
 #include "backends/x86/internal/target.h"
 
 namespace accelcrypt::x86::internal {
@@ -128,9 +129,10 @@ ACCELCRYPT_TARGET_VAES256 void Ecb(const AesRoundKeys* k, const uint8_t* in,
 }
 
 template <int R>
-ACCELCRYPT_TARGET_VAES256 void Ctr128(const AesRoundKeys* k,
-                                      const uint8_t ctr[16], const uint8_t* in,
-                                      uint8_t* out, size_t num_blocks) {
+ACCELCRYPT_TARGET_VAES256 void Ctr128(const AesRoundKeys* k, uint8_t ctr[16],
+                                      const uint8_t* in, uint8_t* out,
+                                      size_t num_blocks) {
+  const size_t total_blocks = num_blocks;
   __m256i rk[R + 1];
   LoadKeys<R>(k->enc, rk);
   const __m256i rev = Reverse16();
@@ -169,6 +171,7 @@ ACCELCRYPT_TARGET_VAES256 void Ctr128(const AesRoundKeys* k,
                                     _mm256_shuffle_epi8(c, rev)));
     Store1(out, _mm_xor_si128(b, Load1(in)));
   }
+  AdvanceCounter128(ctr, total_blocks);
 }
 
 template <int R>
@@ -228,7 +231,7 @@ void AesEcbDecryptVaes256(const AesRoundKeys* k, const uint8_t* in,
   }
 }
 
-void AesCtr128Vaes256(const AesRoundKeys* k, const uint8_t ctr[16],
+void AesCtr128Vaes256(const AesRoundKeys* k, uint8_t ctr[16],
                       const uint8_t* in, uint8_t* out, size_t num_blocks) {
   switch (k->rounds) {
     case 10: return Ctr128<10>(k, ctr, in, out, num_blocks);

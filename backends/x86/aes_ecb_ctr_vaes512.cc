@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include "backends/x86/internal/aes_leaf.h"
+#include "backends/x86/internal/ghash_common.h"
 #include "backends/x86/internal/target.h"
 
 namespace accelcrypt::x86::internal {
@@ -109,9 +110,10 @@ ACCELCRYPT_TARGET_VAES512 void Ecb(const AesRoundKeys* k, const uint8_t* in,
 }
 
 template <int R>
-ACCELCRYPT_TARGET_VAES512 void Ctr128(const AesRoundKeys* k,
-                                      const uint8_t ctr[16], const uint8_t* in,
-                                      uint8_t* out, size_t num_blocks) {
+ACCELCRYPT_TARGET_VAES512 void Ctr128(const AesRoundKeys* k, uint8_t ctr[16],
+                                      const uint8_t* in, uint8_t* out,
+                                      size_t num_blocks) {
+  const size_t total_blocks = num_blocks;
   __m512i rk[R + 1];
   LoadKeys<R>(k->enc, rk);
   const __m512i rev = Reverse16();
@@ -150,6 +152,7 @@ ACCELCRYPT_TARGET_VAES512 void Ctr128(const AesRoundKeys* k,
     out += 16 * n;
     num_blocks -= n;
   }
+  AdvanceCounter128(ctr, total_blocks);
 }
 
 template <int R>
@@ -214,7 +217,7 @@ void AesEcbDecryptVaes512(const AesRoundKeys* k, const uint8_t* in,
   }
 }
 
-void AesCtr128Vaes512(const AesRoundKeys* k, const uint8_t ctr[16],
+void AesCtr128Vaes512(const AesRoundKeys* k, uint8_t ctr[16],
                       const uint8_t* in, uint8_t* out, size_t num_blocks) {
   switch (k->rounds) {
     case 10: return Ctr128<10>(k, ctr, in, out, num_blocks);

@@ -244,15 +244,7 @@ ACCELCRYPT_TARGET_VAES512 void Gcm(const AesRoundKeys* k, const GhashTable* t,
   }
   _mm_storeu_si128(reinterpret_cast<__m128i*>(xi),
                    _mm_shuffle_epi8(x, GhashByteReverse()));
-  const uint32_t next =
-      ((static_cast<uint32_t>(ctr[12]) << 24) |
-       (static_cast<uint32_t>(ctr[13]) << 16) |
-       (static_cast<uint32_t>(ctr[14]) << 8) | ctr[15]) +
-      static_cast<uint32_t>(num_blocks);
-  ctr[12] = static_cast<uint8_t>(next >> 24);
-  ctr[13] = static_cast<uint8_t>(next >> 16);
-  ctr[14] = static_cast<uint8_t>(next >> 8);
-  ctr[15] = static_cast<uint8_t>(next);
+  AdvanceCounter32(ctr, num_blocks);
 }
 
 }  // namespace

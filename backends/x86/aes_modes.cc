@@ -246,7 +246,6 @@ void AesX86::CtrBlocks(const uint8_t* in, uint8_t* out, size_t num_blocks) {
         internal::AesCtr128Aesni(&keys_, iv_, in, out, n);
         break;
     }
-    AddCounter128(iv_, n);
     in += 16 * n;
     out += 16 * n;
     num_blocks -= n;

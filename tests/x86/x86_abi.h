@@ -63,6 +63,10 @@ class Cipher {
   accelcrypt_status SetState(const accelcrypt_cipher_state& st);
   std::unique_ptr<Cipher> Dup();
   const std::string& last_error() const { return last_error_; }
+  // The raw table and context, for callers (the benchmark) that want no
+  // wrapper cost per call.
+  const accelcrypt_cipher_table* table() const { return t_; }
+  accelcrypt_cipher_ctx* ctx() const { return ctx_; }
 
  private:
   accelcrypt_status Check(accelcrypt_status s, const accelcrypt_error& e);

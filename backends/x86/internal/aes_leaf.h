@@ -51,9 +51,10 @@ void AesOfbAesni(const AesRoundKeys* k, uint8_t iv[16], const uint8_t* in,
                  uint8_t* out, size_t num_blocks);
 // Ctr128 XORs the keystream E(ctr), E(ctr+1), ... into `in`. The counter is
 // a 128-bit big-endian integer; the caller guarantees that its low 64 bits do
-// not wrap before the last block (it splits the call there) and advances
-// `ctr` itself.
-void AesCtr128Aesni(const AesRoundKeys* k, const uint8_t ctr[16],
+// not wrap before the last block (it splits the call there). `ctr` is
+// advanced by num_blocks (modulo 2^128) on return, with one 16-byte store so
+// the next call's load is forwarded from it.
+void AesCtr128Aesni(const AesRoundKeys* k, uint8_t ctr[16],
                     const uint8_t* in, uint8_t* out, size_t num_blocks);
 // Ctr32 is GCM's counter mode: only the last 32 bits count, modulo 2^32
 // (SP 800-38D inc32). `ctr` is advanced on return.
@@ -68,7 +69,7 @@ void AesEcbDecryptVaes256(const AesRoundKeys* k, const uint8_t* in,
                           uint8_t* out, size_t num_blocks);
 void AesCbcDecryptVaes256(const AesRoundKeys* k, uint8_t iv[16],
                           const uint8_t* in, uint8_t* out, size_t num_blocks);
-void AesCtr128Vaes256(const AesRoundKeys* k, const uint8_t ctr[16],
+void AesCtr128Vaes256(const AesRoundKeys* k, uint8_t ctr[16],
                       const uint8_t* in, uint8_t* out, size_t num_blocks);
 void AesEcbEncryptVaes512(const AesRoundKeys* k, const uint8_t* in,
                           uint8_t* out, size_t num_blocks);
@@ -76,7 +77,7 @@ void AesEcbDecryptVaes512(const AesRoundKeys* k, const uint8_t* in,
                           uint8_t* out, size_t num_blocks);
 void AesCbcDecryptVaes512(const AesRoundKeys* k, uint8_t iv[16],
                           const uint8_t* in, uint8_t* out, size_t num_blocks);
-void AesCtr128Vaes512(const AesRoundKeys* k, const uint8_t ctr[16],
+void AesCtr128Vaes512(const AesRoundKeys* k, uint8_t ctr[16],
                       const uint8_t* in, uint8_t* out, size_t num_blocks);
 
 // ghash_pclmul.cc. `h` is E(K, 0^128). `xi` is the running GHASH value in

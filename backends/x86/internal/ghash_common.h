@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// GHASH field arithmetic shared by ghash_pclmul.cc and aes_gcm_vaes512.cc
+// GHASH field arithmetic and counter helpers shared by the leaf files
 // (header-only, `static inline`, compiled with the includer's target).
 //
 // Representation: a GCM block is byte-reversed into an XMM register, so bit
@@ -15,6 +15,8 @@
 #define ACCELCRYPT_BACKENDS_X86_INTERNAL_GHASH_COMMON_H_
 
 #include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "backends/x86/internal/target.h"
 
@@ -62,6 +64,39 @@ ACCELCRYPT_TARGET_AESNI static inline __m128i GhashTwist(__m128i a) {
   const __m128i xinv =
       _mm_set_epi64x(static_cast<long long>(0xc200000000000000ull), 1);
   return _mm_xor_si128(shifted, _mm_and_si128(mask, xinv));
+}
+
+// AdvanceCounter128 adds n to a big-endian 128-bit counter with a single
+// 16-byte store, so the next call's 16-byte load is store-forwarded.
+ACCELCRYPT_TARGET_AESNI static inline void AdvanceCounter128(uint8_t ctr[16],
+                                                             size_t n) {
+  const __m128i rev = GhashByteReverse();
+  const __m128i le = _mm_shuffle_epi8(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(ctr)), rev);
+  const uint64_t lo = static_cast<uint64_t>(_mm_cvtsi128_si64(le));
+  uint64_t hi = static_cast<uint64_t>(_mm_extract_epi64(le, 1));
+  const uint64_t next = lo + n;
+  hi += next < lo;
+  _mm_storeu_si128(
+      reinterpret_cast<__m128i*>(ctr),
+      _mm_shuffle_epi8(_mm_set_epi64x(static_cast<long long>(hi),
+                                      static_cast<long long>(next)),
+                       rev));
+}
+
+// AdvanceCounter32 adds n to the last 32 bits (big-endian, modulo 2^32) of
+// a GCM counter block with a single 16-byte store.
+ACCELCRYPT_TARGET_AESNI static inline void AdvanceCounter32(uint8_t ctr[16],
+                                                            size_t n) {
+  const __m128i swap =
+      _mm_set_epi8(12, 13, 14, 15, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  const __m128i c = _mm_shuffle_epi8(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(ctr)), swap);
+  _mm_storeu_si128(
+      reinterpret_cast<__m128i*>(ctr),
+      _mm_shuffle_epi8(
+          _mm_add_epi32(c, _mm_set_epi32(static_cast<int>(n), 0, 0, 0)),
+          swap));
 }
 
 }  // namespace accelcrypt::x86::internal
