@@ -130,6 +130,7 @@ class BackendCipher final : public Cipher {
   }
   const AlgorithmInfo& info() const override { return info_; }
   std::string_view backend() const override { return backend_; }
+  RawCipherView raw() const { return {table_, ctx_}; }
 
  private:
   const accelcrypt_cipher_table* table_;
@@ -347,6 +348,11 @@ void Backend::Disable(accelcrypt_alg alg) {
   std::erase_if(caps_, [alg](const accelcrypt_capability& cap) {
     return cap.alg == alg;
   });
+}
+
+RawCipherView RawView(Cipher& cipher) {
+  if (auto* b = dynamic_cast<BackendCipher*>(&cipher)) return b->raw();
+  return {};
 }
 
 absl::StatusOr<std::unique_ptr<Cipher>> Backend::NewCipher(

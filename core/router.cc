@@ -75,7 +75,9 @@ class RoutedCipher final : public Cipher {
           Inside(slot->backend, [&] { return slot->backend->NewCipher(info_.id); });
       if (created.ok()) {
         impl_ = *std::move(created);
+        raw_ = RawView(*impl_);
         current_ = i;
+        current_backend_ = slot->backend;
         counter_ = &router_->stats()->Cell(slot->stats_slot, info_);
         return absl::OkStatus();
       }
@@ -133,13 +135,46 @@ class RoutedCipher final : public Cipher {
 
   absl::Status Update(absl::Span<const uint8_t> in,
                       absl::Span<uint8_t> out) override {
+    // Fast path: straight into the backend's C table; everything else
+    // (errors, fallback, replay) lives out of line so this stays small.
+    if (raw_.table != nullptr && out.size() >= in.size() && !replay_ok_)
+        [[likely]] {
+      accelcrypt_error err;
+      err.message[0] = '\0';
+      const Backend* previous = t_inside;
+      t_inside = current_backend_;
+      accelcrypt_status rc = raw_.table->update(raw_.ctx, in.data(), in.size(),
+                                                out.data(), &err);
+      t_inside = previous;
+      if (rc == ACCELCRYPT_OK) [[likely]] {
+        started_ = true;
+        pending_bytes_ += in.size();
+        return absl::OkStatus();
+      }
+      return UpdateFailed(in, out,
+                          FromAbi(rc, std::string_view(
+                                          err.message,
+                                          strnlen(err.message,
+                                                  sizeof(err.message)))));
+    }
+    return UpdateSlow(in, out);
+  }
+
+  [[gnu::noinline]] absl::Status UpdateSlow(absl::Span<const uint8_t> in,
+                                            absl::Span<uint8_t> out) {
     absl::Status st = Call([&] { return impl_->Update(in, out); });
-    if (st.ok()) [[likely]] {
+    if (st.ok()) {
       started_ = true;
       pending_bytes_ += in.size();
       if (replay_ok_) Remember(&replay_data_, in);
       return st;
     }
+    return UpdateFailed(in, out, st);
+  }
+
+  [[gnu::noinline]] absl::Status UpdateFailed(absl::Span<const uint8_t> in,
+                                              absl::Span<uint8_t> out,
+                                              absl::Status st) {
     if (!IsDeviceError(st) || !initialized_) return st;
     ACCELCRYPT_RETURN_IF_ERROR(MoveOnMidStream(st));
     st = Call([&] { return impl_->Update(in, out); });
@@ -206,7 +241,9 @@ class RoutedCipher final : public Cipher {
     std::memcpy(copy->tag_, tag_, sizeof(tag_));
     copy->tag_len_ = tag_len_;
     copy->impl_ = std::move(impl);
+    copy->raw_ = RawView(*copy->impl_);
     copy->current_ = current_;
+    copy->current_backend_ = current_backend_;
     copy->counter_ = counter_;
     std::memcpy(copy->key_, key_, sizeof(key_));
     std::memcpy(copy->iv_, iv_, sizeof(iv_));
@@ -355,6 +392,8 @@ class RoutedCipher final : public Cipher {
   Router::SlotList candidates_;
   size_t current_ = 0;
   std::unique_ptr<Cipher> impl_;
+  RawCipherView raw_;
+  const Backend* current_backend_ = nullptr;
   Counter* counter_ = nullptr;
   uint64_t pending_bytes_ = 0;
   size_t replay_max_;
