@@ -74,6 +74,54 @@ ACCELCRYPT_TARGET_VAES512 inline __m512i Reverse16() {
       _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
 }
 
+// Opmask for register i of a tail of `left` blocks (0 past the end).
+ACCELCRYPT_TARGET_VAES512 inline __mmask8 TailMask(size_t left, int i) {
+  const size_t first = kBlocksPerReg * static_cast<size_t>(i);
+  return left > first ? BlockMask(left - first > 3 ? 4 : left - first)
+                      : static_cast<__mmask8>(0);
+}
+
+template <int R, int N, bool kDecrypt>
+ACCELCRYPT_TARGET_VAES512 inline void EcbTail(const __m512i* rk,
+                                              const uint8_t* in, uint8_t* out,
+                                              size_t left) {
+  __m512i b[N];
+#pragma GCC unroll 8
+  for (int i = 0; i < N; ++i) {
+    b[i] = _mm512_maskz_loadu_epi64(TailMask(left, i), in + 64 * i);
+  }
+  if (kDecrypt) {
+    DecryptN<R, N>(rk, b);
+  } else {
+    EncryptN<R, N>(rk, b);
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < N; ++i) {
+    _mm512_mask_storeu_epi64(out + 64 * i, TailMask(left, i), b[i]);
+  }
+}
+
+template <int R, int N>
+ACCELCRYPT_TARGET_VAES512 inline void CtrTail(const __m512i* rk, __m512i c,
+                                              __m512i rev, const uint8_t* in,
+                                              uint8_t* out, size_t left) {
+  const __m512i four = _mm512_set_epi64(0, 4, 0, 4, 0, 4, 0, 4);
+  __m512i b[N];
+#pragma GCC unroll 8
+  for (int i = 0; i < N; ++i) {
+    b[i] = _mm512_shuffle_epi8(c, rev);
+    c = _mm512_add_epi64(c, four);
+  }
+  EncryptN<R, N>(rk, b);
+#pragma GCC unroll 8
+  for (int i = 0; i < N; ++i) {
+    const __mmask8 m = TailMask(left, i);
+    _mm512_mask_storeu_epi64(
+        out + 64 * i, m,
+        _mm512_xor_si512(b[i], _mm512_maskz_loadu_epi64(m, in + 64 * i)));
+  }
+}
+
 template <int R, bool kDecrypt>
 ACCELCRYPT_TARGET_VAES512 void Ecb(const AesRoundKeys* k, const uint8_t* in,
                                    uint8_t* out, size_t num_blocks) {
@@ -94,18 +142,14 @@ ACCELCRYPT_TARGET_VAES512 void Ecb(const AesRoundKeys* k, const uint8_t* in,
     in += 64 * kRegs;
     out += 64 * kRegs;
   }
-  while (num_blocks > 0) {
-    const size_t n = num_blocks < kBlocksPerReg ? num_blocks : kBlocksPerReg;
-    __m512i b = LoadPartial(in, n);
-    if (kDecrypt) {
-      DecryptN<R, 1>(rk, &b);
+  // 1..31 blocks: a fixed register count (2 or 8) keeps the rounds unrolled
+  // with the blocks in registers; lanes past the end are masked.
+  if (num_blocks > 0) {
+    if (num_blocks <= 8) {
+      EcbTail<R, 2, kDecrypt>(rk, in, out, num_blocks);
     } else {
-      EncryptN<R, 1>(rk, &b);
+      EcbTail<R, kRegs, kDecrypt>(rk, in, out, num_blocks);
     }
-    StorePartial(out, b, n);
-    in += 16 * n;
-    out += 16 * n;
-    num_blocks -= n;
   }
 }
 
@@ -142,15 +186,12 @@ ACCELCRYPT_TARGET_VAES512 void Ctr128(const AesRoundKeys* k, uint8_t ctr[16],
     in += 64 * kRegs;
     out += 64 * kRegs;
   }
-  while (num_blocks > 0) {
-    const size_t n = num_blocks < kBlocksPerReg ? num_blocks : kBlocksPerReg;
-    __m512i b = _mm512_shuffle_epi8(c, rev);
-    c = _mm512_add_epi64(c, four);
-    EncryptN<R, 1>(rk, &b);
-    StorePartial(out, _mm512_xor_si512(b, LoadPartial(in, n)), n);
-    in += 16 * n;
-    out += 16 * n;
-    num_blocks -= n;
+  if (num_blocks > 0) {
+    if (num_blocks <= 8) {
+      CtrTail<R, 2>(rk, c, rev, in, out, num_blocks);
+    } else {
+      CtrTail<R, kRegs>(rk, c, rev, in, out, num_blocks);
+    }
   }
   AdvanceCounter128(ctr, total_blocks);
 }

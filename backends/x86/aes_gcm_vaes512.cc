@@ -153,6 +153,36 @@ ACCELCRYPT_TARGET_VAES512 inline __m128i EncryptAndHash(
   return FinishWithX(t, acc, x);
 }
 
+// Opmask for register i of a tail of `left` blocks (0 past the end).
+ACCELCRYPT_TARGET_VAES512 inline __mmask8 TailMask(size_t left, int i) {
+  const size_t first = 4 * static_cast<size_t>(i);
+  return left > first ? BlockMask(left - first) : static_cast<__mmask8>(0);
+}
+
+template <int R, int N, bool kDecrypt>
+ACCELCRYPT_TARGET_VAES512 inline __m128i GcmTail(
+    const __m512i* rk, const GhashTable* t, __m512i c, __m512i swap,
+    __m512i rev, const uint8_t* in, uint8_t* out, size_t left, __m128i x) {
+  const __m512i four =
+      _mm512_set_epi32(4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0);
+  __m512i b[N], d[N];
+#pragma GCC unroll 8
+  for (int i = 0; i < N; ++i) {
+    b[i] = _mm512_shuffle_epi8(c, swap);
+    c = _mm512_add_epi32(c, four);
+  }
+  EncryptN<R>(rk, b, N);
+#pragma GCC unroll 8
+  for (int i = 0; i < N; ++i) {
+    const __mmask8 m = TailMask(left, i);
+    const __m512i p = _mm512_maskz_loadu_epi64(m, in + 64 * i);
+    const __m512i o = _mm512_maskz_xor_epi64(m, b[i], p);
+    _mm512_mask_storeu_epi64(out + 64 * i, m, o);
+    d[i] = _mm512_shuffle_epi8(kDecrypt ? p : o, rev);
+  }
+  return GhashTail(t, d, left, x);
+}
+
 template <int R, bool kDecrypt>
 ACCELCRYPT_TARGET_VAES512 void Gcm(const AesRoundKeys* k, const GhashTable* t,
                                    uint8_t ctr[16], uint8_t xi[16],
@@ -226,21 +256,13 @@ ACCELCRYPT_TARGET_VAES512 void Gcm(const AesRoundKeys* k, const GhashTable* t,
     x = GhashFull(t, d, x);
   }
   if (left > 0) {
-    __m512i b[kRegs], d[kRegs];
-    const int regs = static_cast<int>((left + 3) / 4);
-    for (int i = 0; i < regs; ++i) {
-      b[i] = _mm512_shuffle_epi8(c, swap);
-      c = _mm512_add_epi32(c, four);
+    // 1..31 blocks: a fixed register count (2 or 8) keeps the rounds
+    // unrolled with the blocks in registers; lanes past `left` are masked.
+    if (left <= 8) {
+      x = GcmTail<R, 2, kDecrypt>(rk, t, c, swap, rev, in, out, left, x);
+    } else {
+      x = GcmTail<R, kRegs, kDecrypt>(rk, t, c, swap, rev, in, out, left, x);
     }
-    EncryptN<R>(rk, b, regs);
-    for (int i = 0; i < regs; ++i) {
-      const __mmask8 m = BlockMask(left - 4 * i);
-      __m512i p = _mm512_maskz_loadu_epi64(m, in + 64 * i);
-      __m512i o = _mm512_maskz_xor_epi64(m, b[i], p);
-      _mm512_mask_storeu_epi64(out + 64 * i, m, o);
-      d[i] = _mm512_shuffle_epi8(kDecrypt ? p : o, rev);
-    }
-    x = GhashTail(t, d, left, x);
   }
   _mm_storeu_si128(reinterpret_cast<__m128i*>(xi),
                    _mm_shuffle_epi8(x, GhashByteReverse()));
