@@ -117,9 +117,8 @@ absl::StatusOr<VectorFile> ParseVectorFile(const std::string& path) {
       return absl::NotFoundError(
           absl::StrFormat("vector file %s not found", path));
     }
-    return absl::UnavailableError(
-        absl::StrFormat("cannot open vector file %s: %s", path,
-                        std::strerror(err)));
+    return absl::UnavailableError(absl::StrFormat(
+        "cannot open vector file %s: %s", path, std::strerror(err)));
   }
 
   std::vector<Section> sections(1);
@@ -165,8 +164,8 @@ absl::StatusOr<VectorFile> ParseVectorFile(const std::string& path) {
         value = std::string(absl::StripAsciiWhitespace(inner.substr(eq + 1)));
       }
       if (name.empty()) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "%s:%d: empty section header", path, line_no));
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s:%d: empty section header", path, line_no));
       }
       sections.back().headers[name] = value;
       continue;
@@ -189,8 +188,8 @@ absl::StatusOr<VectorFile> ParseVectorFile(const std::string& path) {
     if (current.fields.empty()) current.line = line_no;
     if (Lookup(current.fields, key) != current.fields.end()) {
       return absl::InvalidArgumentError(absl::StrFormat(
-          "%s:%d: field '%s' repeated in one block (missing blank line?)",
-          path, line_no, key));
+          "%s:%d: field '%s' repeated in one block (missing blank line?)", path,
+          line_no, key));
     }
     current.fields[key] = value;
   }

@@ -26,12 +26,12 @@ constexpr size_t kMaxReportedFailures = 10;
 
 enum class SuiteKind {
   kUnknown,
-  kAes,          // ECB/CBC/CFB128/OFB KAT and MMT, [ENCRYPT]/[DECRYPT]
-  kCtr,          // SP 800-38A F.5 in CAVP layout, three key sizes
-  kGcmEncrypt,   // gcmEncryptExtIV*
-  kGcmDecrypt,   // gcmDecrypt*, FAIL = tag must be rejected
-  kShaMessage,   // SHA*ShortMsg / SHA*LongMsg
-  kShaMonte,     // SHA*Monte (SHAVS 6.4)
+  kAes,         // ECB/CBC/CFB128/OFB KAT and MMT, [ENCRYPT]/[DECRYPT]
+  kCtr,         // SP 800-38A F.5 in CAVP layout, three key sizes
+  kGcmEncrypt,  // gcmEncryptExtIV*
+  kGcmDecrypt,  // gcmDecrypt*, FAIL = tag must be rejected
+  kShaMessage,  // SHA*ShortMsg / SHA*LongMsg
+  kShaMonte,    // SHA*Monte (SHAVS 6.4)
 };
 
 const std::regex& AesRegex() {
@@ -111,8 +111,8 @@ absl::Status CompareBytes(absl::Span<const uint8_t> got,
   for (size_t i = 0; i < got.size(); ++i) {
     if (got[i] != want[i]) {
       return absl::DataLossError(absl::StrFormat(
-          "%s (%s): mismatch at byte %d of %d (got %02x, want %02x)", what,
-          how, i, got.size(), got[i], want[i]));
+          "%s (%s): mismatch at byte %d of %d (got %02x, want %02x)", what, how,
+          i, got.size(), got[i], want[i]));
     }
   }
   return absl::OkStatus();
@@ -192,15 +192,16 @@ absl::Status RunBlockModeRecord(const Backend& backend, accelcrypt_alg alg,
   ACCELCRYPT_ASSIGN_OR_RETURN(auto pt, record.Bytes("PLAINTEXT"));
   ACCELCRYPT_ASSIGN_OR_RETURN(auto ct, record.Bytes("CIPHERTEXT"));
   if (key.size() != info->key_len) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%d-byte key in a %s file", key.size(), info->name));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%d-byte key in a %s file", key.size(), info->name));
   }
   if (iv.size() != info->iv_len) {
     return absl::InvalidArgumentError(
         absl::StrFormat("%d-byte IV for %s", iv.size(), info->name));
   }
   if (pt.size() != ct.size()) {
-    return absl::InvalidArgumentError("PLAINTEXT and CIPHERTEXT differ in length");
+    return absl::InvalidArgumentError(
+        "PLAINTEXT and CIPHERTEXT differ in length");
   }
   const auto& in = encrypt ? pt : ct;
   const auto& want = encrypt ? ct : pt;
@@ -211,17 +212,15 @@ absl::Status RunBlockModeRecord(const Backend& backend, accelcrypt_alg alg,
         "%d-byte message exceeds the one-shot limit of %d bytes", in.size(),
         cap->max_chunk));
   }
-  const size_t block = info->mode == CipherMode::kEcb ||
-                               info->mode == CipherMode::kCbc
-                           ? 16
-                           : 1;
-  std::string what = absl::StrFormat("%s %s", info->name,
-                                     encrypt ? "encrypt" : "decrypt");
+  const size_t block =
+      info->mode == CipherMode::kEcb || info->mode == CipherMode::kCbc ? 16 : 1;
+  std::string what =
+      absl::StrFormat("%s %s", info->name, encrypt ? "encrypt" : "decrypt");
   std::vector<uint8_t> out;
-  ACCELCRYPT_RETURN_IF_ERROR(Annotate(
-      RunRawCipher(backend, alg, encrypt, key, iv, in,
-                   Chunks(in.size(), 0, cap->max_chunk, block), &out),
-      what));
+  ACCELCRYPT_RETURN_IF_ERROR(
+      Annotate(RunRawCipher(backend, alg, encrypt, key, iv, in,
+                            Chunks(in.size(), 0, cap->max_chunk, block), &out),
+               what));
   ACCELCRYPT_RETURN_IF_ERROR(CompareBytes(out, want, what, "one update"));
   if (streaming && in.size() > 1) {
     // Split once more inside the message: after the first half of the
@@ -232,8 +231,8 @@ absl::Status RunBlockModeRecord(const Backend& backend, accelcrypt_alg alg,
           RunRawCipher(backend, alg, encrypt, key, iv, in,
                        Chunks(in.size(), split, cap->max_chunk, block), &out),
           what));
-      ACCELCRYPT_RETURN_IF_ERROR(CompareBytes(
-          out, want, what, absl::StrFormat("split at %d", split)));
+      ACCELCRYPT_RETURN_IF_ERROR(
+          CompareBytes(out, want, what, absl::StrFormat("split at %d", split)));
     }
   }
   return absl::OkStatus();
@@ -254,8 +253,8 @@ absl::Status RunGcmRecord(const Backend& backend, accelcrypt_alg alg,
     ACCELCRYPT_ASSIGN_OR_RETURN(pt, record.Bytes("PT"));
   }
   if (key.size() != info->key_len) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%d-byte key in a %s file", key.size(), info->name));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%d-byte key in a %s file", key.size(), info->name));
   }
   // Section lengths are in bits (GCMVS); check the record agrees with them.
   auto check_bits = [&](std::string_view name, size_t bytes) -> absl::Status {
@@ -263,9 +262,9 @@ absl::Status RunGcmRecord(const Backend& backend, accelcrypt_alg alg,
     long long bits = 0;
     if (!value.has_value() || !absl::SimpleAtoi(*value, &bits) ||
         bits != static_cast<long long>(bytes) * 8) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "field length %d bytes does not match [%s = %s]", bytes, name,
-          value.value_or("?")));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("field length %d bytes does not match [%s = %s]",
+                          bytes, name, value.value_or("?")));
     }
     return absl::OkStatus();
   };
@@ -296,10 +295,10 @@ absl::Status RunGcmRecord(const Backend& backend, accelcrypt_alg alg,
   std::vector<uint8_t> out(in.size());
   size_t off = 0;
   for (size_t n : Chunks(in.size(), 0, cap->max_chunk, 1)) {
-    ACCELCRYPT_RETURN_IF_ERROR(Annotate(
-        cipher->Update(absl::MakeConstSpan(in).subspan(off, n),
-                       absl::MakeSpan(out).subspan(off, n)),
-        what));
+    ACCELCRYPT_RETURN_IF_ERROR(
+        Annotate(cipher->Update(absl::MakeConstSpan(in).subspan(off, n),
+                                absl::MakeSpan(out).subspan(off, n)),
+                 what));
     off += n;
   }
   if (encrypt) {
@@ -366,11 +365,10 @@ absl::Status RunShaMessageRecord(const Backend& backend, accelcrypt_alg alg,
   if (!streaming && cap->max_chunk != 0 && msg.size() > cap->max_chunk) {
     return absl::UnimplementedError("message exceeds the one-shot limit");
   }
-  std::string what =
-      absl::StrFormat("%s of %d bytes", info->name, msg.size());
+  std::string what = absl::StrFormat("%s of %d bytes", info->name, msg.size());
   std::vector<uint8_t> out(info->digest_len);
-  ACCELCRYPT_RETURN_IF_ERROR(Annotate(
-      backend.DigestOneShot(alg, msg, absl::MakeSpan(out)), what));
+  ACCELCRYPT_RETURN_IF_ERROR(
+      Annotate(backend.DigestOneShot(alg, msg, absl::MakeSpan(out)), what));
   ACCELCRYPT_RETURN_IF_ERROR(CompareBytes(out, md, what, "one-shot"));
   if (!streaming) return absl::OkStatus();
 
@@ -442,10 +440,9 @@ absl::Status RunShaMonteRecord(const Backend& backend, accelcrypt_alg alg,
   for (long long j = 0; j <= count; ++j) {
     ACCELCRYPT_ASSIGN_OR_RETURN(seed, MonteCheckpoint(backend, *info, seed));
   }
-  return CompareBytes(seed, want,
-                      absl::StrFormat("%s Monte checkpoint %d", info->name,
-                                      count),
-                      "chained from Seed");
+  return CompareBytes(
+      seed, want, absl::StrFormat("%s Monte checkpoint %d", info->name, count),
+      "chained from Seed");
 }
 
 }  // namespace
@@ -577,12 +574,12 @@ absl::StatusOr<VectorResult> RunVectorSuite(const Backend& backend,
           *count == chain_next) {
         const AlgorithmInfo* info = FindAlgorithm(*alg);
         auto next = MonteCheckpoint(backend, *info, chain_seed);
-        status = next.ok() ? CompareBytes(*next, *want,
-                                          absl::StrFormat(
-                                              "%s Monte checkpoint %d",
-                                              info->name, *count),
-                                          "chained")
-                           : next.status();
+        status = next.ok()
+                     ? CompareBytes(*next, *want,
+                                    absl::StrFormat("%s Monte checkpoint %d",
+                                                    info->name, *count),
+                                    "chained")
+                     : next.status();
       } else {
         status = RunVectorRecord(backend, suite, record);
       }

@@ -16,8 +16,8 @@ namespace accelcrypt {
 // as found under a vectors directory (tests/vectors in the tree,
 // share/accelcrypt/vectors when installed).
 struct VectorSuite {
-  std::string path;             // full path
-  std::string relative;         // "aes/CBCMMT128.rsp"
+  std::string path;                  // full path
+  std::string relative;              // "aes/CBCMMT128.rsp"
   std::vector<accelcrypt_alg> algs;  // algorithms the file exercises
 };
 

@@ -63,14 +63,12 @@ MATCHER_P2(StatusIs, code, message_matcher,
 #define ASSERT_OK_AND_ASSIGN(lhs, expr) \
   ASSERT_OK_AND_ASSIGN_IMPL_(           \
       ACCELCRYPT_TEST_CONCAT_(accelcrypt_test_so_, __LINE__), lhs, expr)
-#define ASSERT_OK_AND_ASSIGN_IMPL_(tmp, lhs, expr) \
-  auto tmp = (expr);                               \
+#define ASSERT_OK_AND_ASSIGN_IMPL_(tmp, lhs, expr)  \
+  auto tmp = (expr);                                \
   ASSERT_TRUE(tmp.ok()) << tmp.status().ToString(); \
   lhs = std::move(tmp).value()
 
-#define ASSERT_OK(expr) \
-  ASSERT_THAT((expr), ::accelcrypt::testing::IsOk())
-#define EXPECT_OK(expr) \
-  EXPECT_THAT((expr), ::accelcrypt::testing::IsOk())
+#define ASSERT_OK(expr) ASSERT_THAT((expr), ::accelcrypt::testing::IsOk())
+#define EXPECT_OK(expr) EXPECT_THAT((expr), ::accelcrypt::testing::IsOk())
 
 #endif  // ACCELCRYPT_TESTS_SUPPORT_STATUS_MATCHERS_H_

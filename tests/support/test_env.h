@@ -34,7 +34,8 @@ std::string TestBackendDir();
 // (backend_dir = BackendDir()) with `overrides` applied on top. The
 // environment (ACCELCRYPT_CONF, ACCELCRYPT_BACKEND_DIR) is deliberately
 // ignored so a developer's settings cannot change what the tests see.
-Config BuildTreeConfig(const std::map<std::string, std::string>& overrides = {});
+Config BuildTreeConfig(
+    const std::map<std::string, std::string>& overrides = {});
 
 // MakeCore builds a whole Core from BuildTreeConfig(overrides).
 absl::StatusOr<std::unique_ptr<Core>> MakeCore(

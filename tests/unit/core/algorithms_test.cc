@@ -19,9 +19,9 @@ namespace {
 
 std::vector<std::string> Names(const AlgorithmInfo& a) {
   std::vector<std::string> out;
-  for (absl::string_view n :
-       absl::StrSplit(absl::string_view(a.openssl_names.data(), a.openssl_names.size()),
-                      ':', absl::SkipEmpty())) {
+  for (absl::string_view n : absl::StrSplit(
+           absl::string_view(a.openssl_names.data(), a.openssl_names.size()),
+           ':', absl::SkipEmpty())) {
     out.emplace_back(n);
   }
   return out;
@@ -37,7 +37,8 @@ TEST(AlgorithmsTest, IndicesAreDenseAndIdsUnique) {
     EXPECT_EQ(FindAlgorithm(all[i].id), &all[i]);
   }
   EXPECT_EQ(FindAlgorithm(0), nullptr);
-  EXPECT_EQ(FindAlgorithm(ACCELCRYPT_CIPHER_ALG(ACCELCRYPT_MODE_CBC, 17)), nullptr);
+  EXPECT_EQ(FindAlgorithm(ACCELCRYPT_CIPHER_ALG(ACCELCRYPT_MODE_CBC, 17)),
+            nullptr);
 }
 
 TEST(AlgorithmsTest, EveryNameResolvesToItsRowCaseInsensitively) {
@@ -74,9 +75,12 @@ TEST(AlgorithmsTest, CipherRowsMatchOpenSsl) {
     for (const std::string& name : Names(a)) {
       EVP_CIPHER* c = EVP_CIPHER_fetch(nullptr, name.c_str(), nullptr);
       ASSERT_NE(c, nullptr) << "OpenSSL does not know " << name;
-      EXPECT_EQ(static_cast<size_t>(EVP_CIPHER_get_key_length(c)), a.key_len) << name;
-      EXPECT_EQ(static_cast<size_t>(EVP_CIPHER_get_iv_length(c)), a.iv_len) << name;
-      EXPECT_EQ(static_cast<size_t>(EVP_CIPHER_get_block_size(c)), a.block_len) << name;
+      EXPECT_EQ(static_cast<size_t>(EVP_CIPHER_get_key_length(c)), a.key_len)
+          << name;
+      EXPECT_EQ(static_cast<size_t>(EVP_CIPHER_get_iv_length(c)), a.iv_len)
+          << name;
+      EXPECT_EQ(static_cast<size_t>(EVP_CIPHER_get_block_size(c)), a.block_len)
+          << name;
       EXPECT_TRUE(EVP_CIPHER_is_a(c, std::string(a.name).c_str())) << name;
       EVP_CIPHER_free(c);
     }
@@ -95,7 +99,8 @@ TEST(AlgorithmsTest, DigestRowsMatchOpenSsl) {
       EVP_MD* md = EVP_MD_fetch(nullptr, name.c_str(), nullptr);
       ASSERT_NE(md, nullptr) << "OpenSSL does not know " << name;
       EXPECT_EQ(static_cast<size_t>(EVP_MD_get_size(md)), a.digest_len) << name;
-      EXPECT_EQ(static_cast<size_t>(EVP_MD_get_block_size(md)), a.block_len) << name;
+      EXPECT_EQ(static_cast<size_t>(EVP_MD_get_block_size(md)), a.block_len)
+          << name;
       EXPECT_TRUE(EVP_MD_is_a(md, std::string(a.name).c_str())) << name;
       EVP_MD_free(md);
     }
@@ -104,7 +109,8 @@ TEST(AlgorithmsTest, DigestRowsMatchOpenSsl) {
 }
 
 TEST(AlgorithmsTest, RngRowsAreInTheRngFamily) {
-  for (accelcrypt_alg id : {ACCELCRYPT_ALG_RNG_RANDOM, ACCELCRYPT_ALG_RNG_ENTROPY}) {
+  for (accelcrypt_alg id :
+       {ACCELCRYPT_ALG_RNG_RANDOM, ACCELCRYPT_ALG_RNG_ENTROPY}) {
     const AlgorithmInfo* a = FindAlgorithm(id);
     ASSERT_NE(a, nullptr);
     EXPECT_EQ(a->family, Family::kRng);

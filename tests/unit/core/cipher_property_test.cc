@@ -224,14 +224,16 @@ TEST_P(CipherPropertyTest, InPlaceAndUnalignedBuffers) {
       size_t out_off = in_place ? in_off : (in_off * 7 + 3) % 16;
       Bytes in_buf(n + 32), out_buf(n + 32);
       std::memcpy(in_buf.data() + in_off, m.data.data(), n);
-      uint8_t* out = in_place ? in_buf.data() + in_off : out_buf.data() + out_off;
+      uint8_t* out =
+          in_place ? in_buf.data() + in_off : out_buf.data() + out_off;
       ASSERT_OK_AND_ASSIGN(auto c, backend_->NewCipher(alg_->id));
       ASSERT_OK(c->Init(true, m.key, m.iv));
       if (!m.aad.empty()) {
         // AAD unaligned too.
         Bytes aad_buf(m.aad.size() + 16);
         std::memcpy(aad_buf.data() + in_off, m.aad.data(), m.aad.size());
-        ASSERT_OK(c->Aad(absl::MakeConstSpan(aad_buf).subspan(in_off, m.aad.size())));
+        ASSERT_OK(
+            c->Aad(absl::MakeConstSpan(aad_buf).subspan(in_off, m.aad.size())));
       }
       ASSERT_OK(c->Update(absl::MakeConstSpan(in_buf.data() + in_off, n),
                           absl::MakeSpan(out, n)));
@@ -289,16 +291,18 @@ TEST_P(GcmPropertyTest, AadAndTagLengths) {
       SCOPED_TRACE(::testing::Message() << "tag " << tag_len);
       Bytes tag(tag_len);
       ASSERT_OK(enc->GetTag(absl::MakeSpan(tag)));
-      ASSERT_EQ(ToHex(tag), ToHex(absl::MakeConstSpan(ref_tag).subspan(0, tag_len)));
+      ASSERT_EQ(ToHex(tag),
+                ToHex(absl::MakeConstSpan(ref_tag).subspan(0, tag_len)));
       // Decrypting with the truncated tag verifies...
       Message back = m;
       back.data = ref;
-      ASSERT_OK_AND_ASSIGN(Bytes pt, Crypt(*backend_, false, back,
-                                           {back.data.size()}, &tag));
+      ASSERT_OK_AND_ASSIGN(
+          Bytes pt, Crypt(*backend_, false, back, {back.data.size()}, &tag));
       ASSERT_EQ(ToHex(pt), ToHex(m.data));
       // ...and any flipped bit is an authentication failure.
       Bytes bad = tag;
-      bad[rng.Range(0, tag_len - 1)] ^= static_cast<uint8_t>(1u << rng.Range(0, 7));
+      bad[rng.Range(0, tag_len - 1)] ^=
+          static_cast<uint8_t>(1u << rng.Range(0, 7));
       auto rejected = Crypt(*backend_, false, back, {back.data.size()}, &bad);
       ASSERT_THAT(rejected, StatusIs(absl::StatusCode::kInvalidArgument));
       ASSERT_EQ(GetStatusDetail(rejected.status()), StatusDetail::kAuthFailed)
@@ -419,20 +423,26 @@ TEST_P(PortableStateTest, StateMovesBetweenContextsMidStream) {
 TEST_P(CipherPropertyTest, WrongKeyOrIvLengthIsInvalidArgument) {
   ASSERT_OK_AND_ASSIGN(auto c, backend_->NewCipher(alg_->id));
   Bytes key(alg_->key_len + 8, 1), iv(16, 2);
-  EXPECT_THAT(c->Init(true, absl::MakeConstSpan(key).subspan(0, alg_->key_len - 1),
-                      absl::MakeConstSpan(iv).subspan(0, IsGcm(*alg_) ? 12 : alg_->iv_len)),
-              StatusIs(absl::StatusCode::kInvalidArgument));
-  EXPECT_THAT(c->Init(true, key, absl::MakeConstSpan(iv).subspan(0, IsGcm(*alg_) ? 12 : alg_->iv_len)),
+  EXPECT_THAT(
+      c->Init(
+          true, absl::MakeConstSpan(key).subspan(0, alg_->key_len - 1),
+          absl::MakeConstSpan(iv).subspan(0, IsGcm(*alg_) ? 12 : alg_->iv_len)),
+      StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(c->Init(true, key,
+                      absl::MakeConstSpan(iv).subspan(
+                          0, IsGcm(*alg_) ? 12 : alg_->iv_len)),
               StatusIs(absl::StatusCode::kInvalidArgument));
   if (!IsGcm(*alg_)) {
     Bytes long_iv(alg_->iv_len + 1, 3);
-    EXPECT_THAT(c->Init(true, absl::MakeConstSpan(key).subspan(0, alg_->key_len),
-                        long_iv),
-                StatusIs(absl::StatusCode::kInvalidArgument));
+    EXPECT_THAT(
+        c->Init(true, absl::MakeConstSpan(key).subspan(0, alg_->key_len),
+                long_iv),
+        StatusIs(absl::StatusCode::kInvalidArgument));
   } else {
-    EXPECT_THAT(c->Init(true, absl::MakeConstSpan(key).subspan(0, alg_->key_len),
-                        absl::Span<const uint8_t>()),
-                StatusIs(absl::StatusCode::kInvalidArgument));
+    EXPECT_THAT(
+        c->Init(true, absl::MakeConstSpan(key).subspan(0, alg_->key_len),
+                absl::Span<const uint8_t>()),
+        StatusIs(absl::StatusCode::kInvalidArgument));
   }
 }
 
@@ -459,8 +469,9 @@ TEST_P(CipherPropertyTest, ReuseAfterAnError) {
   EXPECT_THAT(c->Update(absl::MakeConstSpan(m.data).subspan(first, 16),
                         absl::MakeSpan(out).subspan(first, 15)),
               StatusIs(absl::StatusCode::kOutOfRange));
-  ASSERT_OK(c->Update(absl::MakeConstSpan(m.data).subspan(first),
-                      absl::MakeSpan(out).subspan(first, m.data.size() - first)));
+  ASSERT_OK(
+      c->Update(absl::MakeConstSpan(m.data).subspan(first),
+                absl::MakeSpan(out).subspan(first, m.data.size() - first)));
   ASSERT_OK(c->Final());
   out.resize(m.data.size());
   EXPECT_EQ(ToHex(out), ToHex(ref));
@@ -501,13 +512,13 @@ TEST_P(CipherPropertyTest, ReportsItsBackend) {
   EXPECT_EQ(c->info().id, alg_->id);
 }
 
-INSTANTIATE_TEST_SUITE_P(Registry, CipherPropertyTest,
-                         ::testing::ValuesIn(SharedBackendAlgs(Family::kCipher)),
-                         BackendAlgName);
+INSTANTIATE_TEST_SUITE_P(
+    Registry, CipherPropertyTest,
+    ::testing::ValuesIn(SharedBackendAlgs(Family::kCipher)), BackendAlgName);
 INSTANTIATE_TEST_SUITE_P(Registry, PortableStateTest,
                          ::testing::ValuesIn(NonAeadAlgs()), BackendAlgName);
-INSTANTIATE_TEST_SUITE_P(Registry, GcmPropertyTest, ::testing::ValuesIn(GcmAlgs()),
-                         BackendAlgName);
+INSTANTIATE_TEST_SUITE_P(Registry, GcmPropertyTest,
+                         ::testing::ValuesIn(GcmAlgs()), BackendAlgName);
 
 }  // namespace
 }  // namespace accelcrypt

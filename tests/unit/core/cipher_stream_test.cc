@@ -74,8 +74,8 @@ absl::StatusOr<Bytes> Stream(CipherStream& s, const Bytes& in, size_t piece) {
   do {
     size_t n = std::min(piece, in.size() - off);
     Bytes buf(s.MaxUpdateOutput(n));
-    auto wrote = s.Update(absl::MakeConstSpan(in).subspan(off, n),
-                          absl::MakeSpan(buf));
+    auto wrote =
+        s.Update(absl::MakeConstSpan(in).subspan(off, n), absl::MakeSpan(buf));
     if (!wrote.ok()) return wrote.status();
     if (*wrote != buf.size()) {
       return absl::InternalError("Update wrote less than MaxUpdateOutput");
@@ -92,7 +92,8 @@ absl::StatusOr<Bytes> Stream(CipherStream& s, const Bytes& in, size_t piece) {
 
 TEST(CipherStreamTest, PaddingMatchesEvpForEveryLengthAndSplit) {
   Rng rng(1);
-  for (accelcrypt_alg alg : {ACCELCRYPT_ALG_AES_128_CBC, ACCELCRYPT_ALG_AES_192_ECB}) {
+  for (accelcrypt_alg alg :
+       {ACCELCRYPT_ALG_AES_128_CBC, ACCELCRYPT_ALG_AES_192_ECB}) {
     const AlgorithmInfo* info = FindAlgorithm(alg);
     for (size_t len = 0; len <= 50; ++len) {
       Bytes key = rng.Bytes(info->key_len), iv = rng.Bytes(info->iv_len);
@@ -100,8 +101,8 @@ TEST(CipherStreamTest, PaddingMatchesEvpForEveryLengthAndSplit) {
       Bytes want = Evp(alg, true, true, key, iv, msg);
       ASSERT_EQ(want.size(), (len / 16 + 1) * 16);
       for (size_t piece : {1, 5, 16, 17, 64}) {
-        SCOPED_TRACE(::testing::Message() << info->name << " len " << len
-                                          << " piece " << piece);
+        SCOPED_TRACE(::testing::Message()
+                     << info->name << " len " << len << " piece " << piece);
         auto enc = NewStream(alg);
         ASSERT_NE(enc, nullptr);
         ASSERT_OK(enc->Init(true, key, iv));
@@ -124,7 +125,8 @@ TEST(CipherStreamTest, PaddingOffWholeBlocksMatchEvp) {
   s->set_padding(false);
   ASSERT_OK(s->Init(true, key, iv));
   ASSERT_OK_AND_ASSIGN(Bytes ct, Stream(*s, msg, 7));
-  EXPECT_EQ(ToHex(ct), ToHex(Evp(ACCELCRYPT_ALG_AES_256_CBC, true, false, key, iv, msg)));
+  EXPECT_EQ(ToHex(ct),
+            ToHex(Evp(ACCELCRYPT_ALG_AES_256_CBC, true, false, key, iv, msg)));
   auto d = NewStream(ACCELCRYPT_ALG_AES_256_CBC);
   d->set_padding(false);
   ASSERT_OK(d->Init(false, key, iv));
@@ -170,15 +172,16 @@ TEST(CipherStreamTest, BadPaddingIsRejected) {
     Bytes ct = Evp(ACCELCRYPT_ALG_AES_128_CBC, true, false, key, iv, msg);
     auto s = NewStream(ACCELCRYPT_ALG_AES_128_CBC);
     ASSERT_OK(s->Init(false, key, iv));
-    EXPECT_THAT(Stream(*s, ct, 32),
-                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("bad decrypt")))
+    EXPECT_THAT(Stream(*s, ct, 32), StatusIs(absl::StatusCode::kInvalidArgument,
+                                             HasSubstr("bad decrypt")))
         << ToHex(block);
   }
   // A ciphertext that is not a whole number of blocks cannot be unpadded.
   auto s = NewStream(ACCELCRYPT_ALG_AES_128_CBC);
   ASSERT_OK(s->Init(false, key, iv));
   Bytes odd = rng.Bytes(33);
-  EXPECT_THAT(Stream(*s, odd, 33), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(Stream(*s, odd, 33),
+              StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 TEST(CipherStreamTest, ShortOutputIsOutOfRangeAndConsumesNothing) {
@@ -224,7 +227,8 @@ TEST(CipherStreamTest, StreamModesPassThrough) {
   ASSERT_OK(s->Init(true, key, iv));
   EXPECT_EQ(s->MaxUpdateOutput(5), 5u);
   ASSERT_OK_AND_ASSIGN(Bytes ct, Stream(*s, msg, 9));
-  EXPECT_EQ(ToHex(ct), ToHex(Evp(ACCELCRYPT_ALG_AES_128_CTR, true, false, key, iv, msg)));
+  EXPECT_EQ(ToHex(ct),
+            ToHex(Evp(ACCELCRYPT_ALG_AES_128_CTR, true, false, key, iv, msg)));
   Bytes small(4);
   auto t = NewStream(ACCELCRYPT_ALG_AES_128_CTR);
   ASSERT_OK(t->Init(true, key, iv));
@@ -259,8 +263,9 @@ TEST(CipherStreamTest, CloneWithBufferedBytesContinuesIdentically) {
   auto s = NewStream(ACCELCRYPT_ALG_AES_128_CBC);
   ASSERT_OK(s->Init(true, key, iv));
   Bytes head(16);
-  ASSERT_OK_AND_ASSIGN(size_t n, s->Update(absl::MakeConstSpan(msg).subspan(0, 21),
-                                           absl::MakeSpan(head)));
+  ASSERT_OK_AND_ASSIGN(
+      size_t n,
+      s->Update(absl::MakeConstSpan(msg).subspan(0, 21), absl::MakeSpan(head)));
   ASSERT_EQ(n, 16u);
   ASSERT_OK_AND_ASSIGN(auto clone, s->Clone());
   Bytes rest(msg.begin() + 21, msg.end());
@@ -285,8 +290,9 @@ TEST(CipherStreamTest, InPlaceWithBufferedBytes) {
   ASSERT_OK_AND_ASSIGN(size_t a, s->Update(absl::MakeConstSpan(buf.data(), 7),
                                            absl::MakeSpan(buf.data(), 0)));
   ASSERT_EQ(a, 0u);
-  ASSERT_OK_AND_ASSIGN(size_t b, s->Update(absl::MakeConstSpan(buf.data() + 7, 93),
-                                           absl::MakeSpan(buf.data(), 96)));
+  ASSERT_OK_AND_ASSIGN(size_t b,
+                       s->Update(absl::MakeConstSpan(buf.data() + 7, 93),
+                                 absl::MakeSpan(buf.data(), 96)));
   ASSERT_EQ(b, 96u);
   ASSERT_OK_AND_ASSIGN(size_t c, s->Final(absl::MakeSpan(buf.data() + 96, 32)));
   ASSERT_EQ(c, 16u);
@@ -296,7 +302,8 @@ TEST(CipherStreamTest, InPlaceWithBufferedBytes) {
 
 TEST(CipherStreamTest, GcmFinalComputesAndChecksTheTag) {
   Rng rng(9);
-  Bytes key = rng.Bytes(16), iv = rng.Bytes(12), msg = rng.Bytes(40), aad = rng.Bytes(9);
+  Bytes key = rng.Bytes(16), iv = rng.Bytes(12), msg = rng.Bytes(40),
+        aad = rng.Bytes(9);
   auto s = NewStream(ACCELCRYPT_ALG_AES_128_GCM);
   ASSERT_NE(s, nullptr);
   ASSERT_OK(s->Init(true, key, iv));
@@ -317,7 +324,8 @@ TEST(CipherStreamTest, GcmFinalComputesAndChecksTheTag) {
   ASSERT_OK(e->cipher().Aad(aad));
   ASSERT_OK(e->cipher().SetTag(tag));
   auto bad = Stream(*e, ct, 40);
-  EXPECT_EQ(GetStatusDetail(bad.status()), StatusDetail::kAuthFailed) << bad.status();
+  EXPECT_EQ(GetStatusDetail(bad.status()), StatusDetail::kAuthFailed)
+      << bad.status();
 }
 
 }  // namespace

@@ -82,9 +82,11 @@ TEST(ConfigTest, LoadsTheAccelcryptSectionWithOpenSslSyntax) {
   ASSERT_OK_AND_ASSIGN(Config config, Config::LoadFile(conf.path()));
   EXPECT_THAT(config.GetList("backends"), ElementsAre("x86", "software"));
   EXPECT_THAT(config.Get("BACKENDS"), Optional(std::string("x86, software")));
-  ASSERT_OK_AND_ASSIGN(long long threshold, config.GetInt("breaker_threshold", 5));
+  ASSERT_OK_AND_ASSIGN(long long threshold,
+                       config.GetInt("breaker_threshold", 5));
   EXPECT_EQ(threshold, 7);
-  EXPECT_THAT(config.Get("route.aes-128-cbc"), Optional(std::string("only:software")));
+  EXPECT_THAT(config.Get("route.aes-128-cbc"),
+              Optional(std::string("only:software")));
   EXPECT_THAT(config.Get("failing.mode"), Optional(std::string("always")));
   EXPECT_THAT(config.Get("failing.rate"), Optional(std::string("20")));
   // Keys from unrelated sections stay out.
@@ -105,8 +107,9 @@ TEST(ConfigTest, SectionNamedByAccelcryptConf) {
 
 TEST(ConfigTest, MalformedFileNamesTheLine) {
   TempConf conf("[accelcrypt]\nselftest = 1\n[broken\nx = 1\n");
-  EXPECT_THAT(Config::LoadFile(conf.path()),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("line 3")));
+  EXPECT_THAT(
+      Config::LoadFile(conf.path()),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("line 3")));
 }
 
 TEST(ConfigTest, MissingFileIsNotFound) {
@@ -127,7 +130,8 @@ TEST(ConfigTest, EnvironmentOverridesTheFile) {
   ScopedEnv l("ACCELCRYPT_LOG_LEVEL", "3");
   ASSERT_OK_AND_ASSIGN(Config config, Config::FromEnvironment());
   EXPECT_THAT(config.Get("backend_dir"), Optional(std::string("/from/env")));
-  EXPECT_THAT(config.Get("stats_dir"), Optional(std::string("/stats/from/file")));
+  EXPECT_THAT(config.Get("stats_dir"),
+              Optional(std::string("/stats/from/file")));
   EXPECT_THAT(config.Get("log_level"), Optional(std::string("3")));
   EXPECT_THAT(config.Get("selftest"), Optional(std::string("0")));
 }
@@ -156,10 +160,9 @@ TEST(ConfigTest, UnknownKeysAreRecognisedAsSuch) {
   EXPECT_TRUE(Config::Known("BACKEND_DIR"));
   // Every key the core itself reads must be known, or the provider would
   // reject it as an unknown parameter.
-  for (const char* key :
-       {"backend_dir", "backends", "disable", "policy", "breaker_threshold",
-        "breaker_cooldown_ms", "replay_max", "selftest", "stats_dir",
-        "log_level"}) {
+  for (const char* key : {"backend_dir", "backends", "disable", "policy",
+                          "breaker_threshold", "breaker_cooldown_ms",
+                          "replay_max", "selftest", "stats_dir", "log_level"}) {
     EXPECT_TRUE(Config::Known(key)) << key;
   }
 }
@@ -173,8 +176,10 @@ TEST(ConfigTest, TypedAccessors) {
   EXPECT_EQ(v, 12);
   ASSERT_OK_AND_ASSIGN(long long d, config.GetInt("absent", 5));
   EXPECT_EQ(d, 5);
-  EXPECT_THAT(config.GetInt("bad", 5), StatusIs(absl::StatusCode::kInvalidArgument));
-  EXPECT_THAT(config.GetList("disable"), ElementsAre("padlock", "x86", "pkcs11"));
+  EXPECT_THAT(config.GetInt("bad", 5),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(config.GetList("disable"),
+              ElementsAre("padlock", "x86", "pkcs11"));
   EXPECT_EQ(config.GetOr("absent", "dflt"), "dflt");
   Config other;
   other.Set("disable", "none");
@@ -195,10 +200,12 @@ TEST(ConfigTest, BadValuesFailCoreCreation) {
 }
 
 TEST(ConfigTest, BackendsAndDisableSelectWhatLoads) {
-  ASSERT_OK_AND_ASSIGN(auto only, Core::Create(BuildTreeConfig({{"backends", "software"}})));
+  ASSERT_OK_AND_ASSIGN(
+      auto only, Core::Create(BuildTreeConfig({{"backends", "software"}})));
   ASSERT_EQ(only->registry().backends().size(), 1u);
   EXPECT_EQ(only->registry().backends()[0]->name(), "software");
-  ASSERT_OK_AND_ASSIGN(auto none, Core::Create(BuildTreeConfig({{"disable", "software"}})));
+  ASSERT_OK_AND_ASSIGN(
+      auto none, Core::Create(BuildTreeConfig({{"disable", "software"}})));
   EXPECT_EQ(none->registry().Find("software"), nullptr);
 }
 

@@ -38,7 +38,8 @@ class DigestPropertyTest : public ::testing::TestWithParam<BackendAlg> {
 
   std::string Reference(const Bytes& msg) const {
     Bytes out(alg_->digest_len);
-    absl::Status st = software_->DigestOneShot(alg_->id, msg, absl::MakeSpan(out));
+    absl::Status st =
+        software_->DigestOneShot(alg_->id, msg, absl::MakeSpan(out));
     EXPECT_TRUE(st.ok()) << st;
     return ToHex(out);
   }
@@ -61,11 +62,10 @@ class DigestPropertyTest : public ::testing::TestWithParam<BackendAlg> {
     for (size_t cut : cuts) {
       size_t n = cut - prev;
       while (n > 0 || cut == prev) {
-        size_t take = cap_->max_chunk != 0 && n > cap_->max_chunk
-                          ? cap_->max_chunk
-                          : n;
-        ACCELCRYPT_RETURN_IF_ERROR(d->Update(
-            absl::MakeConstSpan(msg).subspan(prev, take)));
+        size_t take =
+            cap_->max_chunk != 0 && n > cap_->max_chunk ? cap_->max_chunk : n;
+        ACCELCRYPT_RETURN_IF_ERROR(
+            d->Update(absl::MakeConstSpan(msg).subspan(prev, take)));
         prev += take;
         n -= take;
         if (n == 0) break;
@@ -218,9 +218,9 @@ TEST_P(DigestPropertyTest, ReportsItsBackend) {
   EXPECT_EQ(d->info().id, alg_->id);
 }
 
-INSTANTIATE_TEST_SUITE_P(Registry, DigestPropertyTest,
-                         ::testing::ValuesIn(SharedBackendAlgs(Family::kDigest)),
-                         BackendAlgName);
+INSTANTIATE_TEST_SUITE_P(
+    Registry, DigestPropertyTest,
+    ::testing::ValuesIn(SharedBackendAlgs(Family::kDigest)), BackendAlgName);
 
 }  // namespace
 }  // namespace accelcrypt

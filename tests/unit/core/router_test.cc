@@ -146,7 +146,8 @@ absl::StatusOr<Bytes> RunCipher(Cipher& cipher, const Op& op, Bytes* tag) {
                       absl::MakeSpan(out).subspan(off, n)));
     off += n;
   }
-  if (IsGcm(*op.alg) && !op.encrypt) ACCELCRYPT_RETURN_IF_ERROR(cipher.SetTag(*tag));
+  if (IsGcm(*op.alg) && !op.encrypt)
+    ACCELCRYPT_RETURN_IF_ERROR(cipher.SetTag(*tag));
   ACCELCRYPT_RETURN_IF_ERROR(cipher.Final());
   if (IsGcm(*op.alg) && op.encrypt) {
     tag->assign(16, 0);
@@ -262,8 +263,9 @@ TEST(RouterTest, RandomDeviceErrorsAreInvisible) {
       const AlgorithmInfo* alg = digests[i % digests.size()];
       Bytes msg = rng.Bytes(rng.Range(0, 500));
       Bytes want(alg->digest_len), got(alg->digest_len);
-      ASSERT_OK(core->registry().Find("software")->DigestOneShot(
-          alg->id, msg, absl::MakeSpan(want)));
+      ASSERT_OK(core->registry()
+                    .Find("software")
+                    ->DigestOneShot(alg->id, msg, absl::MakeSpan(want)));
       absl::Status st = router.DigestOneShot(alg->id, msg, absl::MakeSpan(got));
       if (!st.ok()) {
         classify(st);
@@ -278,8 +280,9 @@ TEST(RouterTest, RandomDeviceErrorsAreInvisible) {
       const AlgorithmInfo* alg = digests[i % digests.size()];
       Bytes msg = rng.Bytes(rng.Range(0, 1000));
       Bytes want(alg->digest_len), got(alg->digest_len);
-      ASSERT_OK(core->registry().Find("software")->DigestOneShot(
-          alg->id, msg, absl::MakeSpan(want)));
+      ASSERT_OK(core->registry()
+                    .Find("software")
+                    ->DigestOneShot(alg->id, msg, absl::MakeSpan(want)));
       absl::Status st;
       auto d = router.NewDigest(alg->id);
       if (!d.ok()) st = d.status();
@@ -331,8 +334,9 @@ TEST(RouterTest, RandomDeviceErrorsAreInvisible) {
 // stream whose state is portable continues on software, with the right
 // output, and reports software as its backend from then on.
 TEST(RouterTest, MidstreamFailureContinuesOnSoftware) {
-  ASSERT_OK_AND_ASSIGN(auto core, FailingCore({{"failing.mode", "midstream"},
-                                               {"breaker_threshold", "1000000"}}));
+  ASSERT_OK_AND_ASSIGN(auto core,
+                       FailingCore({{"failing.mode", "midstream"},
+                                    {"breaker_threshold", "1000000"}}));
   Rng rng(5);
   for (const AlgorithmInfo* alg : Algs(Family::kCipher)) {
     if (IsGcm(*alg)) continue;
@@ -365,9 +369,10 @@ TEST(RouterTest, MidstreamFailureContinuesOnSoftware) {
 // the next backend while they fit `replay_max`; past that, a device error
 // after data went in is returned as such, never hidden behind wrong output.
 TEST(RouterTest, MidstreamGcmReplaysWithinReplayMaxAndReportsBeyond) {
-  ASSERT_OK_AND_ASSIGN(auto core, FailingCore({{"failing.mode", "midstream"},
-                                               {"replay_max", "100"},
-                                               {"breaker_threshold", "1000000"}}));
+  ASSERT_OK_AND_ASSIGN(auto core,
+                       FailingCore({{"failing.mode", "midstream"},
+                                    {"replay_max", "100"},
+                                    {"breaker_threshold", "1000000"}}));
   Rng rng(6);
   for (bool encrypt : {true, false}) {
     SCOPED_TRACE(encrypt ? "encrypt" : "decrypt");
@@ -458,7 +463,8 @@ TEST(RouterTest, CallerErrorsAreNotRetried) {
   // A partial block in raw CBC: newctx, init, update.
   {
     const Counts before = FailingCounts(*core);
-    ASSERT_OK_AND_ASSIGN(auto cipher, router.NewCipher(ACCELCRYPT_ALG_AES_128_CBC));
+    ASSERT_OK_AND_ASSIGN(auto cipher,
+                         router.NewCipher(ACCELCRYPT_ALG_AES_128_CBC));
     ASSERT_OK(cipher->Init(true, rng.Bytes(16), rng.Bytes(16)));
     Bytes in = rng.Bytes(15), out(15);
     EXPECT_THAT(cipher->Update(in, absl::MakeSpan(out)),
@@ -469,7 +475,8 @@ TEST(RouterTest, CallerErrorsAreNotRetried) {
   // A wrong key size never reaches a backend's init at all.
   {
     const Counts before = FailingCounts(*core);
-    ASSERT_OK_AND_ASSIGN(auto cipher, router.NewCipher(ACCELCRYPT_ALG_AES_256_CTR));
+    ASSERT_OK_AND_ASSIGN(auto cipher,
+                         router.NewCipher(ACCELCRYPT_ALG_AES_256_CTR));
     EXPECT_THAT(cipher->Init(true, rng.Bytes(31), rng.Bytes(16)),
                 StatusIs(absl::StatusCode::kInvalidArgument));
     EXPECT_EQ(FailingCounts(*core).calls - before.calls, 1u);  // newctx
@@ -479,8 +486,9 @@ TEST(RouterTest, CallerErrorsAreNotRetried) {
   {
     const Counts before = FailingCounts(*core);
     Bytes msg = rng.Bytes(10), out(31);
-    EXPECT_THAT(router.DigestOneShot(ACCELCRYPT_ALG_SHA256, msg, absl::MakeSpan(out)),
-                StatusIs(absl::StatusCode::kOutOfRange));
+    EXPECT_THAT(
+        router.DigestOneShot(ACCELCRYPT_ALG_SHA256, msg, absl::MakeSpan(out)),
+        StatusIs(absl::StatusCode::kOutOfRange));
     EXPECT_LE(FailingCounts(*core).calls - before.calls, 1u);
     EXPECT_EQ(StatsOf(*core, "software", "SHA2-256").ops, 0u);
   }
@@ -491,18 +499,21 @@ TEST(RouterTest, CallerErrorsAreNotRetried) {
 // out of rotation (it sees no more calls); after breaker_cooldown_ms one
 // operation probes it again.
 TEST(RouterTest, BreakerOpensAndProbesAfterCooldown) {
-  ASSERT_OK_AND_ASSIGN(auto core, FailingCore({{"failing.mode", "always"},
-                                               {"breaker_threshold", "3"},
-                                               {"breaker_cooldown_ms", "150"}}));
+  ASSERT_OK_AND_ASSIGN(auto core,
+                       FailingCore({{"failing.mode", "always"},
+                                    {"breaker_threshold", "3"},
+                                    {"breaker_cooldown_ms", "150"}}));
   Router& router = core->router();
   Rng rng(10);
   Bytes msg = rng.Bytes(100), want(32), got(32);
-  ASSERT_OK(core->registry().Find("software")->DigestOneShot(
-      ACCELCRYPT_ALG_SHA256, msg, absl::MakeSpan(want)));
+  ASSERT_OK(
+      core->registry()
+          .Find("software")
+          ->DigestOneShot(ACCELCRYPT_ALG_SHA256, msg, absl::MakeSpan(want)));
   auto hash = [&] {
     std::fill(got.begin(), got.end(), 0);
-    absl::Status st = router.DigestOneShot(ACCELCRYPT_ALG_SHA256, msg,
-                                           absl::MakeSpan(got));
+    absl::Status st =
+        router.DigestOneShot(ACCELCRYPT_ALG_SHA256, msg, absl::MakeSpan(got));
     EXPECT_OK(st);
     EXPECT_EQ(ToHex(got), ToHex(want));
   };
@@ -511,7 +522,8 @@ TEST(RouterTest, BreakerOpensAndProbesAfterCooldown) {
   for (int i = 0; i < 20; ++i) hash();
   EXPECT_EQ(FailingCounts(*core).calls, 3u) << "breaker did not open";
   // Ciphers skip it as well while it is open.
-  ASSERT_OK_AND_ASSIGN(auto cipher, router.NewCipher(ACCELCRYPT_ALG_AES_128_CTR));
+  ASSERT_OK_AND_ASSIGN(auto cipher,
+                       router.NewCipher(ACCELCRYPT_ALG_AES_128_CTR));
   EXPECT_EQ(cipher->backend(), "software");
   EXPECT_EQ(FailingCounts(*core).calls, 3u);
 
@@ -537,17 +549,20 @@ TEST(RouterTest, RouteOverrideIsHonoured) {
               ElementsAre("failing", "software"));
   Bytes msg(50, 1), out(32);
   Counts before = FailingCounts(*core);
-  ASSERT_OK(router.DigestOneShot(ACCELCRYPT_ALG_SHA256, msg, absl::MakeSpan(out)));
+  ASSERT_OK(
+      router.DigestOneShot(ACCELCRYPT_ALG_SHA256, msg, absl::MakeSpan(out)));
   EXPECT_EQ(FailingCounts(*core).calls, before.calls);
-  ASSERT_OK(router.DigestOneShot(ACCELCRYPT_ALG_SHA1, msg, absl::MakeSpan(out)));
+  ASSERT_OK(
+      router.DigestOneShot(ACCELCRYPT_ALG_SHA1, msg, absl::MakeSpan(out)));
   EXPECT_EQ(FailingCounts(*core).calls, before.calls + 1);
   ASSERT_OK_AND_ASSIGN(auto cbc, router.NewCipher(ACCELCRYPT_ALG_AES_128_CBC));
   EXPECT_EQ(cbc->backend(), "software");
 }
 
 TEST(RouterTest, ExclusiveRouteDoesNotFallBack) {
-  ASSERT_OK_AND_ASSIGN(auto core, FailingCore({{"failing.mode", "always"},
-                                               {"route.sha1", "only:failing"}}));
+  ASSERT_OK_AND_ASSIGN(auto core,
+                       FailingCore({{"failing.mode", "always"},
+                                    {"route.sha1", "only:failing"}}));
   Bytes msg(50, 1), out(20);
   EXPECT_THAT(core->router().DigestOneShot(ACCELCRYPT_ALG_SHA1, msg,
                                            absl::MakeSpan(out)),

@@ -83,7 +83,8 @@ TEST(StatsTest, WriteToDirWritesOneJsonFilePerCall) {
   std::string dir = TempDir();
   ASSERT_FALSE(dir.empty());
   Stats stats;
-  stats.Cell(stats.RegisterBackend("software"), Alg(ACCELCRYPT_ALG_SHA384)).Add(5);
+  stats.Cell(stats.RegisterBackend("software"), Alg(ACCELCRYPT_ALG_SHA384))
+      .Add(5);
   ASSERT_OK(stats.WriteToDir(dir));
   ASSERT_OK(stats.WriteToDir(dir));
   auto files = FilesIn(dir);
@@ -96,7 +97,8 @@ TEST(StatsTest, WriteToDirWritesOneJsonFilePerCall) {
     std::ifstream in(f);
     std::stringstream text;
     text << in.rdbuf();
-    EXPECT_EQ(nlohmann::json::parse(text.str()), nlohmann::json::parse(stats.ToJson()));
+    EXPECT_EQ(nlohmann::json::parse(text.str()),
+              nlohmann::json::parse(stats.ToJson()));
   }
   std::filesystem::remove_all(dir);
   EXPECT_FALSE(stats.WriteToDir("/nonexistent/accelcrypt/stats").ok());
@@ -106,8 +108,9 @@ TEST(StatsTest, CoreWritesRoutedOpsToStatsDirAtExit) {
   std::string dir = TempDir();
   ASSERT_FALSE(dir.empty());
   {
-    ASSERT_OK_AND_ASSIGN(auto core, Core::Create(BuildTreeConfig(
-                                        {{"stats_dir", dir}, {"backends", "software"}})));
+    ASSERT_OK_AND_ASSIGN(auto core,
+                         Core::Create(BuildTreeConfig(
+                             {{"stats_dir", dir}, {"backends", "software"}})));
     std::vector<uint8_t> msg(100, 7), out(32);
     ASSERT_OK(core->router().DigestOneShot(ACCELCRYPT_ALG_SHA256, msg,
                                            absl::MakeSpan(out)));

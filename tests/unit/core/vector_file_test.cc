@@ -167,8 +167,8 @@ TEST(VectorFileTest, TreeFilesParseWithTheDocumentedCounts) {
 }
 
 TEST(VectorDiscoveryTest, FindsEveryKnownTreeFile) {
-  ASSERT_OK_AND_ASSIGN(auto suites,
-                       DiscoverVectorSuites(::accelcrypt::testing::VectorDir()));
+  ASSERT_OK_AND_ASSIGN(
+      auto suites, DiscoverVectorSuites(::accelcrypt::testing::VectorDir()));
   // 60 AES KAT/MMT + 1 CTR + 6 GCM + 13 SHA.
   EXPECT_THAT(suites, SizeIs(80));
   size_t ctr = 0, gcm = 0, sha = 0;
@@ -207,8 +207,8 @@ TEST(VectorDiscoveryTest, EmptyOrMissingDirectoryIsNotFound) {
 }
 
 TEST(VectorRecordAlgorithmTest, CtrPicksTheAlgorithmByKeyLength) {
-  ASSERT_OK_AND_ASSIGN(auto suites,
-                       DiscoverVectorSuites(::accelcrypt::testing::VectorDir()));
+  ASSERT_OK_AND_ASSIGN(
+      auto suites, DiscoverVectorSuites(::accelcrypt::testing::VectorDir()));
   const VectorSuite* ctr = nullptr;
   for (const auto& s : suites) {
     if (s.relative == "aes/CTR_SP800-38A.rsp") ctr = &s;
@@ -220,12 +220,11 @@ TEST(VectorRecordAlgorithmTest, CtrPicksTheAlgorithmByKeyLength) {
     ASSERT_OK_AND_ASSIGN(accelcrypt_alg alg, VectorRecordAlgorithm(*ctr, r));
     algs.push_back(alg);
   }
-  EXPECT_THAT(algs, ElementsAre(ACCELCRYPT_ALG_AES_128_CTR,
-                                ACCELCRYPT_ALG_AES_192_CTR,
-                                ACCELCRYPT_ALG_AES_256_CTR,
-                                ACCELCRYPT_ALG_AES_128_CTR,
-                                ACCELCRYPT_ALG_AES_192_CTR,
-                                ACCELCRYPT_ALG_AES_256_CTR));
+  EXPECT_THAT(
+      algs,
+      ElementsAre(ACCELCRYPT_ALG_AES_128_CTR, ACCELCRYPT_ALG_AES_192_CTR,
+                  ACCELCRYPT_ALG_AES_256_CTR, ACCELCRYPT_ALG_AES_128_CTR,
+                  ACCELCRYPT_ALG_AES_192_CTR, ACCELCRYPT_ALG_AES_256_CTR));
 }
 
 }  // namespace

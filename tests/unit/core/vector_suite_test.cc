@@ -29,8 +29,8 @@ using ::accelcrypt::testing::VectorDir;
 const std::vector<VectorSuite>& AllSuites() {
   static const std::vector<VectorSuite>* suites = [] {
     auto found = DiscoverVectorSuites(VectorDir());
-    return new std::vector<VectorSuite>(found.ok() ? *std::move(found)
-                                                   : std::vector<VectorSuite>());
+    return new std::vector<VectorSuite>(
+        found.ok() ? *std::move(found) : std::vector<VectorSuite>());
   }();
   return *suites;
 }
@@ -50,9 +50,9 @@ void RunAllVectors(const BackendAlg& p) {
     ASSERT_OK_AND_ASSIGN(VectorResult result,
                          RunVectorSuite(*p.backend, suite, p.alg->id));
     EXPECT_EQ(result.failed, 0u)
-        << p << ": " << result.failed << " of "
-        << result.passed + result.failed << " vectors failed in "
-        << suite.relative << ":\n  " << absl::StrJoin(result.failures, "\n  ");
+        << p << ": " << result.failed << " of " << result.passed + result.failed
+        << " vectors failed in " << suite.relative << ":\n  "
+        << absl::StrJoin(result.failures, "\n  ");
     passed += result.passed;
     skipped += result.skipped;
   }
@@ -69,17 +69,17 @@ class CipherVectorTest : public ::testing::TestWithParam<BackendAlg> {};
 
 TEST_P(CipherVectorTest, AllVectorFilesPass) { RunAllVectors(GetParam()); }
 
-INSTANTIATE_TEST_SUITE_P(Registry, CipherVectorTest,
-                         ::testing::ValuesIn(SharedBackendAlgs(Family::kCipher)),
-                         BackendAlgName);
+INSTANTIATE_TEST_SUITE_P(
+    Registry, CipherVectorTest,
+    ::testing::ValuesIn(SharedBackendAlgs(Family::kCipher)), BackendAlgName);
 
 class DigestVectorTest : public ::testing::TestWithParam<BackendAlg> {};
 
 TEST_P(DigestVectorTest, AllVectorFilesPass) { RunAllVectors(GetParam()); }
 
-INSTANTIATE_TEST_SUITE_P(Registry, DigestVectorTest,
-                         ::testing::ValuesIn(SharedBackendAlgs(Family::kDigest)),
-                         BackendAlgName);
+INSTANTIATE_TEST_SUITE_P(
+    Registry, DigestVectorTest,
+    ::testing::ValuesIn(SharedBackendAlgs(Family::kDigest)), BackendAlgName);
 
 // The software backend is built in: if it ever stops declaring the whole
 // cipher and digest set, the parameterised suites above would shrink
@@ -124,7 +124,6 @@ TEST(VectorRunnerTest, UndeclaredAlgorithmIsSkippedNotPassed) {
   EXPECT_EQ(none.passed + none.failed + none.skipped, 0u);
 }
 
-
 // CorruptCopy copies tests/vectors/<relative> into a fresh directory with the
 // same relative path, replacing the first line that starts with `prefix` by
 // `replacement` (or, if `replacement` is empty, flipping that line's last hex
@@ -161,7 +160,8 @@ absl::StatusOr<VectorResult> RunCorrupted(const std::string& relative,
   std::string dir = CorruptCopy(relative, prefix, replacement);
   if (dir.empty()) return absl::InternalError("cannot make corrupt copy");
   auto suites = DiscoverVectorSuites(dir);
-  absl::StatusOr<VectorResult> result = absl::InternalError("expected one suite");
+  absl::StatusOr<VectorResult> result =
+      absl::InternalError("expected one suite");
   if (!suites.ok()) {
     result = suites.status();
   } else if (suites->size() == 1) {
@@ -190,16 +190,15 @@ TEST(VectorRunnerTest, CatchesAWrongCtrPlaintext) {
 TEST(VectorRunnerTest, GcmFailVectorThatWouldBeAcceptedIsCaught) {
   // Turning the first FAIL into an expected plaintext must fail: the tag is
   // wrong, so decryption has to be rejected.
-  ASSERT_OK_AND_ASSIGN(VectorResult r,
-                       RunCorrupted("aes-gcm/gcmDecrypt128.rsp", "FAIL",
-                                    "PT = "));
+  ASSERT_OK_AND_ASSIGN(VectorResult r, RunCorrupted("aes-gcm/gcmDecrypt128.rsp",
+                                                    "FAIL", "PT = "));
   EXPECT_EQ(r.failed, 1u);
   EXPECT_EQ(r.passed, 314u);
 }
 
 TEST(VectorRunnerTest, GcmWrongTagIsCaught) {
-  ASSERT_OK_AND_ASSIGN(VectorResult r,
-                       RunCorrupted("aes-gcm/gcmEncryptExtIV192.rsp", "Tag = "));
+  ASSERT_OK_AND_ASSIGN(
+      VectorResult r, RunCorrupted("aes-gcm/gcmEncryptExtIV192.rsp", "Tag = "));
   EXPECT_EQ(r.failed, 1u);
   EXPECT_EQ(r.passed, 314u);
 }
