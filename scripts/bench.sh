@@ -9,7 +9,7 @@
 # absolute numbers.
 #
 # Usage: bench.sh [--module PATH] [--seconds N] [--rounds N] [--quick]
-#                 [--alg NAME]... [--markdown FILE]
+#                 [--alg NAME]... [--markdown FILE] [--svg FILE]
 #   --module    accelcrypt.so (default: $ACCELCRYPT_MODULE, build/lib, then
 #               OpenSSL's modules directory)
 #   --seconds   seconds per block size per run (default 2)
@@ -17,6 +17,7 @@
 #   --quick     --seconds 1 --rounds 1 (about a minute)
 #   --alg       aes-128-cbc, aes-128-ctr, aes-256-gcm, sha256 (default: all)
 #   --markdown  also write the table as Markdown to FILE
+#   --svg       also draw the ratios as an SVG bar chart into FILE
 # Exit codes: 0 ran (ratios below target are reported, not fatal), 1 a run
 # failed or did not go through accelcrypt, 2 usage.
 set -euo pipefail
@@ -27,6 +28,7 @@ seconds=2
 rounds=2
 algs=()
 markdown=""
+svg=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --module) module=$2; shift 2 ;;
@@ -35,7 +37,8 @@ while [ $# -gt 0 ]; do
     --quick) seconds=1; rounds=1; shift ;;
     --alg) algs+=("$2"); shift 2 ;;
     --markdown) markdown=$2; shift 2 ;;
-    -h|--help) sed -n '3,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --svg) svg=$2; shift 2 ;;
+    -h|--help) sed -n '3,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -153,4 +156,40 @@ if [ -n "$markdown" ]; then
     awk '{ printf "| %s | %d | %.1f | %.1f | %.3f |\n", $1, $2, $3, $4, $5 }' "$rows"
   } > "$markdown"
   echo "(Markdown table written to $markdown)"
+fi
+
+if [ -n "$svg" ]; then
+  # One group of bars per algorithm, one bar per block size, height = ratio;
+  # the dashed line is parity (1.0).
+  awk -v title="accelcrypt / default provider throughput ratio ($(openssl version | awk '{print $1, $2}'))" '
+    { alg[NR] = $1; size[NR] = $2; ratio[NR] = $5; n = NR
+      if (!($1 in seen)) { seen[$1] = ++groups; names[groups] = $1 } }
+    END {
+      bw = 18; gap = 30; top = 40; h = 240; maxr = 1.5
+      w = 60 + n * bw + groups * gap + 20; if (w < 520) w = 520
+      printf "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" font-family=\"sans-serif\" font-size=\"11\">\n", w, top + h + 60
+      printf "<text x=\"10\" y=\"20\" font-size=\"14\">%s</text>\n", title
+      for (t = 0; t <= maxr + 0.001; t += 0.25) {
+        y = top + h - t / maxr * h
+        printf "<line x1=\"50\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>", w - 10, y, y
+        printf "<text x=\"45\" y=\"%.1f\" text-anchor=\"end\">%.2f</text>\n", y + 4, t
+      }
+      y1 = top + h - 1 / maxr * h
+      printf "<line x1=\"50\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#000\" stroke-dasharray=\"4,3\"/>\n", w - 10, y1, y1
+      x = 60; g = 0
+      for (i = 1; i <= n; i++) {
+        if (i == 1 || alg[i] != alg[i - 1]) {
+          if (i > 1) x += gap
+          printf "<text x=\"%d\" y=\"%d\">%s</text>\n", x, top + h + 40, alg[i]
+        }
+        r = ratio[i] > maxr ? maxr : ratio[i]
+        bh = r / maxr * h
+        color = ratio[i] >= 0.99 ? "#4a8" : (ratio[i] >= 0.95 ? "#db4" : "#c54")
+        printf "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%.1f\" fill=\"%s\"><title>%s %d B: %.3f</title></rect>\n", x, top + h - bh, bw - 3, bh, color, alg[i], size[i], ratio[i]
+        printf "<text x=\"%d\" y=\"%d\" font-size=\"8\" transform=\"rotate(60 %d %d)\">%d</text>\n", x + 2, top + h + 10, x + 2, top + h + 10, size[i]
+        x += bw
+      }
+      print "</svg>"
+    }' "$rows" > "$svg"
+  echo "(SVG chart written to $svg)"
 fi
