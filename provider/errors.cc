@@ -102,8 +102,8 @@ Reason ReasonFor(const absl::Status& status) {
   }
 }
 
-int RaiseError(const ProvCtx* ctx, const absl::Status& status,
-               std::source_location where) {
+int RaiseError(const ProvCtx* ctx, const absl::Status& status, const char* file,
+               int line, const char* func) {
   const Reason reason = status.ok() ? Reason::kInternal : ReasonFor(status);
   const std::string message = status.ok()
                                   ? std::string("failed without a status")
@@ -113,17 +113,14 @@ int RaiseError(const ProvCtx* ctx, const absl::Status& status,
       ctx->upcalls().set_error_debug != nullptr &&
       ctx->upcalls().vset_error != nullptr) {
     ctx->upcalls().new_error(ctx->handle());
-    ctx->upcalls().set_error_debug(ctx->handle(), where.file_name(),
-                                   static_cast<int>(where.line()),
-                                   where.function_name());
+    ctx->upcalls().set_error_debug(ctx->handle(), file, line, func);
     CoreSetError(*ctx, code, "%s", message.c_str());
     return 0;
   }
   // No upcalls (never the case with libcrypto 3.0): report under the
   // provider library with the same reason number.
   ERR_new();
-  ERR_set_debug(where.file_name(), static_cast<int>(where.line()),
-                where.function_name());
+  ERR_set_debug(file, line, func);
   ERR_set_error(ERR_LIB_PROV, static_cast<int>(code), "%s", message.c_str());
   return 0;
 }

@@ -6,7 +6,6 @@
 
 #include <exception>
 #include <new>
-#include <source_location>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -63,7 +62,8 @@ Reason ReasonFor(const absl::Status& status);
 // Returns 0, so dispatch functions can `return RaiseError(ctx, status);`.
 // An OK status is treated as kInternal (a bug: failing without a reason).
 int RaiseError(const ProvCtx* ctx, const absl::Status& status,
-               std::source_location where = std::source_location::current());
+               const char* file = __builtin_FILE(), int line = __builtin_LINE(),
+               const char* func = __builtin_FUNCTION());
 
 // Guard runs a dispatch function body and turns an escaping C++ exception
 // into an OpenSSL error (returning 0): nothing may unwind through
