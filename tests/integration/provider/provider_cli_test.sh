@@ -95,6 +95,19 @@ case "$CASE" in
     check "default still active" active_in default <<<"$out"
     out="$(OPENSSL_CONF="$CNF_ONLY" "$OPENSSL" list -providers 2>&1)"
     check "accelcrypt alone with base" grep -q "^  accelcrypt" <<<"$out"
+    # Without any config, by name from the modules directory, as
+    # `openssl speed -provider accelcrypt -provider default` uses it.
+    mods="$(dirname "$MODULE")"
+    out="$(OPENSSL_CONF=/dev/null OPENSSL_MODULES="$mods" "$OPENSSL" list \
+      -provider accelcrypt -provider default -providers 2>&1)"
+    check "-provider accelcrypt from OPENSSL_MODULES" active_in accelcrypt \
+      <<<"$out"
+    head -c 100 /dev/urandom >"$WORK/in"
+    a="$(OPENSSL_CONF=/dev/null OPENSSL_MODULES="$mods" "$OPENSSL" dgst \
+      -provider accelcrypt -provider default -propquery provider=accelcrypt \
+      -sha512 -r "$WORK/in" 2>&1 | cut -d' ' -f1)"
+    b="$(ossl_default dgst -sha512 -r "$WORK/in" | cut -d' ' -f1)"
+    check "-provider accelcrypt dgst matches default" test "$a" = "$b"
     ;;
 
   ciphers)
