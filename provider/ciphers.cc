@@ -250,7 +250,13 @@ int CipherInit(void* vctx, const unsigned char* key, size_t keylen,
                               : InitGeneric(*ctx, key, keylen, iv, ivlen);
     // Parameters apply after key and IV, as in OpenSSL.
     if (status.ok()) status = SetCtxParams(*ctx, params);
-    return status.ok() ? 1 : RaiseError(ctx->prov, status);
+    if (status.ok()) return 1;
+    // A failed init leaves no half-initialised operation behind: the
+    // context refuses data until an init succeeds.
+    ctx->stream_ready = false;
+    ctx->block_aligned = false;
+    if (ctx->gcm()) ctx->iv_state = internal::IvState::kFinished;
+    return RaiseError(ctx->prov, status);
   });
 }
 

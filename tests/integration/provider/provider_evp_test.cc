@@ -637,6 +637,17 @@ TEST_F(ProviderEvpTest, BadParamsAreRefusedClearly) {
   EXPECT_FALSE(EVP_EncryptInit_ex2(ctx2.get(), acc.get(), key.data(), iv.data(),
                                    keylen));
   EXPECT_TRUE(QueuedReason("invalid key length"));
+  {
+    // The failed init left nothing usable behind; a good init recovers.
+    Bytes buf(32);
+    int n = 0;
+    EXPECT_FALSE(EVP_EncryptUpdate(ctx2.get(), buf.data(), &n, buf.data(), 16));
+    EXPECT_EQ(LastReason(), "no key set");
+    ASSERT_TRUE(EVP_EncryptInit_ex2(ctx2.get(), acc.get(), key.data(),
+                                    iv.data(), nullptr));
+    EXPECT_TRUE(EVP_EncryptUpdate(ctx2.get(), buf.data(), &n, buf.data(), 16));
+    EXPECT_EQ(n, 16);
+  }
   // num beyond the block size.
   unsigned int num = 99;
   OSSL_PARAM numparam[] = {
