@@ -17,7 +17,7 @@ constexpr int kLanes = 8;
 
 ACCELCRYPT_TARGET_AESNI inline void LoadKeys(const uint8_t (*src)[16],
                                              int rounds, __m128i* rk) {
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i <= rounds; ++i) {
     rk[i] = _mm_load_si128(reinterpret_cast<const __m128i*>(src[i]));
   }
@@ -26,7 +26,7 @@ ACCELCRYPT_TARGET_AESNI inline void LoadKeys(const uint8_t (*src)[16],
 ACCELCRYPT_TARGET_AESNI inline __m128i Encrypt1(const __m128i* rk, int rounds,
                                                 __m128i b) {
   b = _mm_xor_si128(b, rk[0]);
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int r = 1; r < rounds; ++r) b = _mm_aesenc_si128(b, rk[r]);
   return _mm_aesenclast_si128(b, rk[rounds]);
 }
@@ -34,21 +34,21 @@ ACCELCRYPT_TARGET_AESNI inline __m128i Encrypt1(const __m128i* rk, int rounds,
 ACCELCRYPT_TARGET_AESNI inline __m128i Decrypt1(const __m128i* rk, int rounds,
                                                 __m128i b) {
   b = _mm_xor_si128(b, rk[0]);
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int r = 1; r < rounds; ++r) b = _mm_aesdec_si128(b, rk[r]);
   return _mm_aesdeclast_si128(b, rk[rounds]);
 }
 
 ACCELCRYPT_TARGET_AESNI inline void Encrypt8(const __m128i* rk, int rounds,
                                              __m128i* b) {
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < kLanes; ++i) b[i] = _mm_xor_si128(b[i], rk[0]);
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int r = 1; r < rounds; ++r) {
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < kLanes; ++i) b[i] = _mm_aesenc_si128(b[i], rk[r]);
   }
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < kLanes; ++i) {
     b[i] = _mm_aesenclast_si128(b[i], rk[rounds]);
   }
@@ -56,14 +56,14 @@ ACCELCRYPT_TARGET_AESNI inline void Encrypt8(const __m128i* rk, int rounds,
 
 ACCELCRYPT_TARGET_AESNI inline void Decrypt8(const __m128i* rk, int rounds,
                                              __m128i* b) {
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < kLanes; ++i) b[i] = _mm_xor_si128(b[i], rk[0]);
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int r = 1; r < rounds; ++r) {
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < kLanes; ++i) b[i] = _mm_aesdec_si128(b[i], rk[r]);
   }
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < kLanes; ++i) {
     b[i] = _mm_aesdeclast_si128(b[i], rk[rounds]);
   }
@@ -125,18 +125,17 @@ ACCELCRYPT_TARGET_AESNI void AesEncryptBlockAesni(const AesRoundKeys* k,
 }
 
 ACCELCRYPT_TARGET_AESNI void AesEcbEncryptAesni(const AesRoundKeys* k,
-                                                const uint8_t* in,
-                                                uint8_t* out,
+                                                const uint8_t* in, uint8_t* out,
                                                 size_t num_blocks) {
   __m128i rk[15];
   const int rounds = static_cast<int>(k->rounds);
   LoadKeys(k->enc, rounds, rk);
   for (; num_blocks >= kLanes; num_blocks -= kLanes) {
     __m128i b[kLanes];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < kLanes; ++i) b[i] = Load(in + 16 * i);
     Encrypt8(rk, rounds, b);
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < kLanes; ++i) Store(out + 16 * i, b[i]);
     in += 16 * kLanes;
     out += 16 * kLanes;
@@ -147,18 +146,17 @@ ACCELCRYPT_TARGET_AESNI void AesEcbEncryptAesni(const AesRoundKeys* k,
 }
 
 ACCELCRYPT_TARGET_AESNI void AesEcbDecryptAesni(const AesRoundKeys* k,
-                                                const uint8_t* in,
-                                                uint8_t* out,
+                                                const uint8_t* in, uint8_t* out,
                                                 size_t num_blocks) {
   __m128i rk[15];
   const int rounds = static_cast<int>(k->rounds);
   LoadKeys(k->dec, rounds, rk);
   for (; num_blocks >= kLanes; num_blocks -= kLanes) {
     __m128i b[kLanes];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < kLanes; ++i) b[i] = Load(in + 16 * i);
     Decrypt8(rk, rounds, b);
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < kLanes; ++i) Store(out + 16 * i, b[i]);
     in += 16 * kLanes;
     out += 16 * kLanes;
@@ -171,16 +169,18 @@ ACCELCRYPT_TARGET_AESNI void AesEcbDecryptAesni(const AesRoundKeys* k,
 void AesCbcEncryptAesni(const AesRoundKeys* k, uint8_t iv[16],
                         const uint8_t* in, uint8_t* out, size_t num_blocks) {
   switch (k->rounds) {
-    case 10: return CbcEncrypt<10>(k, iv, in, out, num_blocks);
-    case 12: return CbcEncrypt<12>(k, iv, in, out, num_blocks);
-    default: return CbcEncrypt<14>(k, iv, in, out, num_blocks);
+    case 10:
+      return CbcEncrypt<10>(k, iv, in, out, num_blocks);
+    case 12:
+      return CbcEncrypt<12>(k, iv, in, out, num_blocks);
+    default:
+      return CbcEncrypt<14>(k, iv, in, out, num_blocks);
   }
 }
 
 ACCELCRYPT_TARGET_AESNI void AesCbcDecryptAesni(const AesRoundKeys* k,
                                                 uint8_t iv[16],
-                                                const uint8_t* in,
-                                                uint8_t* out,
+                                                const uint8_t* in, uint8_t* out,
                                                 size_t num_blocks) {
   __m128i rk[15];
   const int rounds = static_cast<int>(k->rounds);
@@ -188,11 +188,11 @@ ACCELCRYPT_TARGET_AESNI void AesCbcDecryptAesni(const AesRoundKeys* k,
   __m128i prev = Load(iv);
   for (; num_blocks >= kLanes; num_blocks -= kLanes) {
     __m128i c[kLanes], b[kLanes];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < kLanes; ++i) b[i] = c[i] = Load(in + 16 * i);
     Decrypt8(rk, rounds, b);
     Store(out, _mm_xor_si128(b[0], prev));
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 1; i < kLanes; ++i) {
       Store(out + 16 * i, _mm_xor_si128(b[i], c[i - 1]));
     }
@@ -210,8 +210,7 @@ ACCELCRYPT_TARGET_AESNI void AesCbcDecryptAesni(const AesRoundKeys* k,
 
 ACCELCRYPT_TARGET_AESNI void AesCfbEncryptAesni(const AesRoundKeys* k,
                                                 uint8_t iv[16],
-                                                const uint8_t* in,
-                                                uint8_t* out,
+                                                const uint8_t* in, uint8_t* out,
                                                 size_t num_blocks) {
   __m128i rk[15];
   const int rounds = static_cast<int>(k->rounds);
@@ -226,8 +225,7 @@ ACCELCRYPT_TARGET_AESNI void AesCfbEncryptAesni(const AesRoundKeys* k,
 
 ACCELCRYPT_TARGET_AESNI void AesCfbDecryptAesni(const AesRoundKeys* k,
                                                 uint8_t iv[16],
-                                                const uint8_t* in,
-                                                uint8_t* out,
+                                                const uint8_t* in, uint8_t* out,
                                                 size_t num_blocks) {
   __m128i rk[15];
   const int rounds = static_cast<int>(k->rounds);
@@ -235,13 +233,13 @@ ACCELCRYPT_TARGET_AESNI void AesCfbDecryptAesni(const AesRoundKeys* k,
   __m128i prev = Load(iv);
   for (; num_blocks >= kLanes; num_blocks -= kLanes) {
     __m128i c[kLanes], b[kLanes];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < kLanes; ++i) c[i] = Load(in + 16 * i);
     b[0] = prev;
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 1; i < kLanes; ++i) b[i] = c[i - 1];
     Encrypt8(rk, rounds, b);
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < kLanes; ++i) {
       Store(out + 16 * i, _mm_xor_si128(b[i], c[i]));
     }
@@ -272,9 +270,8 @@ ACCELCRYPT_TARGET_AESNI void AesOfbAesni(const AesRoundKeys* k, uint8_t iv[16],
 }
 
 ACCELCRYPT_TARGET_AESNI void AesCtr128Aesni(const AesRoundKeys* k,
-                                            uint8_t ctr[16],
-                                            const uint8_t* in, uint8_t* out,
-                                            size_t num_blocks) {
+                                            uint8_t ctr[16], const uint8_t* in,
+                                            uint8_t* out, size_t num_blocks) {
   const size_t total_blocks = num_blocks;
   __m128i rk[15];
   const int rounds = static_cast<int>(k->rounds);
@@ -284,13 +281,13 @@ ACCELCRYPT_TARGET_AESNI void AesCtr128Aesni(const AesRoundKeys* k,
   const __m128i one = _mm_set_epi64x(0, 1);
   for (; num_blocks >= kLanes; num_blocks -= kLanes) {
     __m128i b[kLanes];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < kLanes; ++i) {
       b[i] = _mm_shuffle_epi8(c, rev);
       c = _mm_add_epi64(c, one);
     }
     Encrypt8(rk, rounds, b);
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < kLanes; ++i) {
       Store(out + 16 * i, _mm_xor_si128(b[i], Load(in + 16 * i)));
     }
@@ -316,13 +313,13 @@ ACCELCRYPT_TARGET_AESNI void AesCtr32Aesni(const AesRoundKeys* k,
   const __m128i one = _mm_set_epi32(1, 0, 0, 0);
   for (; num_blocks >= kLanes; num_blocks -= kLanes) {
     __m128i b[kLanes];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < kLanes; ++i) {
       b[i] = _mm_shuffle_epi8(c, swap);
       c = _mm_add_epi32(c, one);
     }
     Encrypt8(rk, rounds, b);
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < kLanes; ++i) {
       Store(out + 16 * i, _mm_xor_si128(b[i], Load(in + 16 * i)));
     }

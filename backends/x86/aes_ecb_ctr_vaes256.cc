@@ -17,7 +17,7 @@ constexpr size_t kBlocksPerReg = 2;
 template <int R>
 ACCELCRYPT_TARGET_VAES256 inline void LoadKeys(const uint8_t (*src)[16],
                                                __m256i* rk) {
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i <= R; ++i) {
     rk[i] = _mm256_broadcastsi128_si256(
         _mm_load_si128(reinterpret_cast<const __m128i*>(src[i])));
@@ -26,27 +26,27 @@ ACCELCRYPT_TARGET_VAES256 inline void LoadKeys(const uint8_t (*src)[16],
 
 template <int R, int N>
 ACCELCRYPT_TARGET_VAES256 inline void EncryptN(const __m256i* rk, __m256i* b) {
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < N; ++i) b[i] = _mm256_xor_si256(b[i], rk[0]);
 #pragma GCC unroll 14
   for (int r = 1; r < R; ++r) {
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < N; ++i) b[i] = _mm256_aesenc_epi128(b[i], rk[r]);
   }
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < N; ++i) b[i] = _mm256_aesenclast_epi128(b[i], rk[R]);
 }
 
 template <int R, int N>
 ACCELCRYPT_TARGET_VAES256 inline void DecryptN(const __m256i* rk, __m256i* b) {
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < N; ++i) b[i] = _mm256_xor_si256(b[i], rk[0]);
 #pragma GCC unroll 14
   for (int r = 1; r < R; ++r) {
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < N; ++i) b[i] = _mm256_aesdec_epi128(b[i], rk[r]);
   }
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < N; ++i) b[i] = _mm256_aesdeclast_epi128(b[i], rk[R]);
 }
 
@@ -55,7 +55,7 @@ template <int R>
 ACCELCRYPT_TARGET_VAES256 inline __m128i Encrypt1(const __m256i* rk,
                                                   __m128i b) {
   b = _mm_xor_si128(b, _mm256_castsi256_si128(rk[0]));
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int r = 1; r < R; ++r) {
     b = _mm_aesenc_si128(b, _mm256_castsi256_si128(rk[r]));
   }
@@ -66,7 +66,7 @@ template <int R>
 ACCELCRYPT_TARGET_VAES256 inline __m128i Decrypt1(const __m256i* rk,
                                                   __m128i b) {
   b = _mm_xor_si128(b, _mm256_castsi256_si128(rk[0]));
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int r = 1; r < R; ++r) {
     b = _mm_aesdec_si128(b, _mm256_castsi256_si128(rk[r]));
   }
@@ -99,14 +99,14 @@ ACCELCRYPT_TARGET_VAES256 void Ecb(const AesRoundKeys* k, const uint8_t* in,
   for (; num_blocks >= kRegs * kBlocksPerReg;
        num_blocks -= kRegs * kBlocksPerReg) {
     __m256i b[kRegs];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < kRegs; ++i) b[i] = Load(in + 32 * i);
     if (kDecrypt) {
       DecryptN<R, kRegs>(rk, b);
     } else {
       EncryptN<R, kRegs>(rk, b);
     }
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < kRegs; ++i) Store(out + 32 * i, b[i]);
     in += 32 * kRegs;
     out += 32 * kRegs;
@@ -123,8 +123,8 @@ ACCELCRYPT_TARGET_VAES256 void Ecb(const AesRoundKeys* k, const uint8_t* in,
     out += 32;
   }
   if (num_blocks > 0) {
-    Store1(out, kDecrypt ? Decrypt1<R>(rk, Load1(in))
-                         : Encrypt1<R>(rk, Load1(in)));
+    Store1(out,
+           kDecrypt ? Decrypt1<R>(rk, Load1(in)) : Encrypt1<R>(rk, Load1(in)));
   }
 }
 
@@ -145,13 +145,13 @@ ACCELCRYPT_TARGET_VAES256 void Ctr128(const AesRoundKeys* k, uint8_t ctr[16],
   for (; num_blocks >= kRegs * kBlocksPerReg;
        num_blocks -= kRegs * kBlocksPerReg) {
     __m256i b[kRegs];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < kRegs; ++i) {
       b[i] = _mm256_shuffle_epi8(c, rev);
       c = _mm256_add_epi64(c, two);
     }
     EncryptN<R, kRegs>(rk, b);
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < kRegs; ++i) {
       Store(out + 32 * i, _mm256_xor_si256(b[i], Load(in + 32 * i)));
     }
@@ -167,35 +167,35 @@ ACCELCRYPT_TARGET_VAES256 void Ctr128(const AesRoundKeys* k, uint8_t ctr[16],
     out += 32;
   }
   if (num_blocks > 0) {
-    __m128i b = Encrypt1<R>(rk, _mm256_castsi256_si128(
-                                    _mm256_shuffle_epi8(c, rev)));
+    __m128i b =
+        Encrypt1<R>(rk, _mm256_castsi256_si128(_mm256_shuffle_epi8(c, rev)));
     Store1(out, _mm_xor_si128(b, Load1(in)));
   }
   AdvanceCounter128(ctr, total_blocks);
 }
 
 template <int R>
-ACCELCRYPT_TARGET_VAES256 void CbcDecrypt(const AesRoundKeys* k,
-                                          uint8_t iv[16], const uint8_t* in,
-                                          uint8_t* out, size_t num_blocks) {
+ACCELCRYPT_TARGET_VAES256 void CbcDecrypt(const AesRoundKeys* k, uint8_t iv[16],
+                                          const uint8_t* in, uint8_t* out,
+                                          size_t num_blocks) {
   __m256i rk[R + 1];
   LoadKeys<R>(k->dec, rk);
   __m128i prev = Load1(iv);
   for (; num_blocks >= kRegs * kBlocksPerReg;
        num_blocks -= kRegs * kBlocksPerReg) {
     __m256i c[kRegs], b[kRegs], p[kRegs];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < kRegs; ++i) b[i] = c[i] = Load(in + 32 * i);
     // p[i] = [c(2i-1), c(2i)]: the upper lane of the register before, then
     // the lower lane of this one.
     p[0] = _mm256_inserti128_si256(_mm256_castsi128_si256(prev),
                                    _mm256_castsi256_si128(c[0]), 1);
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 1; i < kRegs; ++i) {
       p[i] = _mm256_permute2x128_si256(c[i - 1], c[i], 0x21);
     }
     DecryptN<R, kRegs>(rk, b);
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < kRegs; ++i) {
       Store(out + 32 * i, _mm256_xor_si256(b[i], p[i]));
     }
@@ -216,36 +216,48 @@ ACCELCRYPT_TARGET_VAES256 void CbcDecrypt(const AesRoundKeys* k,
 void AesEcbEncryptVaes256(const AesRoundKeys* k, const uint8_t* in,
                           uint8_t* out, size_t num_blocks) {
   switch (k->rounds) {
-    case 10: return Ecb<10, false>(k, in, out, num_blocks);
-    case 12: return Ecb<12, false>(k, in, out, num_blocks);
-    default: return Ecb<14, false>(k, in, out, num_blocks);
+    case 10:
+      return Ecb<10, false>(k, in, out, num_blocks);
+    case 12:
+      return Ecb<12, false>(k, in, out, num_blocks);
+    default:
+      return Ecb<14, false>(k, in, out, num_blocks);
   }
 }
 
 void AesEcbDecryptVaes256(const AesRoundKeys* k, const uint8_t* in,
                           uint8_t* out, size_t num_blocks) {
   switch (k->rounds) {
-    case 10: return Ecb<10, true>(k, in, out, num_blocks);
-    case 12: return Ecb<12, true>(k, in, out, num_blocks);
-    default: return Ecb<14, true>(k, in, out, num_blocks);
+    case 10:
+      return Ecb<10, true>(k, in, out, num_blocks);
+    case 12:
+      return Ecb<12, true>(k, in, out, num_blocks);
+    default:
+      return Ecb<14, true>(k, in, out, num_blocks);
   }
 }
 
-void AesCtr128Vaes256(const AesRoundKeys* k, uint8_t ctr[16],
-                      const uint8_t* in, uint8_t* out, size_t num_blocks) {
+void AesCtr128Vaes256(const AesRoundKeys* k, uint8_t ctr[16], const uint8_t* in,
+                      uint8_t* out, size_t num_blocks) {
   switch (k->rounds) {
-    case 10: return Ctr128<10>(k, ctr, in, out, num_blocks);
-    case 12: return Ctr128<12>(k, ctr, in, out, num_blocks);
-    default: return Ctr128<14>(k, ctr, in, out, num_blocks);
+    case 10:
+      return Ctr128<10>(k, ctr, in, out, num_blocks);
+    case 12:
+      return Ctr128<12>(k, ctr, in, out, num_blocks);
+    default:
+      return Ctr128<14>(k, ctr, in, out, num_blocks);
   }
 }
 
 void AesCbcDecryptVaes256(const AesRoundKeys* k, uint8_t iv[16],
                           const uint8_t* in, uint8_t* out, size_t num_blocks) {
   switch (k->rounds) {
-    case 10: return CbcDecrypt<10>(k, iv, in, out, num_blocks);
-    case 12: return CbcDecrypt<12>(k, iv, in, out, num_blocks);
-    default: return CbcDecrypt<14>(k, iv, in, out, num_blocks);
+    case 10:
+      return CbcDecrypt<10>(k, iv, in, out, num_blocks);
+    case 12:
+      return CbcDecrypt<12>(k, iv, in, out, num_blocks);
+    default:
+      return CbcDecrypt<14>(k, iv, in, out, num_blocks);
   }
 }
 

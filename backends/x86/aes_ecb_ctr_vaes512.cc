@@ -17,7 +17,7 @@ constexpr size_t kBlocksPerReg = 4;
 template <int R>
 ACCELCRYPT_TARGET_VAES512 inline void LoadKeys(const uint8_t (*src)[16],
                                                __m512i* rk) {
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i <= R; ++i) {
     rk[i] = _mm512_broadcast_i32x4(
         _mm_load_si128(reinterpret_cast<const __m128i*>(src[i])));
@@ -26,27 +26,27 @@ ACCELCRYPT_TARGET_VAES512 inline void LoadKeys(const uint8_t (*src)[16],
 
 template <int R, int N>
 ACCELCRYPT_TARGET_VAES512 inline void EncryptN(const __m512i* rk, __m512i* b) {
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < N; ++i) b[i] = _mm512_xor_si512(b[i], rk[0]);
 #pragma GCC unroll 14
   for (int r = 1; r < R; ++r) {
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < N; ++i) b[i] = _mm512_aesenc_epi128(b[i], rk[r]);
   }
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < N; ++i) b[i] = _mm512_aesenclast_epi128(b[i], rk[R]);
 }
 
 template <int R, int N>
 ACCELCRYPT_TARGET_VAES512 inline void DecryptN(const __m512i* rk, __m512i* b) {
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < N; ++i) b[i] = _mm512_xor_si512(b[i], rk[0]);
 #pragma GCC unroll 14
   for (int r = 1; r < R; ++r) {
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < N; ++i) b[i] = _mm512_aesdec_epi128(b[i], rk[r]);
   }
-  #pragma GCC unroll 16
+#pragma GCC unroll 16
   for (int i = 0; i < N; ++i) b[i] = _mm512_aesdeclast_epi128(b[i], rk[R]);
 }
 
@@ -130,14 +130,14 @@ ACCELCRYPT_TARGET_VAES512 void Ecb(const AesRoundKeys* k, const uint8_t* in,
   for (; num_blocks >= kRegs * kBlocksPerReg;
        num_blocks -= kRegs * kBlocksPerReg) {
     __m512i b[kRegs];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < kRegs; ++i) b[i] = Load(in + 64 * i);
     if (kDecrypt) {
       DecryptN<R, kRegs>(rk, b);
     } else {
       EncryptN<R, kRegs>(rk, b);
     }
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < kRegs; ++i) Store(out + 64 * i, b[i]);
     in += 64 * kRegs;
     out += 64 * kRegs;
@@ -164,22 +164,21 @@ ACCELCRYPT_TARGET_VAES512 void Ctr128(const AesRoundKeys* k, uint8_t ctr[16],
   // Counters as little-endian 128-bit integers, one per lane; the caller
   // guarantees the low 64 bits do not wrap, so VPADDQ is enough.
   __m512i c = _mm512_add_epi64(
-      _mm512_shuffle_epi8(
-          _mm512_broadcast_i32x4(
-              _mm_loadu_si128(reinterpret_cast<const __m128i*>(ctr))),
-          rev),
+      _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128(
+                              reinterpret_cast<const __m128i*>(ctr))),
+                          rev),
       _mm512_set_epi64(0, 3, 0, 2, 0, 1, 0, 0));
   const __m512i four = _mm512_set_epi64(0, 4, 0, 4, 0, 4, 0, 4);
   for (; num_blocks >= kRegs * kBlocksPerReg;
        num_blocks -= kRegs * kBlocksPerReg) {
     __m512i b[kRegs];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < kRegs; ++i) {
       b[i] = _mm512_shuffle_epi8(c, rev);
       c = _mm512_add_epi64(c, four);
     }
     EncryptN<R, kRegs>(rk, b);
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < kRegs; ++i) {
       Store(out + 64 * i, _mm512_xor_si512(b[i], Load(in + 64 * i)));
     }
@@ -197,9 +196,9 @@ ACCELCRYPT_TARGET_VAES512 void Ctr128(const AesRoundKeys* k, uint8_t ctr[16],
 }
 
 template <int R>
-ACCELCRYPT_TARGET_VAES512 void CbcDecrypt(const AesRoundKeys* k,
-                                          uint8_t iv[16], const uint8_t* in,
-                                          uint8_t* out, size_t num_blocks) {
+ACCELCRYPT_TARGET_VAES512 void CbcDecrypt(const AesRoundKeys* k, uint8_t iv[16],
+                                          const uint8_t* in, uint8_t* out,
+                                          size_t num_blocks) {
   __m512i rk[R + 1];
   LoadKeys<R>(k->dec, rk);
   // `last` keeps the previous ciphertext block in its top lane; VALIGNQ by
@@ -209,11 +208,11 @@ ACCELCRYPT_TARGET_VAES512 void CbcDecrypt(const AesRoundKeys* k,
   for (; num_blocks >= kRegs * kBlocksPerReg;
        num_blocks -= kRegs * kBlocksPerReg) {
     __m512i c[kRegs], b[kRegs];
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 0; i < kRegs; ++i) b[i] = c[i] = Load(in + 64 * i);
     DecryptN<R, kRegs>(rk, b);
     Store(out, _mm512_xor_si512(b[0], _mm512_alignr_epi64(c[0], last, 6)));
-    #pragma GCC unroll 16
+#pragma GCC unroll 16
     for (int i = 1; i < kRegs; ++i) {
       Store(out + 64 * i,
             _mm512_xor_si512(b[i], _mm512_alignr_epi64(c[i], c[i - 1], 6)));
@@ -226,7 +225,8 @@ ACCELCRYPT_TARGET_VAES512 void CbcDecrypt(const AesRoundKeys* k,
   while (num_blocks > 0) {
     const size_t n = num_blocks < kBlocksPerReg ? num_blocks : kBlocksPerReg;
     __m512i c = LoadPartial(in, n);
-    iv_out = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 16 * (n - 1)));
+    iv_out =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 16 * (n - 1)));
     __m512i b = c;
     DecryptN<R, 1>(rk, &b);
     StorePartial(out, _mm512_xor_si512(b, _mm512_alignr_epi64(c, last, 6)), n);
@@ -243,36 +243,48 @@ ACCELCRYPT_TARGET_VAES512 void CbcDecrypt(const AesRoundKeys* k,
 void AesEcbEncryptVaes512(const AesRoundKeys* k, const uint8_t* in,
                           uint8_t* out, size_t num_blocks) {
   switch (k->rounds) {
-    case 10: return Ecb<10, false>(k, in, out, num_blocks);
-    case 12: return Ecb<12, false>(k, in, out, num_blocks);
-    default: return Ecb<14, false>(k, in, out, num_blocks);
+    case 10:
+      return Ecb<10, false>(k, in, out, num_blocks);
+    case 12:
+      return Ecb<12, false>(k, in, out, num_blocks);
+    default:
+      return Ecb<14, false>(k, in, out, num_blocks);
   }
 }
 
 void AesEcbDecryptVaes512(const AesRoundKeys* k, const uint8_t* in,
                           uint8_t* out, size_t num_blocks) {
   switch (k->rounds) {
-    case 10: return Ecb<10, true>(k, in, out, num_blocks);
-    case 12: return Ecb<12, true>(k, in, out, num_blocks);
-    default: return Ecb<14, true>(k, in, out, num_blocks);
+    case 10:
+      return Ecb<10, true>(k, in, out, num_blocks);
+    case 12:
+      return Ecb<12, true>(k, in, out, num_blocks);
+    default:
+      return Ecb<14, true>(k, in, out, num_blocks);
   }
 }
 
-void AesCtr128Vaes512(const AesRoundKeys* k, uint8_t ctr[16],
-                      const uint8_t* in, uint8_t* out, size_t num_blocks) {
+void AesCtr128Vaes512(const AesRoundKeys* k, uint8_t ctr[16], const uint8_t* in,
+                      uint8_t* out, size_t num_blocks) {
   switch (k->rounds) {
-    case 10: return Ctr128<10>(k, ctr, in, out, num_blocks);
-    case 12: return Ctr128<12>(k, ctr, in, out, num_blocks);
-    default: return Ctr128<14>(k, ctr, in, out, num_blocks);
+    case 10:
+      return Ctr128<10>(k, ctr, in, out, num_blocks);
+    case 12:
+      return Ctr128<12>(k, ctr, in, out, num_blocks);
+    default:
+      return Ctr128<14>(k, ctr, in, out, num_blocks);
   }
 }
 
 void AesCbcDecryptVaes512(const AesRoundKeys* k, uint8_t iv[16],
                           const uint8_t* in, uint8_t* out, size_t num_blocks) {
   switch (k->rounds) {
-    case 10: return CbcDecrypt<10>(k, iv, in, out, num_blocks);
-    case 12: return CbcDecrypt<12>(k, iv, in, out, num_blocks);
-    default: return CbcDecrypt<14>(k, iv, in, out, num_blocks);
+    case 10:
+      return CbcDecrypt<10>(k, iv, in, out, num_blocks);
+    case 12:
+      return CbcDecrypt<12>(k, iv, in, out, num_blocks);
+    default:
+      return CbcDecrypt<14>(k, iv, in, out, num_blocks);
   }
 }
 

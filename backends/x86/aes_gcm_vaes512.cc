@@ -54,9 +54,9 @@ ACCELCRYPT_TARGET_VAES512 inline Acc ZeroAcc() {
 ACCELCRYPT_TARGET_VAES512 inline void MulAdd(Acc* acc, __m512i d, __m512i h) {
   acc->lo = _mm512_xor_si512(acc->lo, _mm512_clmulepi64_epi128(d, h, 0x00));
   acc->hi = _mm512_xor_si512(acc->hi, _mm512_clmulepi64_epi128(d, h, 0x11));
-  acc->mid = _mm512_ternarylogic_epi64(
-      acc->mid, _mm512_clmulepi64_epi128(d, h, 0x01),
-      _mm512_clmulepi64_epi128(d, h, 0x10), 0x96);
+  acc->mid =
+      _mm512_ternarylogic_epi64(acc->mid, _mm512_clmulepi64_epi128(d, h, 0x01),
+                                _mm512_clmulepi64_epi128(d, h, 0x10), 0x96);
 }
 
 // Finish folds the middle terms into lo and hi and reduces.
@@ -77,9 +77,9 @@ ACCELCRYPT_TARGET_VAES512 inline __m128i FinishWithX(const GhashTable* t,
       _mm_xor_si128(Fold(acc.lo), _mm_clmulepi64_si128(x, h, 0x00));
   const __m128i hi =
       _mm_xor_si128(Fold(acc.hi), _mm_clmulepi64_si128(x, h, 0x11));
-  const __m128i mid = _mm_ternarylogic_epi64(
-      Fold(acc.mid), _mm_clmulepi64_si128(x, h, 0x01),
-      _mm_clmulepi64_si128(x, h, 0x10), 0x96);
+  const __m128i mid =
+      _mm_ternarylogic_epi64(Fold(acc.mid), _mm_clmulepi64_si128(x, h, 0x01),
+                             _mm_clmulepi64_si128(x, h, 0x10), 0x96);
   return Finish(lo, hi, mid);
 }
 
@@ -196,11 +196,10 @@ ACCELCRYPT_TARGET_VAES512 void Gcm(const AesRoundKeys* k, const GhashTable* t,
   }
   const __m512i rev = Reverse16x4();
   const __m512i swap = Swap32x4();
-  __m128i x = _mm_shuffle_epi8(
-      _mm_loadu_si128(reinterpret_cast<const __m128i*>(xi)),
-      GhashByteReverse());
-  const __m128i ctr_in =
-      _mm_loadu_si128(reinterpret_cast<const __m128i*>(ctr));
+  __m128i x =
+      _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xi)),
+                       GhashByteReverse());
+  const __m128i ctr_in = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ctr));
   // Counter blocks with their last 32 bits byte-swapped: VPADDD then wraps
   // modulo 2^32 exactly as SP 800-38D's inc32.
   __m512i c = _mm512_add_epi32(
@@ -275,9 +274,12 @@ void AesGcmEncryptVaes512(const AesRoundKeys* k, const GhashTable* t,
                           uint8_t ctr[16], uint8_t xi[16], const uint8_t* in,
                           uint8_t* out, size_t num_blocks) {
   switch (k->rounds) {
-    case 10: return Gcm<10, false>(k, t, ctr, xi, in, out, num_blocks);
-    case 12: return Gcm<12, false>(k, t, ctr, xi, in, out, num_blocks);
-    default: return Gcm<14, false>(k, t, ctr, xi, in, out, num_blocks);
+    case 10:
+      return Gcm<10, false>(k, t, ctr, xi, in, out, num_blocks);
+    case 12:
+      return Gcm<12, false>(k, t, ctr, xi, in, out, num_blocks);
+    default:
+      return Gcm<14, false>(k, t, ctr, xi, in, out, num_blocks);
   }
 }
 
@@ -285,22 +287,23 @@ void AesGcmDecryptVaes512(const AesRoundKeys* k, const GhashTable* t,
                           uint8_t ctr[16], uint8_t xi[16], const uint8_t* in,
                           uint8_t* out, size_t num_blocks) {
   switch (k->rounds) {
-    case 10: return Gcm<10, true>(k, t, ctr, xi, in, out, num_blocks);
-    case 12: return Gcm<12, true>(k, t, ctr, xi, in, out, num_blocks);
-    default: return Gcm<14, true>(k, t, ctr, xi, in, out, num_blocks);
+    case 10:
+      return Gcm<10, true>(k, t, ctr, xi, in, out, num_blocks);
+    case 12:
+      return Gcm<12, true>(k, t, ctr, xi, in, out, num_blocks);
+    default:
+      return Gcm<14, true>(k, t, ctr, xi, in, out, num_blocks);
   }
 }
 
-ACCELCRYPT_TARGET_VAES512 void GhashVaes512(const GhashTable* t,
-                                            uint8_t xi[16],
+ACCELCRYPT_TARGET_VAES512 void GhashVaes512(const GhashTable* t, uint8_t xi[16],
                                             const uint8_t* data,
                                             size_t num_blocks) {
   const __m512i rev = Reverse16x4();
-  __m128i x = _mm_shuffle_epi8(
-      _mm_loadu_si128(reinterpret_cast<const __m128i*>(xi)),
-      GhashByteReverse());
-  for (; num_blocks >= 4 * kRegs;
-       num_blocks -= 4 * kRegs, data += 64 * kRegs) {
+  __m128i x =
+      _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xi)),
+                       GhashByteReverse());
+  for (; num_blocks >= 4 * kRegs; num_blocks -= 4 * kRegs, data += 64 * kRegs) {
     __m512i d[kRegs];
 #pragma GCC unroll 8
     for (int i = 0; i < kRegs; ++i) {
@@ -311,10 +314,10 @@ ACCELCRYPT_TARGET_VAES512 void GhashVaes512(const GhashTable* t,
   if (num_blocks > 0) {
     __m512i d[kRegs];
     for (size_t i = 0; 4 * i < num_blocks; ++i) {
-      d[i] = _mm512_shuffle_epi8(
-          _mm512_maskz_loadu_epi64(BlockMask(num_blocks - 4 * i),
-                                   data + 64 * i),
-          rev);
+      d[i] =
+          _mm512_shuffle_epi8(_mm512_maskz_loadu_epi64(
+                                  BlockMask(num_blocks - 4 * i), data + 64 * i),
+                              rev);
     }
     x = GhashTail(t, d, num_blocks, x);
   }

@@ -45,8 +45,8 @@ ACCELCRYPT_TARGET_AESNI void AesExpandKeyAesni(const uint8_t* key,
   out->rounds = static_cast<uint32_t>(rounds);
   memcpy(out->dec[0], out->enc[rounds], 16);
   for (size_t r = 1; r < rounds; ++r) {
-    __m128i rk = _mm_load_si128(
-        reinterpret_cast<const __m128i*>(out->enc[rounds - r]));
+    __m128i rk =
+        _mm_load_si128(reinterpret_cast<const __m128i*>(out->enc[rounds - r]));
     _mm_store_si128(reinterpret_cast<__m128i*>(out->dec[r]),
                     _mm_aesimc_si128(rk));
   }

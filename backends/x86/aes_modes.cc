@@ -125,9 +125,9 @@ std::unique_ptr<AesX86> AesX86::Clone() const {
 
 std::string_view AesX86::implementation() const {
   if (mode_ == ACCELCRYPT_MODE_GCM) return GcmImplName(gcm_);
-  const bool parallel =
-      mode_ == ACCELCRYPT_MODE_ECB || mode_ == ACCELCRYPT_MODE_CTR ||
-      (mode_ == ACCELCRYPT_MODE_CBC && !encrypt_);
+  const bool parallel = mode_ == ACCELCRYPT_MODE_ECB ||
+                        mode_ == ACCELCRYPT_MODE_CTR ||
+                        (mode_ == ACCELCRYPT_MODE_CBC && !encrypt_);
   return parallel ? AesImplName(parallel_) : AesImplName(AesImpl::kAesni);
 }
 
@@ -142,13 +142,13 @@ absl::Status AesX86::Init(bool encrypt, const uint8_t* key, size_t key_len,
     }
     if (encrypt != encrypt_) {
       return absl::InvalidArgumentError(absl::StrFormat(
-          "x86: AES-%d-%s re-init cannot change direction without a key",
-          bits, mode));
+          "x86: AES-%d-%s re-init cannot change direction without a key", bits,
+          mode));
     }
   } else if (key_len != key_len_) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "x86: AES-%d-%s needs a %d-byte key, got %d", bits, mode, key_len_,
-        key_len));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("x86: AES-%d-%s needs a %d-byte key, got %d", bits,
+                        mode, key_len_, key_len));
   }
   size_t want_iv = 16;
   if (mode_ == ACCELCRYPT_MODE_ECB) want_iv = 0;
@@ -159,9 +159,9 @@ absl::Status AesX86::Init(bool encrypt, const uint8_t* key, size_t key_len,
           iv_len));
     }
   } else if (iv_len != want_iv || (want_iv > 0 && iv == nullptr)) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "x86: AES-%d-%s needs a %d-byte IV, got %d", bits, mode, want_iv,
-        iv_len));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("x86: AES-%d-%s needs a %d-byte IV, got %d", bits, mode,
+                        want_iv, iv_len));
   }
 
   if (key != nullptr) internal::AesExpandKeyAesni(key, key_len, &keys_);
@@ -378,13 +378,12 @@ absl::Status AesX86::Update(const uint8_t* in, size_t in_len, uint8_t* out) {
 absl::Status AesX86::Aad(const uint8_t* aad, size_t aad_len) {
   const int bits = static_cast<int>(key_len_ * 8);
   if (mode_ != ACCELCRYPT_MODE_GCM) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "x86: AES-%d-%s takes no AAD", bits, ModeName(mode_)));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("x86: AES-%d-%s takes no AAD", bits, ModeName(mode_)));
   }
   if (phase_ != Phase::kReady && phase_ != Phase::kAad) {
     return absl::FailedPreconditionError(absl::StrFormat(
-        "x86: AES-%d-GCM AAD must come after init and before any data",
-        bits));
+        "x86: AES-%d-GCM AAD must come after init and before any data", bits));
   }
   if (aad_len == 0) return absl::OkStatus();
   if (aad == nullptr) {
@@ -434,8 +433,7 @@ void AesX86::GcmBulk(const uint8_t* in, uint8_t* out, size_t num_blocks) {
   }
 }
 
-absl::Status AesX86::UpdateGcm(const uint8_t* in, size_t in_len,
-                               uint8_t* out) {
+absl::Status AesX86::UpdateGcm(const uint8_t* in, size_t in_len, uint8_t* out) {
   const int bits = static_cast<int>(key_len_ * 8);
   if (phase_ == Phase::kDone) {
     return absl::FailedPreconditionError(
@@ -545,8 +543,8 @@ absl::Status AesX86::Final() {
 absl::Status AesX86::GetTag(uint8_t* tag, size_t tag_len) const {
   const int bits = static_cast<int>(key_len_ * 8);
   if (mode_ != ACCELCRYPT_MODE_GCM) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "x86: AES-%d-%s has no tag", bits, ModeName(mode_)));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("x86: AES-%d-%s has no tag", bits, ModeName(mode_)));
   }
   if (tag == nullptr || tag_len < 4 || tag_len > 16) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -554,8 +552,7 @@ absl::Status AesX86::GetTag(uint8_t* tag, size_t tag_len) const {
   }
   if (!encrypt_ || phase_ != Phase::kDone) {
     return absl::FailedPreconditionError(absl::StrFormat(
-        "x86: AES-%d-GCM tag is available after final when encrypting",
-        bits));
+        "x86: AES-%d-GCM tag is available after final when encrypting", bits));
   }
   memcpy(tag, tag_, tag_len);
   return absl::OkStatus();
@@ -564,8 +561,8 @@ absl::Status AesX86::GetTag(uint8_t* tag, size_t tag_len) const {
 absl::Status AesX86::SetTag(const uint8_t* tag, size_t tag_len) {
   const int bits = static_cast<int>(key_len_ * 8);
   if (mode_ != ACCELCRYPT_MODE_GCM) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "x86: AES-%d-%s has no tag", bits, ModeName(mode_)));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("x86: AES-%d-%s has no tag", bits, ModeName(mode_)));
   }
   if (tag == nullptr || tag_len < 4 || tag_len > 16) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -584,8 +581,8 @@ absl::Status AesX86::SetTag(const uint8_t* tag, size_t tag_len) {
 absl::Status AesX86::GetState(accelcrypt_cipher_state* out) const {
   const int bits = static_cast<int>(key_len_ * 8);
   if (mode_ == ACCELCRYPT_MODE_GCM) {
-    return absl::UnimplementedError(absl::StrFormat(
-        "x86: AES-%d-GCM state is not portable", bits));
+    return absl::UnimplementedError(
+        absl::StrFormat("x86: AES-%d-GCM state is not portable", bits));
   }
   if (phase_ == Phase::kNoKey) {
     return absl::FailedPreconditionError(absl::StrFormat(
@@ -599,8 +596,8 @@ absl::Status AesX86::GetState(accelcrypt_cipher_state* out) const {
 absl::Status AesX86::SetState(const accelcrypt_cipher_state& state) {
   const int bits = static_cast<int>(key_len_ * 8);
   if (mode_ == ACCELCRYPT_MODE_GCM) {
-    return absl::UnimplementedError(absl::StrFormat(
-        "x86: AES-%d-GCM state is not portable", bits));
+    return absl::UnimplementedError(
+        absl::StrFormat("x86: AES-%d-GCM state is not portable", bits));
   }
   if (phase_ == Phase::kNoKey) {
     return absl::FailedPreconditionError(absl::StrFormat(
@@ -609,9 +606,9 @@ absl::Status AesX86::SetState(const accelcrypt_cipher_state& state) {
   const bool blockwise =
       mode_ == ACCELCRYPT_MODE_ECB || mode_ == ACCELCRYPT_MODE_CBC;
   if (state.num > 15 || (blockwise && state.num != 0)) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "x86: AES-%d-%s state position %d is out of range", bits,
-        ModeName(mode_), state.num));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("x86: AES-%d-%s state position %d is out of range",
+                        bits, ModeName(mode_), state.num));
   }
   memcpy(iv_, state.iv, 16);
   num_ = state.num;

@@ -2,6 +2,8 @@
 // The x86 backend's plugin ABI shim (accelcrypt/backend.h): the exported
 // entry point, the descriptor and the family tables. Statuses become ABI
 // codes here and nowhere else; no exception leaves.
+#include "accelcrypt/backend.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,7 +15,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "accelcrypt/backend.h"
 #include "backends/x86/aes_modes.h"
 #include "backends/x86/cpu_features.h"
 #include "backends/x86/rng.h"
@@ -412,10 +413,10 @@ absl::Status InitBackend(const accelcrypt_host* host, void** backend_out) {
       Log(host, 1, std::string(src.status().message()));
     }
   }
-  b->description = absl::StrCat(
-      "x86 (AES-NI/VAES/VPCLMULQDQ/SHA-NI/RDSEED): features: ",
-      DescribeFeatures(b->features),
-      "; implementations: ", DescribeImplementations(b->impl));
+  b->description =
+      absl::StrCat("x86 (AES-NI/VAES/VPCLMULQDQ/SHA-NI/RDSEED): features: ",
+                   DescribeFeatures(b->features),
+                   "; implementations: ", DescribeImplementations(b->impl));
   if (b->caps.empty()) {
     return absl::UnavailableError(absl::StrCat(
         "x86: no usable extension (needs AES-NI, SHA-NI or RDSEED; features "

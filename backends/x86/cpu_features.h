@@ -19,10 +19,10 @@ struct CpuFeatures {
   bool pclmulqdq = false;
   bool ssse3 = false;
   bool sse41 = false;
-  bool avx = false;      // CPUID bit and XCR0 SSE|AVX state enabled
+  bool avx = false;  // CPUID bit and XCR0 SSE|AVX state enabled
   bool avx2 = false;
-  bool avx512 = false;   // F+BW+VL and XCR0 opmask/ZMM state enabled
-  bool vaes = false;     // VAES usable with at least YMM registers
+  bool avx512 = false;  // F+BW+VL and XCR0 opmask/ZMM state enabled
+  bool vaes = false;    // VAES usable with at least YMM registers
   bool vpclmulqdq = false;
   bool shani = false;
   bool rdrand = false;

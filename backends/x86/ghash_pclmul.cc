@@ -48,16 +48,16 @@ ACCELCRYPT_TARGET_AESNI void GhashPclmul(const GhashTable* t, uint8_t xi[16],
     const __m128i b1 = LoadReflected(data + 16);
     const __m128i b2 = LoadReflected(data + 32);
     const __m128i b3 = LoadReflected(data + 48);
-    __m128i lo = _mm_xor_si128(
-        _mm_xor_si128(_mm_clmulepi64_si128(b0, h4, 0x00),
-                      _mm_clmulepi64_si128(b1, h3, 0x00)),
-        _mm_xor_si128(_mm_clmulepi64_si128(b2, h2, 0x00),
-                      _mm_clmulepi64_si128(b3, h1, 0x00)));
-    __m128i hi = _mm_xor_si128(
-        _mm_xor_si128(_mm_clmulepi64_si128(b0, h4, 0x11),
-                      _mm_clmulepi64_si128(b1, h3, 0x11)),
-        _mm_xor_si128(_mm_clmulepi64_si128(b2, h2, 0x11),
-                      _mm_clmulepi64_si128(b3, h1, 0x11)));
+    __m128i lo =
+        _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(b0, h4, 0x00),
+                                    _mm_clmulepi64_si128(b1, h3, 0x00)),
+                      _mm_xor_si128(_mm_clmulepi64_si128(b2, h2, 0x00),
+                                    _mm_clmulepi64_si128(b3, h1, 0x00)));
+    __m128i hi =
+        _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(b0, h4, 0x11),
+                                    _mm_clmulepi64_si128(b1, h3, 0x11)),
+                      _mm_xor_si128(_mm_clmulepi64_si128(b2, h2, 0x11),
+                                    _mm_clmulepi64_si128(b3, h1, 0x11)));
     __m128i mid = _mm_xor_si128(
         _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(b0, h4, 0x01),
                                     _mm_clmulepi64_si128(b0, h4, 0x10)),

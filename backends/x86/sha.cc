@@ -130,9 +130,9 @@ absl::Status ShaX86::Final(uint8_t* out, size_t out_len) {
         absl::StrFormat("x86: %s final called twice without init", Name(alg_)));
   }
   if (out == nullptr || out_len < size) {
-    return absl::OutOfRangeError(absl::StrFormat(
-        "x86: %s final needs %d output bytes, got %d", Name(alg_), size,
-        out_len));
+    return absl::OutOfRangeError(
+        absl::StrFormat("x86: %s final needs %d output bytes, got %d",
+                        Name(alg_), size, out_len));
   }
   // Padding: 0x80, zeros, then the message length in bits, big-endian.
   const uint64_t bits = total_len_ * 8;

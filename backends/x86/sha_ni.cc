@@ -34,10 +34,10 @@ ACCELCRYPT_TARGET_SHANI void Sha256BlocksShani(uint32_t state[8],
       _mm_set_epi8(12, 13, 14, 15, 8, 9, 10, 11, 4, 5, 6, 7, 0, 1, 2, 3);
   __m128i tmp = _mm_loadu_si128(reinterpret_cast<const __m128i*>(state));
   __m128i s1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(state + 4));
-  tmp = _mm_shuffle_epi32(tmp, 0xb1);           // C D A B -> lanes b a d c
-  s1 = _mm_shuffle_epi32(s1, 0x1b);             // lanes h g f e
-  __m128i s0 = _mm_alignr_epi8(tmp, s1, 8);     // A B E F
-  s1 = _mm_blend_epi16(s1, tmp, 0xf0);          // C D G H
+  tmp = _mm_shuffle_epi32(tmp, 0xb1);        // C D A B -> lanes b a d c
+  s1 = _mm_shuffle_epi32(s1, 0x1b);          // lanes h g f e
+  __m128i s0 = _mm_alignr_epi8(tmp, s1, 8);  // A B E F
+  s1 = _mm_blend_epi16(s1, tmp, 0xf0);       // C D G H
   const __m128i* k = reinterpret_cast<const __m128i*>(kSha256K);
   for (; num_blocks > 0; --num_blocks, data += 64) {
     const __m128i save0 = s0, save1 = s1;
@@ -51,9 +51,9 @@ ACCELCRYPT_TARGET_SHANI void Sha256BlocksShani(uint32_t state[8],
             bswap32);
       } else {
         // W[t] = s1(W[t-2]) + W[t-7] + s0(W[t-15]) + W[t-16], four at a time.
-        __m128i t = _mm_add_epi32(_mm_sha256msg1_epu32(w, m[(i + 1) & 3]),
-                                  _mm_alignr_epi8(m[(i + 3) & 3],
-                                                  m[(i + 2) & 3], 4));
+        __m128i t =
+            _mm_add_epi32(_mm_sha256msg1_epu32(w, m[(i + 1) & 3]),
+                          _mm_alignr_epi8(m[(i + 3) & 3], m[(i + 2) & 3], 4));
         w = _mm_sha256msg2_epu32(t, m[(i + 3) & 3]);
       }
       __m128i wk = _mm_add_epi32(w, _mm_load_si128(k + i));
@@ -63,10 +63,10 @@ ACCELCRYPT_TARGET_SHANI void Sha256BlocksShani(uint32_t state[8],
     s0 = _mm_add_epi32(s0, save0);
     s1 = _mm_add_epi32(s1, save1);
   }
-  tmp = _mm_shuffle_epi32(s0, 0x1b);            // F E B A
-  s1 = _mm_shuffle_epi32(s1, 0xb1);             // D C H G
-  s0 = _mm_blend_epi16(tmp, s1, 0xf0);          // D C B A
-  s1 = _mm_alignr_epi8(s1, tmp, 8);             // H G F E
+  tmp = _mm_shuffle_epi32(s0, 0x1b);    // F E B A
+  s1 = _mm_shuffle_epi32(s1, 0xb1);     // D C H G
+  s0 = _mm_blend_epi16(tmp, s1, 0xf0);  // D C B A
+  s1 = _mm_alignr_epi8(s1, tmp, 8);     // H G F E
   _mm_storeu_si128(reinterpret_cast<__m128i*>(state), s0);
   _mm_storeu_si128(reinterpret_cast<__m128i*>(state + 4), s1);
 }
@@ -99,8 +99,8 @@ ACCELCRYPT_TARGET_SHANI void Sha1BlocksShani(uint32_t state[5],
       }
       // E for this group: the first adds W to the saved E; later ones derive
       // E from the ABCD of four rounds earlier (SHA1NEXTE).
-      __m128i e = i == 0 ? _mm_add_epi32(e0, w)
-                         : _mm_sha1nexte_epu32(prev_abcd, w);
+      __m128i e =
+          i == 0 ? _mm_add_epi32(e0, w) : _mm_sha1nexte_epu32(prev_abcd, w);
       prev_abcd = abcd;
       switch (i / 5) {
         case 0:

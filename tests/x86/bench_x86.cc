@@ -83,7 +83,8 @@ __attribute__((target("vaes,avx512f"))) double VaesCeiling(double seconds) {
       iters += 64;
       now = Clock::now();
     } while (std::chrono::duration<double>(now - start).count() < seconds / 3);
-    const double ns = std::chrono::duration<double, std::nano>(now - start).count();
+    const double ns =
+        std::chrono::duration<double, std::nano>(now - start).count();
     best = std::max(best, 1024.0 * iters / ns);
   }
   __m512i s = a[0];
@@ -93,8 +94,7 @@ __attribute__((target("vaes,avx512f"))) double VaesCeiling(double seconds) {
   return best;
 }
 
-void Row(const char* alg, size_t size, const Result& ours,
-         const Result& ossl) {
+void Row(const char* alg, size_t size, const Result& ours, const Result& ossl) {
   const double gbs = size / ours.ns_per_op;
   const double ogbs = size / ossl.ns_per_op;
   printf("%-22s %6zu  %9.1f %8.2f  %9.1f %8.2f  %6.2fx  %7.3f\n", alg, size,
@@ -114,8 +114,10 @@ int Main(int argc, char** argv) {
   printf("# %s\n", inst->Describe().c_str());
   printf("# TSC c/B = TSC ticks per byte (TSC runs at the nominal clock).\n");
   printf("# VAES-512 limit: 1.33 c/block = 0.083 c/B for AES-128.\n");
-  printf("# VAES-512 ceiling measured now (register-only AES-128 loop): "
-         "%.1f GB/s\n", VaesCeiling(secs));
+  printf(
+      "# VAES-512 ceiling measured now (register-only AES-128 loop): "
+      "%.1f GB/s\n",
+      VaesCeiling(secs));
   printf("%-22s %6s  %9s %8s  %9s %8s  %7s  %7s\n", "algorithm", "bytes",
          "x86 ns", "GB/s", "ossl ns", "GB/s", "ratio", "TSC c/B");
   std::vector<size_t> sizes = {16, 64, 256, 1024, 4096, 16384};
@@ -168,7 +170,8 @@ int Main(int argc, char** argv) {
     // Whole GCM messages: new IV, 16 bytes of AAD, data, final, tag.
     Cipher c(*inst, ACCELCRYPT_ALG_AES_128_GCM);
     c.Init(true, key, iv12);
-    EVP_CIPHER* evp = EVP_CIPHER_fetch(nullptr, "AES-128-GCM", "provider=default");
+    EVP_CIPHER* evp =
+        EVP_CIPHER_fetch(nullptr, "AES-128-GCM", "provider=default");
     EVP_CIPHER_CTX* ectx = EVP_CIPHER_CTX_new();
     EVP_EncryptInit_ex(ectx, evp, nullptr, key.data(), iv12.data());
     uint8_t tag[16];
@@ -212,8 +215,8 @@ int Main(int argc, char** argv) {
     for (size_t size : sizes) {
       Result ours, ossl;
       MeasurePair([&] { t->update(ctx, in.data(), size, nullptr); },
-                  [&] { EVP_DigestUpdate(mctx, in.data(), size); }, secs,
-                  &ours, &ossl);
+                  [&] { EVP_DigestUpdate(mctx, in.data(), size); }, secs, &ours,
+                  &ossl);
       Row("SHA-256", size, ours, ossl);
     }
     uint8_t dg[32];

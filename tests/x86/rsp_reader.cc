@@ -16,7 +16,8 @@ std::string Trim(const std::string& s) {
 }
 
 std::string Upper(std::string s) {
-  for (char& c : s) c = static_cast<char>(toupper(static_cast<unsigned char>(c)));
+  for (char& c : s)
+    c = static_cast<char>(toupper(static_cast<unsigned char>(c)));
   return s;
 }
 
@@ -39,7 +40,8 @@ std::vector<uint8_t> FromHex(const std::string& hex) {
     return out;
   }
   for (size_t i = 0; i < hex.size(); i += 2) {
-    out.push_back(static_cast<uint8_t>(std::stoul(hex.substr(i, 2), nullptr, 16)));
+    out.push_back(
+        static_cast<uint8_t>(std::stoul(hex.substr(i, 2), nullptr, 16)));
   }
   return out;
 }

@@ -110,10 +110,10 @@ accelcrypt_status Cipher::Check(accelcrypt_status s,
 accelcrypt_status Cipher::Init(bool enc, const std::vector<uint8_t>& key,
                                const std::vector<uint8_t>& iv) {
   accelcrypt_error e = {};
-  return Check(t_->init(ctx_, enc ? 1 : 0,
-                        key.empty() ? nullptr : key.data(), key.size(),
-                        iv.empty() ? nullptr : iv.data(), iv.size(), &e),
-               e);
+  return Check(
+      t_->init(ctx_, enc ? 1 : 0, key.empty() ? nullptr : key.data(),
+               key.size(), iv.empty() ? nullptr : iv.data(), iv.size(), &e),
+      e);
 }
 accelcrypt_status Cipher::Update(const uint8_t* in, size_t len, uint8_t* out) {
   accelcrypt_error e = {};
@@ -151,8 +151,8 @@ std::unique_ptr<Cipher> Cipher::Dup() {
 }
 
 std::string AlgName(accelcrypt_alg alg) {
-  static const char* kModes[] = {"?", "ECB", "CBC", "CFB128", "OFB", "CTR",
-                                 "GCM"};
+  static const char* kModes[] = {"?",   "ECB", "CBC", "CFB128",
+                                 "OFB", "CTR", "GCM"};
   const uint32_t mode = ACCELCRYPT_CIPHER_MODE(alg);
   return "AES-" + std::to_string(ACCELCRYPT_CIPHER_KEY_BYTES(alg) * 8) + "-" +
          (mode <= 6 ? kModes[mode] : "?");

@@ -80,8 +80,8 @@ std::string AlgName(accelcrypt_alg alg);
 
 // The masks that force each implementation on a CPU that has them all.
 struct MaskCase {
-  const char* name;        // test-name suffix
-  const char* mask;        // ACCELCRYPT_X86_DISABLE value
+  const char* name;  // test-name suffix
+  const char* mask;  // ACCELCRYPT_X86_DISABLE value
   const char* aes_parallel;
   const char* gcm;
 };

@@ -161,8 +161,9 @@ TEST_P(X86CipherTest, GcmLengthsMatchOpenSsl) {
     cases.push_back({16384 + d, 64});
     if (d <= 257 && d > 0) cases.push_back({0, 16384 - d});
   }
-  for (accelcrypt_alg alg : {ACCELCRYPT_ALG_AES_128_GCM, ACCELCRYPT_ALG_AES_192_GCM,
-                             ACCELCRYPT_ALG_AES_256_GCM}) {
+  for (accelcrypt_alg alg :
+       {ACCELCRYPT_ALG_AES_128_GCM, ACCELCRYPT_ALG_AES_192_GCM,
+        ACCELCRYPT_ALG_AES_256_GCM}) {
     for (size_t i = 0; i < cases.size(); ++i) {
       // All three key sizes for a sample; AES-128 for every case.
       if (alg != ACCELCRYPT_ALG_AES_128_GCM && i % 17 != 0) continue;
@@ -174,10 +175,10 @@ TEST_P(X86CipherTest, GcmLengthsMatchOpenSsl) {
       Bytes want_tag, tag;
       const Bytes want = OsslGcmEncrypt(alg, key, iv, aad, pt, &want_tag, 16);
       const Bytes got = GcmSeal(alg, key, iv, aad, pt, &tag, 16);
-      ASSERT_EQ(Hex(got), Hex(want)) << AlgName(alg) << " aad=" << aad_len
-                                     << " pt=" << pt_len;
-      ASSERT_EQ(Hex(tag), Hex(want_tag)) << AlgName(alg) << " aad=" << aad_len
-                                         << " pt=" << pt_len;
+      ASSERT_EQ(Hex(got), Hex(want))
+          << AlgName(alg) << " aad=" << aad_len << " pt=" << pt_len;
+      ASSERT_EQ(Hex(tag), Hex(want_tag))
+          << AlgName(alg) << " aad=" << aad_len << " pt=" << pt_len;
       Bytes back;
       ASSERT_EQ(GcmOpen(alg, key, iv, aad, got, tag, &back), ACCELCRYPT_OK);
       ASSERT_EQ(back, pt);
@@ -196,19 +197,19 @@ TEST_P(X86CipherTest, GcmIvAndTagLengthsMatchOpenSsl) {
     Bytes want_tag, tag;
     const Bytes want = OsslGcmEncrypt(ACCELCRYPT_ALG_AES_128_GCM, key, iv, aad,
                                       pt, &want_tag, tag_len);
-    const Bytes got = GcmSeal(ACCELCRYPT_ALG_AES_128_GCM, key, iv, aad, pt,
-                              &tag, tag_len);
+    const Bytes got =
+        GcmSeal(ACCELCRYPT_ALG_AES_128_GCM, key, iv, aad, pt, &tag, tag_len);
     ASSERT_EQ(Hex(got), Hex(want)) << "iv_len=" << iv_len;
     ASSERT_EQ(Hex(tag), Hex(want_tag)) << "iv_len=" << iv_len;
     Bytes back;
-    ASSERT_EQ(GcmOpen(ACCELCRYPT_ALG_AES_128_GCM, key, iv, aad, got, tag,
-                      &back),
-              ACCELCRYPT_OK);
+    ASSERT_EQ(
+        GcmOpen(ACCELCRYPT_ALG_AES_128_GCM, key, iv, aad, got, tag, &back),
+        ACCELCRYPT_OK);
     Bytes bad = tag;
     bad[bad.size() - 1] ^= 1;
-    ASSERT_EQ(GcmOpen(ACCELCRYPT_ALG_AES_128_GCM, key, iv, aad, got, bad,
-                      &back),
-              ACCELCRYPT_ERR_AUTH_FAILED);
+    ASSERT_EQ(
+        GcmOpen(ACCELCRYPT_ALG_AES_128_GCM, key, iv, aad, got, bad, &back),
+        ACCELCRYPT_ERR_AUTH_FAILED);
   }
   // The largest IV the ABI allows (1024 bytes) is beyond libcrypto's GCM
   // limit (128 bytes): compare with the AES-NI/PCLMUL path instead (the NIST
@@ -265,8 +266,7 @@ TEST_P(X86CipherTest, GcmEverySplitMatchesOneShot) {
     off = 0;
     while (off < buf.size()) {
       const size_t n = std::min<size_t>(rng() % 70, buf.size() - off);
-      ASSERT_EQ(c.Update(buf.data() + off, n, buf.data() + off),
-                ACCELCRYPT_OK);
+      ASSERT_EQ(c.Update(buf.data() + off, n, buf.data() + off), ACCELCRYPT_OK);
       off += n;
     }
     ASSERT_EQ(c.Final(), ACCELCRYPT_OK);
@@ -345,8 +345,8 @@ TEST_P(X86CipherTest, GcmReinitKeepsKeyWithNewIv) {
     ASSERT_EQ(c.Update(pt.data(), pt.size(), out.data()), ACCELCRYPT_OK);
     ASSERT_EQ(c.Final(), ACCELCRYPT_OK);
     ASSERT_EQ(c.GetTag(tag.data(), 16), ACCELCRYPT_OK);
-    EXPECT_EQ(Hex(out), Hex(OsslGcmEncrypt(ACCELCRYPT_ALG_AES_128_GCM, key,
-                                           iv, aad, pt, &want_tag, 16)));
+    EXPECT_EQ(Hex(out), Hex(OsslGcmEncrypt(ACCELCRYPT_ALG_AES_128_GCM, key, iv,
+                                           aad, pt, &want_tag, 16)));
     EXPECT_EQ(Hex(tag), Hex(want_tag)) << "message " << msg;
   }
   // Keeping the key cannot flip the direction.
@@ -359,8 +359,8 @@ TEST_P(X86CipherTest, GcmDupMidStream) {
   const Bytes key = Random(16, &rng), iv = Random(12, &rng);
   const Bytes pt = Random(777, &rng);
   Bytes want_tag;
-  const Bytes want = OsslGcmEncrypt(ACCELCRYPT_ALG_AES_128_GCM, key, iv, {},
-                                    pt, &want_tag, 16);
+  const Bytes want = OsslGcmEncrypt(ACCELCRYPT_ALG_AES_128_GCM, key, iv, {}, pt,
+                                    &want_tag, 16);
   Cipher c(*inst_, ACCELCRYPT_ALG_AES_128_GCM);
   ASSERT_EQ(c.Init(true, key, iv), ACCELCRYPT_OK);
   Bytes out(pt.size());
@@ -421,9 +421,9 @@ TEST_P(X86CipherTest, CtrCounterWraps) {
 // OpenSSL; state moved to a fresh context mid-stream; dupctx.
 TEST_P(X86CipherTest, StreamingModesMatchOpenSsl) {
   std::mt19937 rng(7);
-  for (uint32_t mode : {ACCELCRYPT_MODE_ECB, ACCELCRYPT_MODE_CBC,
-                        ACCELCRYPT_MODE_CFB128, ACCELCRYPT_MODE_OFB,
-                        ACCELCRYPT_MODE_CTR}) {
+  for (uint32_t mode :
+       {ACCELCRYPT_MODE_ECB, ACCELCRYPT_MODE_CBC, ACCELCRYPT_MODE_CFB128,
+        ACCELCRYPT_MODE_OFB, ACCELCRYPT_MODE_CTR}) {
     const bool blockwise =
         mode == ACCELCRYPT_MODE_ECB || mode == ACCELCRYPT_MODE_CBC;
     for (uint32_t key_bytes : {16u, 24u, 32u}) {
@@ -431,8 +431,8 @@ TEST_P(X86CipherTest, StreamingModesMatchOpenSsl) {
       for (bool enc : {true, false}) {
         for (int round = 0; round < 6; ++round) {
           const Bytes key = Random(key_bytes, &rng);
-          const Bytes iv = mode == ACCELCRYPT_MODE_ECB ? Bytes()
-                                                       : Random(16, &rng);
+          const Bytes iv =
+              mode == ACCELCRYPT_MODE_ECB ? Bytes() : Random(16, &rng);
           size_t len = round == 0 ? 16384 : rng() % 2100;
           if (blockwise) len -= len % 16;
           const Bytes in = Random(len, &rng);
@@ -505,11 +505,10 @@ TEST_P(X86CipherTest, CallerErrorsLeaveStateUnchanged) {
   EXPECT_EQ(ofb.SetState(bad), ACCELCRYPT_ERR_INVALID_ARGUMENT);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Masks, X86CipherTest, ::testing::ValuesIn(AllMasks()),
-    [](const ::testing::TestParamInfo<MaskCase>& info) {
-      return std::string(info.param.name);
-    });
+INSTANTIATE_TEST_SUITE_P(Masks, X86CipherTest, ::testing::ValuesIn(AllMasks()),
+                         [](const ::testing::TestParamInfo<MaskCase>& info) {
+                           return std::string(info.param.name);
+                         });
 
 // GCM's inc32 wraps modulo 2^32 without carrying into the IV part. No 96-bit
 // IV reaches the wrap, so the leaves are driven directly with a counter just

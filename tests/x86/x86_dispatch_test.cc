@@ -56,11 +56,11 @@ TEST_P(X86MaskDispatchTest, DescribeNamesTheChosenPaths) {
   EXPECT_EQ(inst->rng()->random_bytes, nullptr);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Masks, X86MaskDispatchTest, ::testing::ValuesIn(AllMasks()),
-    [](const ::testing::TestParamInfo<MaskCase>& info) {
-      return std::string(info.param.name);
-    });
+INSTANTIATE_TEST_SUITE_P(Masks, X86MaskDispatchTest,
+                         ::testing::ValuesIn(AllMasks()),
+                         [](const ::testing::TestParamInfo<MaskCase>& info) {
+                           return std::string(info.param.name);
+                         });
 
 TEST(X86DispatchTest, EverythingMaskedDeclinesInit) {
   accelcrypt_status s = ACCELCRYPT_OK;

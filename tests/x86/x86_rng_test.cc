@@ -51,7 +51,7 @@ TEST(X86RngTest, HealthyScriptedSourcePasses) {
   std::vector<uint8_t> buf(100);
   size_t bits = 0;
   ASSERT_TRUE((*src)->Fill(buf.data(), buf.size(), &bits).ok());
-  EXPECT_EQ(bits, 400u);  // 0.5 bit per bit
+  EXPECT_EQ(bits, 400u);            // 0.5 bit per bit
   EXPECT_EQ(s.calls, 1024u + 13u);  // start-up samples, then ceil(100/8)
 }
 

@@ -59,8 +59,8 @@ TEST(X86ThreadsTest, ManyThreadsShareOneInstance) {
         uint8_t buf[48];
         size_t bits = 0;
         accelcrypt_error e = {};
-        if (inst->rng()->entropy(inst->handle(), buf, sizeof(buf), &bits,
-                                 &e) != ACCELCRYPT_OK) {
+        if (inst->rng()->entropy(inst->handle(), buf, sizeof(buf), &bits, &e) !=
+            ACCELCRYPT_OK) {
           ++rng_failures;
         }
       }
@@ -86,11 +86,10 @@ TEST(X86ThreadsTest, ForkedChildUsesTheBackend) {
   if (pid == 0) {
     uint8_t buf[32];
     size_t bits = 0;
-    const bool ok =
-        Seal(*inst, key, iv, pt) == want &&
-        inst->rng()->entropy(inst->handle(), buf, sizeof(buf), &bits,
-                             nullptr) == ACCELCRYPT_OK &&
-        bits == 128;
+    const bool ok = Seal(*inst, key, iv, pt) == want &&
+                    inst->rng()->entropy(inst->handle(), buf, sizeof(buf),
+                                         &bits, nullptr) == ACCELCRYPT_OK &&
+                    bits == 128;
     _exit(ok ? 0 : 1);
   }
   int status = 0;

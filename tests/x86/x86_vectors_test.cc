@@ -23,8 +23,8 @@ namespace fs = std::filesystem;
 std::vector<std::string> Files(const std::string& sub,
                                const std::string& prefix = "") {
   std::vector<std::string> out;
-  for (const auto& e :
-       fs::directory_iterator(std::string(ACCELCRYPT_TEST_VECTOR_DIR) + "/" + sub)) {
+  for (const auto& e : fs::directory_iterator(
+           std::string(ACCELCRYPT_TEST_VECTOR_DIR) + "/" + sub)) {
     const std::string name = e.path().filename().string();
     if (e.path().extension() == ".rsp" && name.rfind(prefix, 0) == 0) {
       out.push_back(e.path().string());
@@ -140,8 +140,7 @@ TEST_P(X86VectorsTest, Gcm) {
         } else {
           const std::vector<uint8_t> pt = r.Bytes("PT");
           EXPECT_EQ(s, ACCELCRYPT_OK) << where << " " << c.last_error();
-          EXPECT_EQ(ToHex(out.data(), out.size()),
-                    ToHex(pt.data(), pt.size()))
+          EXPECT_EQ(ToHex(out.data(), out.size()), ToHex(pt.data(), pt.size()))
               << where;
         }
       }
@@ -207,8 +206,7 @@ TEST_P(X86VectorsTest, Sha) {
           msg.resize(len);
           // Streamed in uneven pieces to cross block boundaries.
           accelcrypt_digest_ctx* ctx = nullptr;
-          ASSERT_EQ(t->newctx(inst_->handle(), sf.alg, &ctx, &e),
-                    ACCELCRYPT_OK)
+          ASSERT_EQ(t->newctx(inst_->handle(), sf.alg, &ctx, &e), ACCELCRYPT_OK)
               << e.message;
           size_t off = 0, step = 1;
           while (off < len) {
@@ -234,11 +232,10 @@ TEST_P(X86VectorsTest, Sha) {
   RecordProperty("sha_vectors", total);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Masks, X86VectorsTest, ::testing::ValuesIn(AllMasks()),
-    [](const ::testing::TestParamInfo<MaskCase>& info) {
-      return std::string(info.param.name);
-    });
+INSTANTIATE_TEST_SUITE_P(Masks, X86VectorsTest, ::testing::ValuesIn(AllMasks()),
+                         [](const ::testing::TestParamInfo<MaskCase>& info) {
+                           return std::string(info.param.name);
+                         });
 
 }  // namespace
 }  // namespace accelcrypt::x86::test

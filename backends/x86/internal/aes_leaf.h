@@ -54,8 +54,8 @@ void AesOfbAesni(const AesRoundKeys* k, uint8_t iv[16], const uint8_t* in,
 // not wrap before the last block (it splits the call there). `ctr` is
 // advanced by num_blocks (modulo 2^128) on return, with one 16-byte store so
 // the next call's load is forwarded from it.
-void AesCtr128Aesni(const AesRoundKeys* k, uint8_t ctr[16],
-                    const uint8_t* in, uint8_t* out, size_t num_blocks);
+void AesCtr128Aesni(const AesRoundKeys* k, uint8_t ctr[16], const uint8_t* in,
+                    uint8_t* out, size_t num_blocks);
 // Ctr32 is GCM's counter mode: only the last 32 bits count, modulo 2^32
 // (SP 800-38D inc32). `ctr` is advanced on return.
 void AesCtr32Aesni(const AesRoundKeys* k, uint8_t ctr[16], const uint8_t* in,
@@ -69,16 +69,16 @@ void AesEcbDecryptVaes256(const AesRoundKeys* k, const uint8_t* in,
                           uint8_t* out, size_t num_blocks);
 void AesCbcDecryptVaes256(const AesRoundKeys* k, uint8_t iv[16],
                           const uint8_t* in, uint8_t* out, size_t num_blocks);
-void AesCtr128Vaes256(const AesRoundKeys* k, uint8_t ctr[16],
-                      const uint8_t* in, uint8_t* out, size_t num_blocks);
+void AesCtr128Vaes256(const AesRoundKeys* k, uint8_t ctr[16], const uint8_t* in,
+                      uint8_t* out, size_t num_blocks);
 void AesEcbEncryptVaes512(const AesRoundKeys* k, const uint8_t* in,
                           uint8_t* out, size_t num_blocks);
 void AesEcbDecryptVaes512(const AesRoundKeys* k, const uint8_t* in,
                           uint8_t* out, size_t num_blocks);
 void AesCbcDecryptVaes512(const AesRoundKeys* k, uint8_t iv[16],
                           const uint8_t* in, uint8_t* out, size_t num_blocks);
-void AesCtr128Vaes512(const AesRoundKeys* k, uint8_t ctr[16],
-                      const uint8_t* in, uint8_t* out, size_t num_blocks);
+void AesCtr128Vaes512(const AesRoundKeys* k, uint8_t ctr[16], const uint8_t* in,
+                      uint8_t* out, size_t num_blocks);
 
 // ghash_pclmul.cc. `h` is E(K, 0^128). `xi` is the running GHASH value in
 // GCM byte order, updated on return.
@@ -99,8 +99,7 @@ void GhashVaes512(const GhashTable* t, uint8_t xi[16], const uint8_t* data,
                   size_t num_blocks);
 
 // sha_ni.cc: compression functions over whole 64-byte blocks.
-void Sha1BlocksShani(uint32_t state[5], const uint8_t* data,
-                     size_t num_blocks);
+void Sha1BlocksShani(uint32_t state[5], const uint8_t* data, size_t num_blocks);
 void Sha256BlocksShani(uint32_t state[8], const uint8_t* data,
                        size_t num_blocks);
 

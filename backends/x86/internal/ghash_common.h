@@ -36,9 +36,8 @@ ACCELCRYPT_TARGET_AESNI static inline __m128i GhashReduce(__m128i hi,
   const __m128i poly = GhashPoly();
   __m128i u = _mm_xor_si128(_mm_clmulepi64_si128(lo, poly, 0x00),
                             _mm_shuffle_epi32(lo, 0x4e));
-  return _mm_xor_si128(
-      hi, _mm_xor_si128(_mm_clmulepi64_si128(u, poly, 0x00),
-                        _mm_shuffle_epi32(u, 0x4e)));
+  return _mm_xor_si128(hi, _mm_xor_si128(_mm_clmulepi64_si128(u, poly, 0x00),
+                                         _mm_shuffle_epi32(u, 0x4e)));
 }
 
 // GhashMul returns a*H for a reflected `a` and a twisted table entry `h`.
@@ -95,8 +94,7 @@ ACCELCRYPT_TARGET_AESNI static inline void AdvanceCounter32(uint8_t ctr[16],
   _mm_storeu_si128(
       reinterpret_cast<__m128i*>(ctr),
       _mm_shuffle_epi8(
-          _mm_add_epi32(c, _mm_set_epi32(static_cast<int>(n), 0, 0, 0)),
-          swap));
+          _mm_add_epi32(c, _mm_set_epi32(static_cast<int>(n), 0, 0, 0)), swap));
 }
 
 }  // namespace accelcrypt::x86::internal

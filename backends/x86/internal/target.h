@@ -16,8 +16,8 @@
   __attribute__((target("vaes,vpclmulqdq,avx,avx2,aes,pclmul,ssse3,sse4.1")))
 
 // VAES and VPCLMULQDQ over 512-bit ZMM registers with opmask tails.
-#define ACCELCRYPT_TARGET_VAES512                                          \
-  __attribute__((target(                                                  \
+#define ACCELCRYPT_TARGET_VAES512                                            \
+  __attribute__((target(                                                     \
       "vaes,vpclmulqdq,avx512f,avx512bw,avx512vl,avx2,avx,aes,pclmul,ssse3," \
       "sse4.1")))
 
