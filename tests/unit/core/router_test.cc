@@ -604,5 +604,64 @@ TEST(RouterTest, CallerErrorsDoNotCountTowardTheBreaker) {
   EXPECT_EQ(cipher->backend(), "failing");
 }
 
+
+// Several threads share one router while failing.so fails at random: every
+// operation still succeeds with the right output, and the shared counters
+// (breaker, stats, the backend's own) stay consistent.
+TEST(RouterTest, ConcurrentUseWithRandomDeviceErrors) {
+  ASSERT_OK_AND_ASSIGN(auto core,
+                       FailingCore({{"failing.mode", "random"},
+                                    {"failing.rate", "25"},
+                                    {"failing.seed", "3"},
+                                    {"breaker_threshold", "1000000"}}));
+  constexpr int kThreads = 4, kOps = 400;
+  std::vector<int> visible(kThreads, 0), wrong(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      Rng rng(1000 + t);
+      const auto ciphers = Algs(Family::kCipher);
+      for (int i = 0; i < kOps; ++i) {
+        if (i % 2 == 0) {
+          Op op = RandomOp(rng, ciphers[(i / 2 + t) % ciphers.size()], 150);
+          op.encrypt = true;
+          Bytes ref_tag, tag;
+          auto want = Reference(*core, op, &ref_tag);
+          auto cipher = core->router().NewCipher(op.alg->id);
+          auto got = cipher.ok() ? RunCipher(**cipher, op, &tag)
+                                 : absl::StatusOr<Bytes>(cipher.status());
+          if (!got.ok() || !want.ok()) {
+            ++visible[t];
+          } else if (*got != *want || tag != ref_tag) {
+            ++wrong[t];
+          }
+        } else {
+          Bytes msg = rng.Bytes(rng.Range(0, 300)), got(32), want(32);
+          absl::Status st = core->router().DigestOneShot(
+              ACCELCRYPT_ALG_SHA256, msg, absl::MakeSpan(got));
+          absl::Status ref = core->registry().Find("software")->DigestOneShot(
+              ACCELCRYPT_ALG_SHA256, msg, absl::MakeSpan(want));
+          if (!st.ok() || !ref.ok()) {
+            ++visible[t];
+          } else if (got != want) {
+            ++wrong[t];
+          }
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_EQ(visible[t], 0) << "thread " << t;
+    EXPECT_EQ(wrong[t], 0) << "thread " << t;
+  }
+  EXPECT_GT(FailingCounts(*core).failures, 100u);
+  const Cell sha_sw = StatsOf(*core, "software", "SHA2-256");
+  const Cell sha_hw = StatsOf(*core, "failing", "SHA2-256");
+  // Every digest op was counted exactly once, on the backend that served it.
+  EXPECT_EQ(sha_sw.ops + sha_hw.ops, static_cast<uint64_t>(kThreads * kOps / 2));
+  EXPECT_EQ(sha_hw.fallbacks, sha_sw.ops);
+}
+
 }  // namespace
 }  // namespace accelcrypt
