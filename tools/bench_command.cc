@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_format.h"
 #include "tools/commands.h"
 
 namespace accelcrypt::tools {
@@ -32,6 +31,14 @@ int RunBench(const BenchOptions& options) {
   if (options.seconds > 0) {
     args.push_back("--seconds");
     args.push_back(std::to_string(options.seconds));
+  }
+  if (!options.markdown_file.empty()) {
+    args.push_back("--markdown");
+    args.push_back(options.markdown_file);
+  }
+  if (!options.svg_file.empty()) {
+    args.push_back("--svg");
+    args.push_back(options.svg_file);
   }
   for (const auto& alg : options.algorithms) {
     args.push_back("--alg");

@@ -51,6 +51,8 @@ struct BenchOptions {
   std::vector<std::string> algorithms;
   int seconds = 0;  // 0: the script's default
   bool quick = false;
+  std::string markdown_file;  // also write the table as Markdown
+  std::string svg_file;       // also draw the ratios as SVG
 };
 int RunBench(const BenchOptions& options);
 

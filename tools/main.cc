@@ -148,6 +148,10 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--module", bench.module_path,
                         "path of accelcrypt.so (default: the installed one)");
   bench_cmd->add_option("--script", bench.script, "path of bench.sh");
+  bench_cmd->add_option("--markdown", bench.markdown_file,
+                        "also write the table as Markdown to FILE");
+  bench_cmd->add_option("--svg", bench.svg_file,
+                        "also draw the ratios as an SVG bar chart into FILE");
   bench_cmd->footer("Exit codes: the script's (0 ok, 1 a run failed).");
 
   // `trace` passes its command through untouched, options included, so the
