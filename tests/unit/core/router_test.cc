@@ -604,7 +604,6 @@ TEST(RouterTest, CallerErrorsDoNotCountTowardTheBreaker) {
   EXPECT_EQ(cipher->backend(), "failing");
 }
 
-
 // Several threads share one router while failing.so fails at random: every
 // operation still succeeds with the right output, and the shared counters
 // (breaker, stats, the backend's own) stay consistent.
@@ -639,8 +638,10 @@ TEST(RouterTest, ConcurrentUseWithRandomDeviceErrors) {
           Bytes msg = rng.Bytes(rng.Range(0, 300)), got(32), want(32);
           absl::Status st = core->router().DigestOneShot(
               ACCELCRYPT_ALG_SHA256, msg, absl::MakeSpan(got));
-          absl::Status ref = core->registry().Find("software")->DigestOneShot(
-              ACCELCRYPT_ALG_SHA256, msg, absl::MakeSpan(want));
+          absl::Status ref = core->registry()
+                                 .Find("software")
+                                 ->DigestOneShot(ACCELCRYPT_ALG_SHA256, msg,
+                                                 absl::MakeSpan(want));
           if (!st.ok() || !ref.ok()) {
             ++visible[t];
           } else if (got != want) {
@@ -659,7 +660,8 @@ TEST(RouterTest, ConcurrentUseWithRandomDeviceErrors) {
   const Cell sha_sw = StatsOf(*core, "software", "SHA2-256");
   const Cell sha_hw = StatsOf(*core, "failing", "SHA2-256");
   // Every digest op was counted exactly once, on the backend that served it.
-  EXPECT_EQ(sha_sw.ops + sha_hw.ops, static_cast<uint64_t>(kThreads * kOps / 2));
+  EXPECT_EQ(sha_sw.ops + sha_hw.ops,
+            static_cast<uint64_t>(kThreads * kOps / 2));
   EXPECT_EQ(sha_hw.fallbacks, sha_sw.ops);
 }
 

@@ -228,5 +228,36 @@ TEST(VectorRunnerTest, MonteSeedMismatchFailsTheChain) {
   EXPECT_EQ(r.passed, 99u);
 }
 
+// A backend whose device fails must show up as failed vectors (with the
+// device error), never as passed or skipped ones.
+TEST(VectorRunnerTest, DeviceErrorsCountAsFailures) {
+  unsetenv("ACCELCRYPT_FAILING_MODE");
+  ASSERT_OK_AND_ASSIGN(
+      auto registry,
+      Registry::Create(::accelcrypt::testing::BuildTreeConfig(
+          {{"backend_dir", ::accelcrypt::testing::TestBackendDir()},
+           {"backends", "failing"},
+           {"selftest", "0"},
+           {"failing.mode", "always"}})));
+  const Backend* failing = registry->Find("failing");
+  ASSERT_NE(failing, nullptr) << "failing.so not built";
+  for (const char* file : {"aes/CBCMMT128.rsp", "aes-gcm/gcmDecrypt128.rsp",
+                           "sha/SHA1ShortMsg.rsp", "sha/SHA1Monte.rsp"}) {
+    SCOPED_TRACE(file);
+    const VectorSuite* suite = nullptr;
+    for (const VectorSuite& s : AllSuites()) {
+      if (s.relative == file) suite = &s;
+    }
+    ASSERT_NE(suite, nullptr);
+    ASSERT_OK_AND_ASSIGN(VectorResult r, RunVectorSuite(*failing, *suite));
+    EXPECT_EQ(r.passed, 0u);
+    EXPECT_EQ(r.skipped, 0u);
+    EXPECT_GT(r.failed, 0u);
+    ASSERT_FALSE(r.failures.empty());
+    EXPECT_THAT(r.failures[0], ::testing::HasSubstr("UNAVAILABLE"));
+    EXPECT_LE(r.failures.size(), 10u);
+  }
+}
+
 }  // namespace
 }  // namespace accelcrypt
