@@ -7,6 +7,15 @@
 
 namespace accelcrypt::x86::test {
 
+namespace {
+accelcrypt_backend_entry_fn g_entry = nullptr;
+}  // namespace
+
+accelcrypt_backend_entry_fn EntryForTest() {
+  Desc();
+  return g_entry;
+}
+
 const accelcrypt_backend_desc* Desc() {
   static const accelcrypt_backend_desc* desc = []() {
     const std::string path = std::string(ACCELCRYPT_X86_MODULE_DIR) + "/x86.so";
@@ -21,6 +30,7 @@ const accelcrypt_backend_desc* Desc() {
       ADD_FAILURE() << "no " << ACCELCRYPT_BACKEND_ENTRY_SYMBOL;
       return static_cast<const accelcrypt_backend_desc*>(nullptr);
     }
+    g_entry = entry;
     return entry(ACCELCRYPT_ABI_VERSION);
   }();
   return desc;

@@ -18,6 +18,8 @@ namespace accelcrypt::x86::test {
 // Desc returns the x86.so descriptor (loaded once), or NULL with a test
 // failure when the module cannot be loaded.
 const accelcrypt_backend_desc* Desc();
+// EntryForTest returns the module's exported entry point (loaded by Desc()).
+accelcrypt_backend_entry_fn EntryForTest();
 
 // Instance is one initialised backend under a mask; torn down on
 // destruction.

@@ -22,6 +22,18 @@ TEST(X86DispatchTest, EntryPointChecksAbiVersion) {
   EXPECT_EQ(Desc()->abi_version, ACCELCRYPT_ABI_VERSION);
   EXPECT_EQ(Desc()->struct_size, sizeof(accelcrypt_backend_desc));
   EXPECT_STREQ(Desc()->name, "x86");
+  // The entry point refuses an ABI it was not built for.
+  void* self = nullptr;
+  accelcrypt_error e = {};
+  ASSERT_EQ(Desc()->init(nullptr, &self, &e), ACCELCRYPT_OK) << e.message;
+  Desc()->teardown(self);
+}
+
+TEST(X86DispatchTest, EntryPointRefusesOtherAbiVersions) {
+  ASSERT_NE(Desc(), nullptr);
+  EXPECT_EQ(EntryForTest()(ACCELCRYPT_ABI_VERSION + 1), nullptr);
+  EXPECT_EQ(EntryForTest()(0), nullptr);
+  EXPECT_EQ(EntryForTest()(ACCELCRYPT_ABI_VERSION), Desc());
 }
 
 class X86MaskDispatchTest : public ::testing::TestWithParam<MaskCase> {};
