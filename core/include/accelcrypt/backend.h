@@ -87,8 +87,8 @@ typedef uint32_t accelcrypt_alg;
 #define ACCELCRYPT_FAMILY_CIPHER 1u
 #define ACCELCRYPT_FAMILY_DIGEST 2u
 #define ACCELCRYPT_FAMILY_RNG 3u
-#define ACCELCRYPT_FAMILY_RSA 4u /* reserved: table defined by a later ABI rev */
-#define ACCELCRYPT_FAMILY_DSA 5u /* reserved: table defined by a later ABI rev */
+#define ACCELCRYPT_FAMILY_RSA 4u /* accelcrypt_pkey_table */
+#define ACCELCRYPT_FAMILY_DSA 5u /* accelcrypt_pkey_table */
 
 #define ACCELCRYPT_ALG_FAMILY(alg) ((uint32_t)(alg) >> 24)
 
@@ -130,6 +130,15 @@ typedef uint32_t accelcrypt_alg;
 #define ACCELCRYPT_ALG_SHA384 ((ACCELCRYPT_FAMILY_DIGEST << 24) | 4u)
 #define ACCELCRYPT_ALG_SHA512 ((ACCELCRYPT_FAMILY_DIGEST << 24) | 5u)
 
+/* RSA ids: family 4. */
+/* Signatures: sign/verify over a digest (PKCS#1 v1.5 with DigestInfo, PSS)
+ * or over raw input (RSA_RAW). */
+#define ACCELCRYPT_ALG_RSA_SIGN ((ACCELCRYPT_FAMILY_RSA << 24) | 1u)
+/* Encryption: encrypt/decrypt with PKCS#1 v1.5, OAEP or raw. */
+#define ACCELCRYPT_ALG_RSA_CRYPT ((ACCELCRYPT_FAMILY_RSA << 24) | 2u)
+/* DSA ids: family 5. Sign/verify over a digest (FIPS 186-4). */
+#define ACCELCRYPT_ALG_DSA_SIGN ((ACCELCRYPT_FAMILY_DSA << 24) | 1u)
+
 /* RNG ids: family 3. */
 /* Random bytes fit for direct use (a DRBG or a conditioned source). */
 #define ACCELCRYPT_ALG_RNG_RANDOM ((ACCELCRYPT_FAMILY_RNG << 24) | 1u)
@@ -150,6 +159,15 @@ typedef uint32_t accelcrypt_alg;
  * set_state, so the router can move a stream to another backend mid-way. */
 #define ACCELCRYPT_CAP_PORTABLE_STATE (1u << 2)
 
+/* RSA/DSA: which paddings/operations an ACCELCRYPT_ALG_RSA_* entry covers. */
+#define ACCELCRYPT_CAP_RSA_PKCS1 (1u << 8) /* PKCS#1 v1.5 (sign or encrypt) */
+#define ACCELCRYPT_CAP_RSA_PSS (1u << 9)   /* RSASSA-PSS */
+#define ACCELCRYPT_CAP_RSA_OAEP (1u << 10) /* RSAES-OAEP */
+#define ACCELCRYPT_CAP_RSA_RAW (1u << 11)  /* RSASP1/RSADP, no padding */
+/* The backend can use a key given as key material (imports it); without
+ * this flag it serves only keys referenced by URI (token objects). */
+#define ACCELCRYPT_CAP_KEY_IMPORT (1u << 12)
+
 typedef struct accelcrypt_capability {
   accelcrypt_alg alg;
   uint32_t flags;      /* ACCELCRYPT_CAP_* */
@@ -157,9 +175,12 @@ typedef struct accelcrypt_capability {
                           core never relies on it: a backend must accept any
                           alignment and bounce internally. It is advisory for
                           callers who can choose their buffers. */
-  uint32_t reserved;
+  uint32_t min_key_bits; /* RSA/DSA: smallest modulus (p for DSA) in bits;
+                            0 for other families */
   uint64_t max_chunk;  /* largest single update in bytes; 0 = unlimited. The
                           core splits larger updates. */
+  uint32_t max_key_bits; /* RSA/DSA: largest modulus in bits; 0 otherwise */
+  uint32_t reserved;     /* 0 */
 } accelcrypt_capability;
 
 /* ---------------------------------------------------------------------------
@@ -303,6 +324,97 @@ typedef struct accelcrypt_rng_table {
   accelcrypt_status (*entropy)(void *backend, uint8_t *out, size_t len,
                                size_t *entropy_bits, accelcrypt_error *err);
 } accelcrypt_rng_table;
+
+/* ---------------------------------------------------------------------------
+ * Public-key families (ACCELCRYPT_FAMILY_RSA and ACCELCRYPT_FAMILY_DSA share
+ * one table shape; DSA leaves encrypt/decrypt NULL).
+ *
+ * A key travels as an accelcrypt_key_desc: key material (as OpenSSL holds
+ * it: big-endian integers) and/or a reference to an object that lives on a
+ * token (an RFC 7512 `pkcs11:` URI). load_key turns it into the backend's
+ * prepared key (e.g. a token object handle, imported once and cached by the
+ * backend); the core keeps that pkey for as long as its own key lives.
+ * ------------------------------------------------------------------------- */
+
+/* A big-endian unsigned integer; len 0 = absent. Owned by the caller. */
+typedef struct accelcrypt_bn {
+  const uint8_t *data;
+  size_t len;
+} accelcrypt_bn;
+
+typedef struct accelcrypt_key_desc {
+  uint32_t struct_size;
+  accelcrypt_alg alg; /* ACCELCRYPT_ALG_RSA_SIGN/CRYPT or DSA_SIGN */
+  /* RSA: modulus, exponents and CRT values (private parts absent for a
+   * public key). */
+  accelcrypt_bn n, e, d, p, q, dmp1, dmq1, iqmp;
+  /* DSA: domain parameters and keys (x absent for a public key). */
+  accelcrypt_bn dsa_p, dsa_q, dsa_g, dsa_y, dsa_x;
+  /* RFC 7512 URI of a token object holding the (private) key, or NULL. */
+  const char *uri;
+} accelcrypt_key_desc;
+
+typedef struct accelcrypt_pkey accelcrypt_pkey;
+
+#define ACCELCRYPT_PAD_NONE 0u  /* raw RSA (RSASP1/RSAEP) */
+#define ACCELCRYPT_PAD_PKCS1 1u /* PKCS#1 v1.5 */
+#define ACCELCRYPT_PAD_PSS 2u   /* RSASSA-PSS */
+#define ACCELCRYPT_PAD_OAEP 3u  /* RSAES-OAEP */
+
+/* PSS salt length special values (as OpenSSL's RSA_PSS_SALTLEN_*). */
+#define ACCELCRYPT_PSS_SALT_DIGEST (-1) /* salt = digest length */
+#define ACCELCRYPT_PSS_SALT_MAX (-3)    /* largest that fits (sign) */
+#define ACCELCRYPT_PSS_SALT_AUTO (-2)   /* recover from the signature (verify) */
+
+typedef struct accelcrypt_pkey_params {
+  uint32_t struct_size;
+  uint32_t padding;       /* ACCELCRYPT_PAD_* */
+  accelcrypt_alg md;      /* digest the input was made with (PKCS#1
+                             DigestInfo, PSS, OAEP hash); 0 = none: the
+                             input is signed as it is */
+  accelcrypt_alg mgf1_md; /* PSS/OAEP MGF1 digest; 0 = same as md */
+  int32_t salt_len;       /* PSS: bytes, or ACCELCRYPT_PSS_SALT_* */
+  const uint8_t *label;   /* OAEP label, may be NULL */
+  size_t label_len;
+} accelcrypt_pkey_params;
+
+typedef struct accelcrypt_pkey_table {
+  uint32_t struct_size;
+  /* load_key prepares `key` for this backend. UNIMPLEMENTED when the backend
+   * cannot use this key (size, a URI it does not own, key material without
+   * ACCELCRYPT_CAP_KEY_IMPORT). The caller owns *out; free with free_key. */
+  accelcrypt_status (*load_key)(void *backend, const accelcrypt_key_desc *key,
+                                accelcrypt_pkey **out, accelcrypt_error *err);
+  void (*free_key)(accelcrypt_pkey *key);
+  /* sign writes the signature of tbs (a digest of params->md, or the raw
+   * input when md is 0) into sig. *sig_len holds the room on entry and the
+   * length on return; with sig NULL or too little room it returns
+   * ACCELCRYPT_ERR_OUT_OF_RANGE and sets *sig_len to the size needed (the
+   * PKCS#11 two-call convention). */
+  accelcrypt_status (*sign)(accelcrypt_pkey *key,
+                            const accelcrypt_pkey_params *params,
+                            const uint8_t *tbs, size_t tbs_len, uint8_t *sig,
+                            size_t *sig_len, accelcrypt_error *err);
+  /* verify returns OK for a valid signature and ACCELCRYPT_ERR_AUTH_FAILED
+   * for an invalid one. */
+  accelcrypt_status (*verify)(accelcrypt_pkey *key,
+                              const accelcrypt_pkey_params *params,
+                              const uint8_t *tbs, size_t tbs_len,
+                              const uint8_t *sig, size_t sig_len,
+                              accelcrypt_error *err);
+  /* encrypt/decrypt (RSA only; NULL for DSA). Output sizing as sign. A bad
+   * padding on decrypt is ACCELCRYPT_ERR_INVALID_ARGUMENT, reported in
+   * constant time where the padding allows (PKCS#1 v1.5: implicit
+   * rejection is not required of backends). */
+  accelcrypt_status (*encrypt)(accelcrypt_pkey *key,
+                               const accelcrypt_pkey_params *params,
+                               const uint8_t *in, size_t in_len, uint8_t *out,
+                               size_t *out_len, accelcrypt_error *err);
+  accelcrypt_status (*decrypt)(accelcrypt_pkey *key,
+                               const accelcrypt_pkey_params *params,
+                               const uint8_t *in, size_t in_len, uint8_t *out,
+                               size_t *out_len, accelcrypt_error *err);
+} accelcrypt_pkey_table;
 
 /* ---------------------------------------------------------------------------
  * The backend descriptor.
