@@ -506,6 +506,18 @@ TEST_P(CipherPropertyTest, ReuseAfterAnError) {
   }
 }
 
+// The largest single update the backend declares (max_chunk), or 1 MiB when
+// it declares no limit, in one call.
+TEST_P(CipherPropertyTest, LargestSingleUpdate) {
+  size_t n = cap_->max_chunk != 0 && cap_->max_chunk < (1u << 20)
+                 ? static_cast<size_t>(cap_->max_chunk)
+                 : size_t{1} << 20;
+  Rng rng(12);
+  Message m = Random(rng, n, IsGcm(*alg_) ? 16 : 0);
+  SCOPED_TRACE(::testing::Message() << m.data.size() << " bytes");
+  CheckBothWays(m, {m.data.size()});
+}
+
 TEST_P(CipherPropertyTest, ReportsItsBackend) {
   ASSERT_OK_AND_ASSIGN(auto c, backend_->NewCipher(alg_->id));
   EXPECT_EQ(c->backend(), backend_->name());

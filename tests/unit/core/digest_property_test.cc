@@ -212,6 +212,23 @@ TEST_P(DigestPropertyTest, ShortOutputIsOutOfRangeAndReuseWorks) {
   EXPECT_EQ(ToHex(out), Reference(msg2));
 }
 
+// The largest single update the backend declares (max_chunk), or 1 MiB when
+// it declares no limit, one-shot and in one update.
+TEST_P(DigestPropertyTest, LargestSingleUpdate) {
+  size_t n = cap_->max_chunk != 0 && cap_->max_chunk < (1u << 20)
+                 ? static_cast<size_t>(cap_->max_chunk)
+                 : size_t{1} << 20;
+  Rng rng(27);
+  Bytes msg = rng.Bytes(n);
+  const std::string want = Reference(msg);
+  ASSERT_OK_AND_ASSIGN(std::string one, OneShot(msg));
+  EXPECT_EQ(one, want);
+  if (streaming_) {
+    ASSERT_OK_AND_ASSIGN(std::string streamed, Streamed(msg, {}));
+    EXPECT_EQ(streamed, want);
+  }
+}
+
 TEST_P(DigestPropertyTest, ReportsItsBackend) {
   ASSERT_OK_AND_ASSIGN(auto d, backend_->NewDigest(alg_->id));
   EXPECT_EQ(d->backend(), backend_->name());
