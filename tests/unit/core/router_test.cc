@@ -665,5 +665,48 @@ TEST(RouterTest, ConcurrentUseWithRandomDeviceErrors) {
   EXPECT_EQ(sha_hw.fallbacks, sha_sw.ops);
 }
 
+// A call made from inside a backend (a token built on OpenSSL calling back
+// into accelcrypt) is never routed back into that backend.
+TEST(RouterTest, ReentrantCallsSkipTheBackendTheThreadIsIn) {
+  ASSERT_OK_AND_ASSIGN(auto core, FailingCore({}));
+  const Backend* failing = core->registry().Find("failing");
+  ASSERT_NE(failing, nullptr);
+  Bytes msg(40, 9), out(32);
+  const Counts before = FailingCounts(*core);
+  {
+    BackendGuard inside(failing);
+    EXPECT_TRUE(BackendGuard::Inside(failing));
+    ASSERT_OK(core->router().DigestOneShot(ACCELCRYPT_ALG_SHA256, msg,
+                                           absl::MakeSpan(out)));
+    ASSERT_OK_AND_ASSIGN(auto cipher,
+                         core->router().NewCipher(ACCELCRYPT_ALG_AES_128_CBC));
+    EXPECT_EQ(cipher->backend(), "software");
+    {
+      BackendGuard nested(core->registry().Find("software"));
+      EXPECT_FALSE(BackendGuard::Inside(failing));
+    }
+    EXPECT_TRUE(BackendGuard::Inside(failing));
+  }
+  EXPECT_FALSE(BackendGuard::Inside(failing));
+  EXPECT_EQ(FailingCounts(*core).calls, before.calls);
+  // Outside the guard the failing backend is first again.
+  ASSERT_OK(core->router().DigestOneShot(ACCELCRYPT_ALG_SHA256, msg,
+                                         absl::MakeSpan(out)));
+  EXPECT_EQ(FailingCounts(*core).calls, before.calls + 1);
+}
+
+TEST(RouterTest, RandomBytesFallBackAndDiffer) {
+  ASSERT_OK_AND_ASSIGN(auto core, FailingCore({{"failing.mode", "always"},
+                                               {"breaker_threshold", "1000"}}));
+  ASSERT_TRUE(core->router().Supports(ACCELCRYPT_ALG_RNG_RANDOM));
+  Bytes a(64), b(64);
+  ASSERT_OK(core->router().RandomBytes(absl::MakeSpan(a)));
+  ASSERT_OK(core->router().RandomBytes(absl::MakeSpan(b)));
+  EXPECT_NE(a, b);
+  EXPECT_NE(a, Bytes(64, 0));
+  EXPECT_EQ(FailingCounts(*core).failures, 2u);
+  EXPECT_EQ(StatsOf(*core, "failing", "RANDOM").fallbacks, 2u);
+}
+
 }  // namespace
 }  // namespace accelcrypt
