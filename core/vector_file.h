@@ -17,7 +17,9 @@ namespace accelcrypt {
 // `Key = value` lines of one block, plus the bracketed section headers in
 // force (`[ENCRYPT]`, `[L = 32]`, `[Keylen = 128]`...). Keys keep the file's
 // spelling; lookups are case-insensitive. A bare line such as `FAIL` is
-// stored as a key with an empty value.
+// stored as a key with an empty value. A block whose fields do not recur in
+// the next block holds values for the rest of its section (the SHA Monte
+// `Seed`, RSA `n`/`e`): it is not a record, its fields join `section`.
 struct VectorRecord {
   std::map<std::string, std::string> fields;
   std::map<std::string, std::string> section;  // "ENCRYPT" -> "", "L" -> "32"
