@@ -15,6 +15,7 @@
 #include <openssl/rand.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -43,6 +44,7 @@ using internal::GcmGetCtxParams;
 using internal::GcmInit;
 using internal::GcmSetParam;
 using internal::NoKey;
+using internal::RefreshFastPath;
 using internal::SetOctets;
 using internal::TlsNotSupported;
 
@@ -141,6 +143,7 @@ absl::Status SetCtxParams(CipherCtx& ctx, const OSSL_PARAM params[]) {
     }
     // Unknown keys are ignored, as every OpenSSL provider does.
   }
+  RefreshFastPath(ctx);
   return absl::OkStatus();
 }
 
@@ -236,6 +239,7 @@ absl::Status InitGeneric(CipherCtx& ctx, const unsigned char* key,
     }
   }
   OPENSSL_cleanse(cur_iv, sizeof(cur_iv));
+  RefreshFastPath(ctx);
   return status;
 }
 
@@ -255,6 +259,7 @@ int CipherInit(void* vctx, const unsigned char* key, size_t keylen,
     // context refuses data until an init succeeds.
     ctx->stream_ready = false;
     ctx->block_aligned = false;
+    ctx->fast_update = false;
     if (ctx->gcm()) ctx->iv_state = internal::IvState::kFinished;
     return RaiseError(ctx->prov, status);
   });
@@ -322,6 +327,7 @@ void* CipherDupCtx(void* vctx) {
     auto copy = std::make_unique<CipherCtx>(src->prov, src->info);
     copy->stream_ready = src->stream_ready;
     copy->block_aligned = src->block_aligned;
+    copy->fast_update = src->fast_update;
     copy->enc = src->enc;
     copy->pad = src->pad;
     copy->key_set = src->key_set;
@@ -346,6 +352,7 @@ void* CipherDupCtx(void* vctx) {
             src->stream->Clone();
         if (!clone.ok()) return RaiseError(src->prov, clone.status());
         copy->stream = *std::move(clone);
+        copy->cipher = &copy->stream->cipher();
       } else {
         absl::Status status = EnsureStream(*copy);
         if (!status.ok()) return RaiseError(src->prov, status);
@@ -357,10 +364,11 @@ void* CipherDupCtx(void* vctx) {
   return ok ? dup : nullptr;
 }
 
-int CipherUpdate(void* vctx, unsigned char* out, size_t* outl, size_t outsize,
-                 const unsigned char* in, size_t inl) {
-  auto* ctx = static_cast<CipherCtx*>(vctx);
-  // Hot path: no allocation, no lock; errors only build statuses.
+// CipherUpdateSlow handles everything but the fast path: GCM, empty input,
+// missing key, after final, partial blocks, padding hold-back, TLS records.
+[[gnu::noinline]] int CipherUpdateSlow(CipherCtx* ctx, unsigned char* out,
+                                       size_t* outl, size_t outsize,
+                                       const unsigned char* in, size_t inl) {
   return Guard(ctx->prov, [&] {
     if (inl == 0 && (ctx->is_gcm || ctx->is_stream_mode)) {
       // Nothing to do; OpenSSL does not even require a key here.
@@ -371,10 +379,8 @@ int CipherUpdate(void* vctx, unsigned char* out, size_t* outl, size_t outsize,
       absl::Status status = GcmCipher(*ctx, out, outl, outsize, in, inl);
       return status.ok() ? 1 : RaiseError(ctx->prov, status);
     }
-    if (!ctx->stream_ready) [[unlikely]] {
-      return RaiseError(ctx->prov, NoKey(*ctx));
-    }
-    if (ctx->stream->finished()) [[unlikely]] {
+    if (!ctx->stream_ready) return RaiseError(ctx->prov, NoKey(*ctx));
+    if (ctx->stream->finished()) {
       return RaiseError(
           ctx->prov, ProviderError(Reason::kOperationFinished,
                                    absl::StatusCode::kFailedPrecondition,
@@ -382,34 +388,47 @@ int CipherUpdate(void* vctx, unsigned char* out, size_t* outl, size_t outsize,
                                                    "re-initialise the context",
                                                    ctx->info->name)));
     }
-    // Fast path: stream modes, and whole ECB/CBC blocks while nothing is
-    // buffered and no block must be held back for unpadding, go straight
-    // to the routed cipher (CipherStream would only forward them). Partly
-    // overlapping buffers (which EVP forbids) take the checked path.
-    const bool overlap = in != out && out < in + inl && in < out + inl;
-    if (outsize >= inl && !overlap &&
-        (ctx->is_stream_mode || (ctx->block_aligned && (inl & 15) == 0 &&
-                                 (ctx->enc || !ctx->pad)))) [[likely]] {
-      if (inl > 0) {
-        absl::Status status = ctx->stream->cipher().Update(
-            absl::MakeConstSpan(in, inl), absl::MakeSpan(out, inl));
-        if (!status.ok()) [[unlikely]]
-          return RaiseError(ctx->prov, status);
-      }
-      *outl = inl;
-      return 1;
-    }
-    ctx->block_aligned = false;
     if (ctx->tls_version != 0) {
       absl::Status status = CbcTlsRecord(*ctx, out, outl, outsize, in, inl);
       return status.ok() ? 1 : RaiseError(ctx->prov, status);
     }
+    // From here on the stream may buffer: no fast path until re-init.
+    ctx->block_aligned = false;
+    RefreshFastPath(*ctx);
     absl::StatusOr<size_t> n = ctx->stream->Update(
         absl::MakeConstSpan(in, inl), absl::MakeSpan(out, outsize));
     if (!n.ok()) return RaiseError(ctx->prov, n.status());
     *outl = *n;
     return 1;
   });
+}
+
+// CipherUpdate's fast path: stream modes, and whole ECB/CBC blocks while
+// nothing is buffered and no block must be held back for unpadding, go
+// straight to the routed cipher (CipherStream would only forward them).
+// Partly overlapping buffers, which EVP forbids, take the checked path. No
+// allocation, no lock.
+int CipherUpdate(void* vctx, unsigned char* out, size_t* outl, size_t outsize,
+                 const unsigned char* in, size_t inl) {
+  auto* ctx = static_cast<CipherCtx*>(vctx);
+  const auto in_addr = reinterpret_cast<uintptr_t>(in);
+  const auto out_addr = reinterpret_cast<uintptr_t>(out);
+  const bool disjoint_or_same = in_addr == out_addr ||
+                                out_addr >= in_addr + inl ||
+                                in_addr >= out_addr + inl;
+  if (ctx->fast_update && inl > 0 && outsize >= inl && disjoint_or_same &&
+      (ctx->is_stream_mode || (inl & 15) == 0)) [[likely]] {
+    return Guard(ctx->prov, [&] {
+      absl::Status status = ctx->cipher->Update(absl::MakeConstSpan(in, inl),
+                                                absl::MakeSpan(out, inl));
+      if (!status.ok()) [[unlikely]] {
+        return RaiseError(ctx->prov, status);
+      }
+      *outl = inl;
+      return 1;
+    });
+  }
+  return CipherUpdateSlow(ctx, out, outl, outsize, in, inl);
 }
 
 int CipherFinal(void* vctx, unsigned char* out, size_t* outl, size_t outsize) {
@@ -428,6 +447,7 @@ int CipherFinal(void* vctx, unsigned char* out, size_t* outl, size_t outsize) {
                                       "TLS records are never finalised"));
     }
     absl::StatusOr<size_t> n = ctx->stream->Final(absl::MakeSpan(out, outsize));
+    RefreshFastPath(*ctx);
     if (!n.ok()) return RaiseError(ctx->prov, n.status());
     *outl = *n;
     return 1;

@@ -39,6 +39,7 @@ absl::Status EnsureStream(CipherCtx& ctx) {
       std::unique_ptr<Cipher> cipher,
       ctx.prov->core().router().NewCipher(ctx.info->id));
   ctx.stream = std::make_unique<CipherStream>(std::move(cipher));
+  ctx.cipher = &ctx.stream->cipher();
   ctx.stream->set_padding(ctx.pad);
   return absl::OkStatus();
 }
@@ -60,6 +61,13 @@ absl::Status CheckKeyLen(const CipherCtx& ctx, size_t keylen) {
                         ctx.info->key_len, keylen));
   }
   return absl::OkStatus();
+}
+
+void RefreshFastPath(CipherCtx& ctx) {
+  ctx.fast_update =
+      !ctx.is_gcm && ctx.stream_ready && ctx.tls_version == 0 &&
+      ctx.cipher != nullptr && !ctx.stream->finished() &&
+      (ctx.is_stream_mode || (ctx.block_aligned && (ctx.enc || !ctx.pad)));
 }
 
 }  // namespace accelcrypt::provider::internal

@@ -65,6 +65,11 @@ struct CipherCtx {
   std::unique_ptr<CipherStream> stream;
   // stream_ready: stream->Init ran with the current key (and IV).
   bool stream_ready = false;
+  // cipher: the stream's routed cipher (owned by `stream`), for the update
+  // fast path.
+  Cipher* cipher = nullptr;
+  // fast_update: updates may go straight to `cipher` (see RefreshFastPath).
+  bool fast_update = false;
   // block_aligned: ECB/CBC updates since init were whole blocks taken by the
   // fast path, so the stream holds no partial or held-back block.
   bool block_aligned = false;
@@ -107,6 +112,11 @@ absl::Status EnsureStream(CipherCtx& ctx);
 absl::Status SetOctets(OSSL_PARAM* p, const void* data, size_t len);
 // CheckKeyLen rejects a key length other than the algorithm's.
 absl::Status CheckKeyLen(const CipherCtx& ctx, size_t keylen);
+// RefreshFastPath recomputes ctx.fast_update after any state change: true
+// when a non-GCM context is initialised, not finished, not in TLS record
+// mode, and either a stream mode or an ECB/CBC context with nothing
+// buffered that neither decrypts with padding (which holds a block back).
+void RefreshFastPath(CipherCtx& ctx);
 
 }  // namespace accelcrypt::provider::internal
 
