@@ -34,6 +34,9 @@ expect_out() {  # expect_out REGEX WHAT
 }
 
 [ -x "$cli" ] || fail "accelcrypt binary $cli missing"
+if [ -f "$module" ]; then
+  module=$(cd "$(dirname "$module")" && pwd)/$(basename "$module")
+fi
 
 case "$check" in
 help)
@@ -131,6 +134,10 @@ config)
   # The preference works: SHA-256 is fetched from accelcrypt.
   OPENSSL_CONF="$tmp/accelcrypt.cnf" openssl list -digest-algorithms > "$tmp/out" 2>&1
   expect_out "SHA2-256.*@ accelcrypt" "accelcrypt offers SHA2-256"
+  # A relative --module is written as an absolute path (OpenSSL would look
+  # for a relative one in its own modules directory).
+  (cd "$(dirname "$module")" && "$cli" config --module "./$(basename "$module")") > "$tmp/out" 2>&1
+  expect_out "^module = $module$" "relative --module made absolute"
   # The include-only snippet merges into a Debian-style openssl.cnf.
   expect_rc 0 "$cli" config --include-only --module "$module"
   cp "$tmp/out" "$tmp/snippet.cnf"
