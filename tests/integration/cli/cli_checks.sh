@@ -34,6 +34,7 @@ expect_out() {  # expect_out REGEX WHAT
 }
 
 [ -x "$cli" ] || fail "accelcrypt binary $cli missing"
+cli=$(cd "$(dirname "$cli")" && pwd)/$(basename "$cli")
 if [ -f "$module" ]; then
   module=$(cd "$(dirname "$module")" && pwd)/$(basename "$module")
 fi
@@ -136,7 +137,8 @@ config)
   expect_out "SHA2-256.*@ accelcrypt" "accelcrypt offers SHA2-256"
   # A relative --module is written as an absolute path (OpenSSL would look
   # for a relative one in its own modules directory).
-  (cd "$(dirname "$module")" && "$cli" config --module "./$(basename "$module")") > "$tmp/out" 2>&1
+  (cd "$(dirname "$module")" && "$cli" config --module "./$(basename "$module")") > "$tmp/out" 2>&1 ||
+    fail "config with a relative --module failed"
   expect_out "^module = $module$" "relative --module made absolute"
   # The include-only snippet merges into a Debian-style openssl.cnf.
   expect_rc 0 "$cli" config --include-only --module "$module"
