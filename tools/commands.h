@@ -56,6 +56,14 @@ struct BenchOptions {
 };
 int RunBench(const BenchOptions& options);
 
+struct CalibrateOptions {
+  CoreOptions core;
+  double seconds_per_cell = 0.05;  // per backend x algorithm x size bucket
+  std::vector<std::string> algorithms;  // empty: every cipher and digest
+  std::string output;  // empty: DefaultCalibrationPath()
+};
+int RunCalibrate(const CalibrateOptions& options);
+
 }  // namespace accelcrypt::tools
 
 #endif  // ACCELCRYPT_TOOLS_COMMANDS_H_

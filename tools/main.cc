@@ -154,6 +154,31 @@ int main(int argc, char** argv) {
                         "also draw the ratios as an SVG bar chart into FILE");
   bench_cmd->footer("Exit codes: the script's (0 ok, 1 a run failed).");
 
+  accelcrypt::tools::CalibrateOptions calibrate;
+  CLI::App* calibrate_cmd = app.add_subcommand(
+      "calibrate",
+      "Measure every loaded backend on every cipher and digest it declares, "
+      "per input size (16 B to 16 KiB), print the table and write the "
+      "calibration file that `policy = fastest` routes by.");
+  AddCoreOptions(calibrate_cmd, &calibrate.core);
+  calibrate_cmd
+      ->add_option("--seconds-per-cell", calibrate.seconds_per_cell,
+                   "measuring time per backend, algorithm and size (split "
+                   "into 3 alternating rounds; the best counts)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 60.0));
+  calibrate_cmd->add_option("--alg,--algorithms", calibrate.algorithms,
+                            "measure only these algorithms (repeatable or "
+                            "comma list; the file keeps the others' entries)")
+      ->delimiter(',');
+  calibrate_cmd->add_option("-o,--output", calibrate.output,
+                            "calibration file to write (default: "
+                            "$ACCELCRYPT_CALIBRATION, else the per-user cache "
+                            "or, as root, /var/lib/accelcrypt)");
+  calibrate_cmd->footer(
+      "Exit codes: 0 written, 1 a backend could not be measured or the file "
+      "not written, 2 usage error, 3 setup error.");
+
   // `trace` passes its command through untouched, options included, so the
   // command is cut off before CLI11 sees it.
   std::vector<std::string> traced_command;
@@ -173,6 +198,9 @@ int main(int argc, char** argv) {
     return accelcrypt::tools::RunTrace(trace);
   }
   if (bench_cmd->parsed()) return accelcrypt::tools::RunBench(bench);
+  if (calibrate_cmd->parsed()) {
+    return accelcrypt::tools::RunCalibrate(calibrate);
+  }
   std::cerr << app.help();
   return accelcrypt::tools::kExitUsage;
 }

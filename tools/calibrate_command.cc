@@ -1,0 +1,371 @@
+// SPDX-License-Identifier: Apache-2.0
+//
+// `accelcrypt calibrate`: measures every loaded backend per cipher/digest and
+// input-size bucket and writes the calibration file `policy = fastest` reads.
+#include <time.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <set>
+#include <utility>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "absl/types/span.h"
+#include "core/algorithms.h"
+#include "core/calibration.h"
+#include "core/status.h"
+#include "openssl/crypto.h"
+#include "tools/commands.h"
+
+namespace accelcrypt::tools {
+namespace {
+
+// CpuNs is this thread's CPU time in nanoseconds: time the thread spends
+// descheduled on a shared machine (or stolen from the guest) is not counted.
+uint64_t CpuNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull +
+         static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// kRounds rounds per cell, each giving every backend an equal slice in turn,
+// so a burst of machine noise hurts one slice, not one backend; the best
+// round counts.
+constexpr int kRounds = 5;
+constexpr size_t kMaxBuckets = 16;
+
+// Measurement is the state for one (backend, algorithm): the raw backend
+// objects are set up once, outside the timed loop.
+struct Measurement {
+  const Backend* backend = nullptr;
+  std::unique_ptr<Cipher> encrypt;
+  std::unique_ptr<Cipher> decrypt;  // ECB/CBC: decryption is another path
+  double best_ns[kMaxBuckets];      // per bucket index
+  std::string error;
+};
+
+// Buffers are the input and output of the measured operations.
+struct Buffers {
+  std::vector<uint8_t> in;
+  std::vector<uint8_t> out;
+  std::vector<uint8_t> key;
+  std::vector<uint8_t> iv;
+};
+
+// OneOp runs the measured operation once: an update of `size` bytes on the
+// set-up context (both directions for ECB/CBC, whose decryption runs another
+// code path), or one one-shot hash.
+absl::Status OneOp(const AlgorithmInfo& alg, Measurement& m, Buffers& buf,
+                   size_t size) {
+  absl::Span<const uint8_t> in(buf.in.data(), size);
+  if (alg.family == Family::kDigest) {
+    return m.backend->DigestOneShot(
+        alg.id, in, absl::MakeSpan(buf.out.data(), alg.digest_len));
+  }
+  absl::Span<uint8_t> out(buf.out.data(), size);
+  absl::Status st = m.encrypt->Update(in, out);
+  if (st.ok() && m.decrypt != nullptr) st = m.decrypt->Update(in, out);
+  return st;
+}
+
+// Reinit restarts the contexts: a GCM message is bounded (2^36 - 32 bytes),
+// and a context that refused an update is set up again once.
+absl::Status Reinit(Measurement& m, Buffers& buf) {
+  if (m.encrypt == nullptr) return absl::OkStatus();
+  absl::Status st = m.encrypt->Init(true, buf.key, buf.iv);
+  if (st.ok() && m.decrypt != nullptr) st = m.decrypt->Init(false, buf.key, buf.iv);
+  return st;
+}
+
+// TimeSlice runs operations of `size` bytes for about `seconds` of this
+// thread's CPU time and returns nanoseconds per operation (for ECB/CBC the
+// mean of one encryption and one decryption).
+absl::StatusOr<double> TimeSlice(const AlgorithmInfo& alg, Measurement& m,
+                                 Buffers& buf, size_t size, double seconds) {
+  const uint64_t budget = static_cast<uint64_t>(seconds * 1e9);
+  // Warm up (caches, lazy tables) and find a batch that takes ~0.2 ms so the
+  // clock is read rarely.
+  uint64_t batch = 1;
+  for (;;) {
+    const uint64_t t0 = CpuNs();
+    for (uint64_t i = 0; i < batch; ++i) {
+      absl::Status st = OneOp(alg, m, buf, size);
+      if (!st.ok()) {
+        ACCELCRYPT_RETURN_IF_ERROR(Reinit(m, buf));
+        ACCELCRYPT_RETURN_IF_ERROR(OneOp(alg, m, buf, size));
+      }
+    }
+    if (CpuNs() - t0 > 200000 || batch >= (1u << 20)) break;
+    batch *= 2;
+  }
+  uint64_t ops = 0;
+  const uint64_t start = CpuNs();
+  uint64_t now = start;
+  // Restart GCM well before its message bound; cheap for everything else.
+  uint64_t bytes_since_init = 0;
+  while (now - start < budget) {
+    for (uint64_t i = 0; i < batch; ++i) {
+      absl::Status st = OneOp(alg, m, buf, size);
+      if (!st.ok()) {
+        ACCELCRYPT_RETURN_IF_ERROR(Reinit(m, buf));
+        ACCELCRYPT_RETURN_IF_ERROR(OneOp(alg, m, buf, size));
+      }
+    }
+    ops += batch;
+    bytes_since_init += batch * size;
+    if (alg.mode == CipherMode::kGcm && bytes_since_init > (1ull << 34)) {
+      ACCELCRYPT_RETURN_IF_ERROR(Reinit(m, buf));
+      bytes_since_init = 0;
+    }
+    now = CpuNs();
+  }
+  const double per_op =
+      static_cast<double>(now - start) / static_cast<double>(ops);
+  return m.decrypt != nullptr ? per_op / 2 : per_op;
+}
+
+bool Wanted(const AlgorithmInfo& alg,
+            const std::vector<const AlgorithmInfo*>& filter) {
+  if (filter.empty()) return true;
+  return std::find(filter.begin(), filter.end(), &alg) != filter.end();
+}
+
+std::string FormatNs(double ns) {
+  if (ns >= 100) return absl::StrFormat("%.0f", ns);
+  return absl::StrFormat("%.1f", ns);
+}
+
+}  // namespace
+
+int RunCalibrate(const CalibrateOptions& options) {
+  if (!(options.seconds_per_cell > 0) || options.seconds_per_cell > 60) {
+    std::cerr << "accelcrypt calibrate: --seconds-per-cell must be in (0, 60]\n";
+    return kExitUsage;
+  }
+  std::vector<const AlgorithmInfo*> filter;
+  for (const std::string& name : options.algorithms) {
+    const AlgorithmInfo* info = FindAlgorithmByName(name);
+    if (info == nullptr || (info->family != Family::kCipher &&
+                            info->family != Family::kDigest)) {
+      std::cerr << "accelcrypt calibrate: '" << name
+                << "' is not a cipher or digest accelcrypt knows (see "
+                   "`accelcrypt list`)\n";
+      return kExitUsage;
+    }
+    filter.push_back(info);
+  }
+
+  auto core_or = CreateCore(options.core);
+  if (!core_or.ok()) {
+    std::cerr << "accelcrypt calibrate: cannot set up the core: "
+              << core_or.status().ToString() << "\n";
+    return kExitSetup;
+  }
+  Core& core = **core_or;
+  Registry& registry = core.registry();
+  if (registry.backends().empty()) {
+    std::cerr << "accelcrypt calibrate: no backend loaded\n";
+    return kExitFailure;
+  }
+  const std::string output =
+      options.output.empty() ? DefaultCalibrationPath() : options.output;
+
+  Calibration cal;
+  cal.cpu = CpuSignature();
+  for (const auto& backend : registry.backends()) {
+    cal.backend_versions[std::string(backend->name())] =
+        std::string(backend->version());
+  }
+  // A filtered run keeps the other algorithms of a file this machine and
+  // these backend versions wrote.
+  if (!filter.empty()) {
+    auto old = Calibration::Load(output);
+    if (old.ok() && old->cpu == cal.cpu &&
+        old->backend_versions == cal.backend_versions) {
+      cal.ns = std::move(old->ns);
+      std::cerr << "accelcrypt calibrate: keeping the other algorithms' "
+                   "entries of "
+                << output << "\n";
+    }
+  }
+
+  const absl::Span<const uint64_t> buckets = Calibration::SizeBuckets();
+  const size_t max_bucket = buckets[buckets.size() - 1];
+  Buffers buf;
+  buf.in.resize(max_bucket);
+  buf.out.resize(std::max<size_t>(max_bucket, 64));
+  for (size_t i = 0; i < buf.in.size(); ++i) {
+    buf.in[i] = static_cast<uint8_t>(i * 131 + 7);
+  }
+
+  // The work list: algorithms some backend declares.
+  std::vector<const AlgorithmInfo*> work;
+  for (const AlgorithmInfo& alg : AllAlgorithms()) {
+    if (alg.family != Family::kCipher && alg.family != Family::kDigest) {
+      continue;
+    }
+    if (!Wanted(alg, filter)) continue;
+    for (const auto& backend : registry.backends()) {
+      if (backend->Capability(alg.id) != nullptr) {
+        work.push_back(&alg);
+        break;
+      }
+    }
+  }
+  if (work.empty()) {
+    std::cerr << "accelcrypt calibrate: no loaded backend declares the "
+                 "requested algorithms\n";
+    return kExitFailure;
+  }
+
+  std::set<std::string> columns;  // every measured backend, for the table
+  int failures = 0;
+  const double slice = options.seconds_per_cell / kRounds;
+  for (size_t w = 0; w < work.size(); ++w) {
+    const AlgorithmInfo& alg = *work[w];
+    std::vector<Measurement> ms;
+    buf.key.assign(alg.key_len, 0);
+    buf.iv.assign(alg.iv_len, 0);
+    if (alg.family == Family::kCipher &&
+        !core.router().RandomBytes(absl::MakeSpan(buf.key)).ok()) {
+      // A benchmark key need not be secret; any pattern measures the same.
+      for (size_t i = 0; i < buf.key.size(); ++i) {
+        buf.key[i] = static_cast<uint8_t>(i * 29 + 1);
+      }
+    }
+    for (const auto& backend : registry.backends()) {
+      if (backend->Capability(alg.id) == nullptr) continue;
+      Measurement m;
+      m.backend = backend.get();
+      std::fill(std::begin(m.best_ns), std::end(m.best_ns),
+                std::numeric_limits<double>::infinity());
+      if (alg.family == Family::kCipher) {
+        absl::Status st = absl::OkStatus();
+        auto enc = backend->NewCipher(alg.id);
+        if (enc.ok()) {
+          m.encrypt = std::move(*enc);
+        } else {
+          st = enc.status();
+        }
+        if (st.ok() && (alg.mode == CipherMode::kEcb ||
+                        alg.mode == CipherMode::kCbc)) {
+          auto dec = backend->NewCipher(alg.id);
+          if (dec.ok()) {
+            m.decrypt = std::move(*dec);
+          } else {
+            st = dec.status();
+          }
+        }
+        if (st.ok()) st = Reinit(m, buf);
+        if (!st.ok()) m.error = st.ToString();
+      }
+      ms.push_back(std::move(m));
+    }
+    for (size_t b = 0; b < buckets.size() && b < kMaxBuckets; ++b) {
+      for (int round = 0; round < kRounds; ++round) {
+        for (Measurement& m : ms) {
+          if (!m.error.empty()) continue;
+          auto ns = TimeSlice(alg, m, buf, buckets[b], slice);
+          if (!ns.ok()) {
+            m.error = ns.status().ToString();
+            continue;
+          }
+          m.best_ns[b] = std::min(m.best_ns[b], *ns);
+        }
+      }
+    }
+    OPENSSL_cleanse(buf.key.data(), buf.key.size());
+
+    const std::string key(alg.key);
+    cal.ns.erase(key);
+    std::string line = absl::StrFormat(
+        "[%3d%%] %s:", static_cast<int>(100 * (w + 1) / work.size()), alg.name);
+    for (const Measurement& m : ms) {
+      const std::string name(m.backend->name());
+      columns.insert(name);
+      line += " " + name;
+      if (!m.error.empty()) {
+        // A backend that cannot run the algorithm gets no entry: the router
+        // then never prefers it for this algorithm.
+        line += " (failed: " + m.error + ")";
+        ++failures;
+        continue;
+      }
+      for (size_t b = 0; b < buckets.size() && b < kMaxBuckets; ++b) {
+        if (std::isfinite(m.best_ns[b])) {
+          cal.ns[key][buckets[b]][name] = m.best_ns[b];
+        }
+      }
+      line += absl::StrFormat(" %s ns/16KiB",
+                              FormatNs(m.best_ns[buckets.size() - 1]));
+    }
+    std::cerr << line << std::endl;
+  }
+
+  // The table: one column per backend (ns per operation), the fastest, and
+  // how much faster it is than the runner-up (how much routing matters).
+  std::vector<std::string> header = {"algorithm", "bytes"};
+  for (const std::string& c : columns) header.push_back(c + " ns/op");
+  header.push_back("fastest");
+  header.push_back("gain");
+  std::vector<std::vector<std::string>> table;
+  for (const AlgorithmInfo* alg : work) {
+    auto a = cal.ns.find(std::string(alg->key));
+    for (uint64_t bucket : buckets) {
+      std::vector<std::string> row = {std::string(alg->name),
+                                      std::to_string(bucket)};
+      std::map<std::string, double> cells;
+      if (a != cal.ns.end()) {
+        auto b = a->second.find(bucket);
+        if (b != a->second.end()) cells = b->second;
+      }
+      std::vector<std::pair<double, std::string>> ranked;
+      for (const std::string& c : columns) {
+        auto it = cells.find(c);
+        if (it == cells.end()) {
+          row.push_back("-");
+        } else {
+          row.push_back(FormatNs(it->second));
+          ranked.push_back({it->second, c});
+        }
+      }
+      std::sort(ranked.begin(), ranked.end());
+      row.push_back(ranked.empty() ? "-" : ranked[0].second);
+      row.push_back(ranked.size() < 2 ? std::string("-")
+                                      : absl::StrFormat("%.2fx",
+                                                        ranked[1].first /
+                                                            ranked[0].first));
+      table.push_back(std::move(row));
+    }
+  }
+  PrintTable(std::cout, header, table);
+
+  absl::Status saved = cal.Save(output);
+  if (!saved.ok()) {
+    std::cerr << "accelcrypt calibrate: " << saved.message() << "\n";
+    return kExitFailure;
+  }
+  std::cout << "\nwrote " << output << " (cpu: " << cal.cpu << ")\n"
+            << "use it with `policy = fastest` in the [accelcrypt] section"
+            << (options.output.empty()
+                    ? std::string()
+                    : " and `calibration_file = " + output + "`")
+            << "\n";
+  if (failures > 0) {
+    std::cerr << "accelcrypt calibrate: " << failures
+              << " backend/algorithm pair(s) could not be measured\n";
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+}  // namespace accelcrypt::tools
