@@ -29,7 +29,15 @@ std::vector<std::string> Names(const AlgorithmInfo& a) {
 
 TEST(AlgorithmsTest, IndicesAreDenseAndIdsUnique) {
   auto all = AllAlgorithms();
-  EXPECT_EQ(all.size(), 25u);  // 18 ciphers, 5 digests, 2 RNG
+  size_t ciphers = 0, digests = 0, rngs = 0;
+  for (const AlgorithmInfo& a : all) {
+    ciphers += a.family == Family::kCipher;
+    digests += a.family == Family::kDigest;
+    rngs += a.family == Family::kRng;
+  }
+  EXPECT_EQ(ciphers, 18u);
+  EXPECT_EQ(digests, 5u);
+  EXPECT_EQ(rngs, 2u);
   std::set<accelcrypt_alg> ids;
   for (size_t i = 0; i < all.size(); ++i) {
     EXPECT_EQ(all[i].index, i) << all[i].name;
