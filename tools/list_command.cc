@@ -27,6 +27,15 @@ std::vector<std::string> CapabilityFlags(const accelcrypt_capability& cap) {
   if (cap.flags & ACCELCRYPT_CAP_PORTABLE_STATE) {
     flags.push_back("portable-state");
   }
+  if (cap.flags & ACCELCRYPT_CAP_RSA_PKCS1) flags.push_back("pkcs1");
+  if (cap.flags & ACCELCRYPT_CAP_RSA_PSS) flags.push_back("pss");
+  if (cap.flags & ACCELCRYPT_CAP_RSA_OAEP) flags.push_back("oaep");
+  if (cap.flags & ACCELCRYPT_CAP_RSA_RAW) flags.push_back("raw");
+  if (cap.flags & ACCELCRYPT_CAP_KEY_IMPORT) flags.push_back("key-import");
+  if (cap.min_key_bits != 0 || cap.max_key_bits != 0) {
+    flags.push_back(std::to_string(cap.min_key_bits) + "-" +
+                    std::to_string(cap.max_key_bits) + "-bit");
+  }
   return flags;
 }
 
