@@ -370,8 +370,10 @@ case "$CASE" in
     printf '[accelcrypt]\nbackends = padlock, %s\n' "$others" >"$WORK/ac.cnf"
     ACCELCRYPT_CONF="$WORK/ac.cnf" "$CLI" list >"$WORK/list" 2>&1
     check "accelcrypt list runs without the emulator" test $? -eq 0
-    check "list says padlock is not present" \
-      grep -Eiq 'padlock.*(no|declin|not)' "$WORK/list"
+    check "list: padlock is not among the loaded backends" \
+      test -z "$(grep -E '^  padlock .*\[hardware\]' "$WORK/list")"
+    check "list: padlock.so declined with its reason" \
+      grep -Eq 'padlock\.so .*no PadLock unit' "$WORK/list"
     ACCELCRYPT_PADLOCK_EMULATOR=1 ACCELCRYPT_CONF="$WORK/ac.cnf" "$CLI" list \
       >"$WORK/list.env" 2>&1
     check "ACCELCRYPT_PADLOCK_EMULATOR=1 alone (no emulator loaded) is harmless" \
