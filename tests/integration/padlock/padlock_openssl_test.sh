@@ -6,6 +6,10 @@
 # compared byte for byte with OpenSSL's default provider (-propquery
 # provider=default, emulator not loaded). Who served the bytes is read from
 # `accelcrypt trace --json` (through trace_cells), never assumed.
+# Cipher directions: padlock's ciphertext must equal the default provider's
+# byte for byte, and `refs` has the default provider decrypt exactly those
+# bytes (so padlock->default is checked without a second identical run);
+# padlock decrypts the default provider's ciphertext (default->padlock).
 #
 #   padlock_openssl_test.sh refs                 inputs, keys, default-provider
 #                                                ciphertexts and digests
@@ -17,7 +21,7 @@
 #
 # Environment (set by CMake): OPENSSL_BIN, ACCELCRYPT_CLI, TRACE_CELLS,
 # PADLOCK_EMU, ACCELCRYPT_TEST_CNF, ACCELCRYPT_TEST_BACKENDS, WORK_DIR.
-# Exit 0 pass, 1 fail, 77 skip (with the reason printed).
+# Exit 0 pass, 1 fail.
 set -u
 
 CASE="${1:?usage: padlock_openssl_test.sh CASE [PROFILE [MODE]]}"
@@ -65,10 +69,6 @@ finish() {
     "provider"
   [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
   exit $?
-}
-skip() {
-  echo "SKIP: $*"
-  exit 77
 }
 
 # Boundaries of blocks, PadLock's 512-byte bounce chunks, 4 KiB pages and the
