@@ -12,6 +12,7 @@
 #include "nlohmann/json.hpp"
 #include "tools/commands.h"
 #include "tools/cpu_features.h"
+#include "tools/routing_table.h"
 
 namespace accelcrypt::tools {
 namespace {
@@ -134,6 +135,7 @@ int RunList(const ListOptions& options) {
     for (const auto& alg : AllAlgorithms()) {
       out["routes"][std::string(alg.name)] = router.Candidates(alg.id);
     }
+    out["routing"] = RoutingPolicyJson(router);
     out["cpu"] = CpuJson(cpu);
     std::cout << out.dump(2) << "\n";
     return registry.backends().empty() ? kExitFailure : kExitOk;
@@ -214,6 +216,7 @@ int RunList(const ListOptions& options) {
   for (std::string line; std::getline(lines, line);) {
     std::cout << "  " << line << "\n";
   }
+  PrintRoutingPolicy(std::cout, router);
 
   PrintCpu(cpu);
   if (registry.backends().empty()) {
