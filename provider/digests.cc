@@ -6,8 +6,10 @@
 
 #include <openssl/core_dispatch.h>
 #include <openssl/core_names.h>
+#include <openssl/crypto.h>
 #include <openssl/params.h>
 
+#include <cstring>
 #include <memory>
 #include <new>
 
@@ -15,6 +17,7 @@
 #include "absl/types/span.h"
 #include "core/algorithms.h"
 #include "core/digest.h"
+#include "core/router.h"
 #include "core/status.h"
 #include "provider/algorithm_table.h"
 #include "provider/errors.h"
@@ -22,13 +25,31 @@
 namespace accelcrypt::provider {
 namespace {
 
+// kSmallMessage bounds the bytes a digest context buffers before it makes a
+// routed streaming digest. EVP_Digest runs newctx/init/update/final/freectx
+// per message; a message that ends within this bound is hashed at final by
+// Router::DigestOneShot, without a routed digest object (whose creation
+// costs more than hashing a short message).
+constexpr size_t kSmallMessage = 256;
+
 struct DigestCtx {
   DigestCtx(ProvCtx* p, const AlgorithmInfo* i) : prov(p), info(i) {}
+  ~DigestCtx() { Wipe(); }
+  void Wipe() {
+    if (buffered > 0) OPENSSL_cleanse(buf, buffered);
+    buffered = 0;
+  }
   ProvCtx* prov;
   const AlgorithmInfo* info;
+  // The routed streaming digest; made (or re-initialised) only once the
+  // message outgrows `buf`, and kept for reuse across inits.
   std::unique_ptr<Digest> digest;
   // ready: initialised and not yet finalised.
   bool ready = false;
+  // streaming: `digest` holds the message so far (buf is unused).
+  bool streaming = false;
+  size_t buffered = 0;
+  uint8_t buf[kSmallMessage];
 };
 
 absl::Status NotReady(const DigestCtx& ctx) {
@@ -46,7 +67,10 @@ void* DigestDupCtx(void* vctx) {
   int ok = Guard(src->prov, [&] {
     auto copy = std::make_unique<DigestCtx>(src->prov, src->info);
     copy->ready = src->ready;
-    if (src->digest != nullptr) {
+    copy->streaming = src->streaming;
+    copy->buffered = src->buffered;
+    if (src->buffered > 0) memcpy(copy->buf, src->buf, src->buffered);
+    if (src->streaming && src->digest != nullptr) {
       absl::StatusOr<std::unique_ptr<Digest>> clone = src->digest->Clone();
       if (!clone.ok()) return RaiseError(src->prov, clone.status());
       copy->digest = *std::move(clone);
@@ -59,28 +83,47 @@ void* DigestDupCtx(void* vctx) {
 
 int DigestInit(void* vctx, const OSSL_PARAM params[]) {
   auto* ctx = static_cast<DigestCtx*>(vctx);
-  return Guard(ctx->prov, [&] {
-    ctx->ready = false;
-    if (ctx->digest == nullptr) {
-      absl::StatusOr<std::unique_ptr<Digest>> digest =
-          ctx->prov->core().router().NewDigest(ctx->info->id);
-      if (!digest.ok()) return RaiseError(ctx->prov, digest.status());
-      ctx->digest = *std::move(digest);
-    } else {
-      absl::Status status = ctx->digest->Init();
-      if (!status.ok()) return RaiseError(ctx->prov, status);
-    }
-    ctx->ready = true;
-    // SHA digests take no settable parameters; unknown ones are ignored.
-    (void)params;
-    return 1;
-  });
+  ctx->Wipe();
+  ctx->streaming = false;
+  ctx->ready = true;
+  // SHA digests take no settable parameters; unknown ones are ignored.
+  (void)params;
+  return 1;
+}
+
+// StartStreaming moves the buffered prefix into a routed streaming digest.
+absl::Status StartStreaming(DigestCtx* ctx) {
+  if (ctx->digest == nullptr) {
+    ACCELCRYPT_ASSIGN_OR_RETURN(
+        ctx->digest, ctx->prov->core().router().NewDigest(ctx->info->id));
+  } else {
+    ACCELCRYPT_RETURN_IF_ERROR(ctx->digest->Init());
+  }
+  if (ctx->buffered > 0) {
+    ACCELCRYPT_RETURN_IF_ERROR(
+        ctx->digest->Update(absl::MakeConstSpan(ctx->buf, ctx->buffered)));
+  }
+  ctx->Wipe();
+  ctx->streaming = true;
+  return absl::OkStatus();
 }
 
 int DigestUpdate(void* vctx, const unsigned char* in, size_t inl) {
   auto* ctx = static_cast<DigestCtx*>(vctx);
+  if (ctx->ready && !ctx->streaming && inl <= kSmallMessage - ctx->buffered) {
+    if (inl > 0) memcpy(ctx->buf + ctx->buffered, in, inl);
+    ctx->buffered += inl;
+    return 1;
+  }
   return Guard(ctx->prov, [&] {
     if (!ctx->ready) return RaiseError(ctx->prov, NotReady(*ctx));
+    if (!ctx->streaming) {
+      absl::Status status = StartStreaming(ctx);
+      if (!status.ok()) {
+        ctx->ready = false;
+        return RaiseError(ctx->prov, status);
+      }
+    }
     if (inl == 0) return 1;
     absl::Status status = ctx->digest->Update(absl::MakeConstSpan(in, inl));
     return status.ok() ? 1 : RaiseError(ctx->prov, status);
@@ -99,7 +142,12 @@ int DigestFinal(void* vctx, unsigned char* out, size_t* outl, size_t outsz) {
     }
     ctx->ready = false;
     absl::Status status =
-        ctx->digest->Final(absl::MakeSpan(out, ctx->info->digest_len));
+        ctx->streaming
+            ? ctx->digest->Final(absl::MakeSpan(out, ctx->info->digest_len))
+            : ctx->prov->core().router().DigestOneShot(
+                  ctx->info->id, absl::MakeConstSpan(ctx->buf, ctx->buffered),
+                  absl::MakeSpan(out, ctx->info->digest_len));
+    ctx->Wipe();
     if (!status.ok()) return RaiseError(ctx->prov, status);
     *outl = ctx->info->digest_len;
     return 1;

@@ -48,6 +48,7 @@ const OSSL_ITEM kReasonStrings[] = {
     {static_cast<unsigned int>(Reason::kBadDecrypt), (void*)"bad decrypt"},
     {static_cast<unsigned int>(Reason::kOperationFinished),
      (void*)"operation already finished"},
+    {static_cast<unsigned int>(Reason::kBadSignature), (void*)"bad signature"},
     {0, nullptr},
 };
 

@@ -36,6 +36,7 @@ enum class Reason : int {
   kEntropyUnavailable = 15,
   kBadDecrypt = 16,
   kOperationFinished = 17,
+  kBadSignature = 18,
 };
 
 // ReasonStrings returns the OSSL_ITEM array (terminated by {0, NULL}) for

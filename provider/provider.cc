@@ -12,6 +12,7 @@
 #include <openssl/crypto.h>
 #include <openssl/opensslv.h>
 #include <openssl/params.h>
+#include <openssl/provider.h>
 
 #include <memory>
 #include <string>
@@ -25,6 +26,8 @@
 #include "provider/ciphers.h"
 #include "provider/digests.h"
 #include "provider/errors.h"
+#include "provider/algorithm_table.h"
+#include "provider/pkey.h"
 #include "provider/provider_ctx.h"
 #include "provider/rand.h"
 
@@ -39,6 +42,57 @@ OSSL_LIB_CTX* ProvCtx::libctx() const {
   // The core's library context is an OSSL_LIB_CTX of the libcrypto that
   // loaded us, which is the one we link against.
   return reinterpret_cast<OSSL_LIB_CTX*>(upcalls_.get_libctx(handle_));
+}
+
+ProvCtx::~ProvCtx() {
+  if (private_libctx_ != nullptr) OSSL_LIB_CTX_free(private_libctx_);
+}
+
+OSSL_LIB_CTX* ProvCtx::private_libctx() {
+  std::call_once(private_libctx_once_, [this] {
+    OSSL_LIB_CTX* lib = OSSL_LIB_CTX_new();
+    // Only OpenSSL's default provider, and no config file: accelcrypt can
+    // never be loaded (and so never be called back) in here.
+    if (lib != nullptr && OSSL_PROVIDER_load(lib, "default") == nullptr) {
+      OSSL_LIB_CTX_free(lib);
+      lib = nullptr;
+    }
+    private_libctx_ = lib;
+  });
+  return private_libctx_;
+}
+
+void AppendPkeyAlgorithms(ProvCtx& ctx, std::vector<OSSL_ALGORITHM>* keymgmt,
+                          std::vector<OSSL_ALGORITHM>* signature,
+                          std::vector<OSSL_ALGORITHM>* asym_cipher) {
+  // Names as OpenSSL 3.0's providers/implementations/include/prov/names.h
+  // (PROV_NAMES_RSA, PROV_NAMES_DSA), which the identity table carries.
+  const Router& router = ctx.core().router();
+  const bool rsa_sign = router.Supports(ACCELCRYPT_ALG_RSA_SIGN);
+  const bool rsa_crypt = router.Supports(ACCELCRYPT_ALG_RSA_CRYPT);
+  const bool dsa = router.Supports(ACCELCRYPT_ALG_DSA_SIGN);
+  const AlgorithmInfo* rsa_info = FindAlgorithm(ACCELCRYPT_ALG_RSA_SIGN);
+  const AlgorithmInfo* dsa_info = FindAlgorithm(ACCELCRYPT_ALG_DSA_SIGN);
+  if (rsa_info != nullptr && (rsa_sign || rsa_crypt)) {
+    const char* names = rsa_info->openssl_names.data();
+    keymgmt->push_back(OSSL_ALGORITHM{names, kProperties, kRsaKeymgmtFunctions,
+                        "accelcrypt RSA keys"});
+    if (rsa_sign) {
+      signature->push_back(OSSL_ALGORITHM{names, kProperties, kRsaSignatureFunctions,
+                            "accelcrypt routed RSA signatures"});
+    }
+    if (rsa_crypt) {
+      asym_cipher->push_back(OSSL_ALGORITHM{names, kProperties, kRsaAsymCipherFunctions,
+                              "accelcrypt routed RSA encryption"});
+    }
+  }
+  if (dsa_info != nullptr && dsa) {
+    const char* names = dsa_info->openssl_names.data();
+    keymgmt->push_back(OSSL_ALGORITHM{names, kProperties, kDsaKeymgmtFunctions,
+                        "accelcrypt DSA keys"});
+    signature->push_back(OSSL_ALGORITHM{names, kProperties, kDsaSignatureFunctions,
+                          "accelcrypt routed DSA signatures"});
+  }
 }
 
 namespace {
@@ -120,6 +174,11 @@ absl::Status BuildAlgorithms(ProvCtx& ctx) {
   ctx.digests().push_back(kEnd);
   AppendRandAlgorithms(ctx, &ctx.rands());
   ctx.rands().push_back(kEnd);
+  AppendPkeyAlgorithms(ctx, &ctx.keymgmts(), &ctx.signatures(),
+                       &ctx.asym_ciphers());
+  ctx.keymgmts().push_back(kEnd);
+  ctx.signatures().push_back(kEnd);
+  ctx.asym_ciphers().push_back(kEnd);
   return absl::OkStatus();
 }
 
@@ -165,6 +224,15 @@ const OSSL_ALGORITHM* QueryOperation(void* provctx, int operation_id,
       break;
     case OSSL_OP_RAND:
       algs = &ctx->rands();
+      break;
+    case OSSL_OP_KEYMGMT:
+      algs = &ctx->keymgmts();
+      break;
+    case OSSL_OP_SIGNATURE:
+      algs = &ctx->signatures();
+      break;
+    case OSSL_OP_ASYM_CIPHER:
+      algs = &ctx->asym_ciphers();
       break;
     default:
       return nullptr;

@@ -5,7 +5,10 @@
 #include <openssl/core.h>
 #include <openssl/core_dispatch.h>
 
+#include <openssl/types.h>
+
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "core/core.h"
@@ -35,6 +38,7 @@ class ProvCtx {
       : handle_(handle), upcalls_(upcalls) {}
   ProvCtx(const ProvCtx&) = delete;
   ProvCtx& operator=(const ProvCtx&) = delete;
+  ~ProvCtx();
 
   const OSSL_CORE_HANDLE* handle() const { return handle_; }
   const CoreUpcalls& upcalls() const { return upcalls_; }
@@ -51,6 +55,15 @@ class ProvCtx {
   std::vector<OSSL_ALGORITHM>& ciphers() { return ciphers_; }
   std::vector<OSSL_ALGORITHM>& digests() { return digests_; }
   std::vector<OSSL_ALGORITHM>& rands() { return rands_; }
+  std::vector<OSSL_ALGORITHM>& keymgmts() { return keymgmts_; }
+  std::vector<OSSL_ALGORITHM>& signatures() { return signatures_; }
+  std::vector<OSSL_ALGORITHM>& asym_ciphers() { return asym_ciphers_; }
+
+  // private_libctx returns a library context of our own holding only
+  // OpenSSL's default provider (made on first use, thread-safe; null when
+  // it cannot be made). For key generation: never the application's
+  // context, where accelcrypt is preferred and would be called back.
+  OSSL_LIB_CTX* private_libctx();
 
  private:
   const OSSL_CORE_HANDLE* handle_;
@@ -60,6 +73,11 @@ class ProvCtx {
   std::vector<OSSL_ALGORITHM> ciphers_;
   std::vector<OSSL_ALGORITHM> digests_;
   std::vector<OSSL_ALGORITHM> rands_;
+  std::vector<OSSL_ALGORITHM> keymgmts_;
+  std::vector<OSSL_ALGORITHM> signatures_;
+  std::vector<OSSL_ALGORITHM> asym_ciphers_;
+  std::once_flag private_libctx_once_;
+  OSSL_LIB_CTX* private_libctx_ = nullptr;
 };
 
 }  // namespace accelcrypt::provider

@@ -1,0 +1,576 @@
+// SPDX-License-Identifier: Apache-2.0
+// RSA and DSA signatures over core PublicKeyOps. Parameters follow OpenSSL
+// 3.0's rsa_sig.c / dsa_sig.c (names, string and integer forms of pad-mode
+// and saltlen); the digest of digest_sign/verify is computed by the core
+// router (our own digest backends), never fetched from another provider.
+#include <openssl/core_dispatch.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/objects.h>
+#include <openssl/params.h>
+#include <openssl/rsa.h>
+#include <openssl/x509.h>
+
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "core/digest.h"
+#include "core/router.h"
+#include "core/status.h"
+#include "provider/errors.h"
+#include "provider/internal/pkey_key.h"
+#include "provider/pkey.h"
+
+namespace accelcrypt::provider {
+namespace {
+
+using internal::PkeyKey;
+
+enum class Op { kNone, kSign, kVerify };
+
+struct SigCtx {
+  SigCtx(ProvCtx* p, bool r) : prov(p), rsa(r) {}
+  ~SigCtx() { PkeyKey::Unref(key); }
+  ProvCtx* prov;
+  bool rsa;
+  Op op = Op::kNone;
+  PkeyKey* key = nullptr;
+  PkeyParams params;
+  // digest_sign/verify: the routed streaming digest of the message.
+  std::unique_ptr<Digest> digest;
+  bool digest_op = false;
+};
+
+absl::Status BadParam(std::string message) {
+  return ProviderError(Reason::kBadParameter,
+                       absl::StatusCode::kInvalidArgument, message);
+}
+
+// Pad modes as OpenSSL numbers them (RSA_*_PADDING) and names them.
+struct PadMode {
+  int openssl;
+  const char* name;
+  uint32_t ours;
+};
+constexpr PadMode kPadModes[] = {
+    {RSA_PKCS1_PADDING, OSSL_PKEY_RSA_PAD_MODE_PKCSV15, ACCELCRYPT_PAD_PKCS1},
+    {RSA_NO_PADDING, OSSL_PKEY_RSA_PAD_MODE_NONE, ACCELCRYPT_PAD_NONE},
+    {RSA_PKCS1_PSS_PADDING, OSSL_PKEY_RSA_PAD_MODE_PSS, ACCELCRYPT_PAD_PSS},
+};
+
+const PadMode* PadByOurs(uint32_t ours) {
+  for (const PadMode& m : kPadModes) {
+    if (m.ours == ours) return &m;
+  }
+  return nullptr;
+}
+
+void* NewCtx(void* provctx, bool rsa) {
+  return new (std::nothrow) SigCtx(static_cast<ProvCtx*>(provctx), rsa);
+}
+void* RsaNewCtx(void* provctx, const char*) { return NewCtx(provctx, true); }
+void* DsaNewCtx(void* provctx, const char*) { return NewCtx(provctx, false); }
+
+void FreeCtx(void* vctx) { delete static_cast<SigCtx*>(vctx); }
+
+void* DupCtx(void* vctx) {
+  auto* src = static_cast<SigCtx*>(vctx);
+  SigCtx* dup = nullptr;
+  Guard(src->prov, [&] {
+    auto copy = std::make_unique<SigCtx>(src->prov, src->rsa);
+    copy->op = src->op;
+    copy->params = src->params;
+    copy->digest_op = src->digest_op;
+    if (src->digest != nullptr) {
+      absl::StatusOr<std::unique_ptr<Digest>> clone = src->digest->Clone();
+      if (!clone.ok()) return RaiseError(src->prov, clone.status());
+      copy->digest = *std::move(clone);
+    }
+    if (src->key != nullptr) {
+      src->key->Ref();
+      copy->key = src->key;
+    }
+    dup = copy.release();
+    return 1;
+  });
+  return dup;
+}
+
+absl::Status SetMd(SigCtx& ctx, const char* name, accelcrypt_alg* out) {
+  ACCELCRYPT_ASSIGN_OR_RETURN(accelcrypt_alg md,
+                              internal::DigestByName(name));
+  if (ctx.digest != nullptr && out == &ctx.params.md && md != ctx.params.md) {
+    return BadParam("the digest cannot change during digest_sign/verify");
+  }
+  *out = md;
+  return absl::OkStatus();
+}
+
+absl::Status ApplyParams(SigCtx& ctx, const OSSL_PARAM params[]) {
+  if (params == nullptr) return absl::OkStatus();
+  const OSSL_PARAM* p = OSSL_PARAM_locate_const(params, OSSL_SIGNATURE_PARAM_DIGEST);
+  if (p != nullptr) {
+    const char* name = nullptr;
+    if (!OSSL_PARAM_get_utf8_string_ptr(p, &name)) {
+      return BadParam("digest: not a string");
+    }
+    ACCELCRYPT_RETURN_IF_ERROR(SetMd(ctx, name, &ctx.params.md));
+  }
+  if (!ctx.rsa) return absl::OkStatus();
+  p = OSSL_PARAM_locate_const(params, OSSL_SIGNATURE_PARAM_PAD_MODE);
+  if (p != nullptr) {
+    const PadMode* mode = nullptr;
+    if (p->data_type == OSSL_PARAM_UTF8_STRING) {
+      const char* name = nullptr;
+      if (!OSSL_PARAM_get_utf8_string_ptr(p, &name)) {
+        return BadParam("pad-mode: not a string");
+      }
+      for (const PadMode& m : kPadModes) {
+        if (strcmp(m.name, name) == 0) mode = &m;
+      }
+      if (mode == nullptr) {
+        return BadParam(absl::StrFormat(
+            "RSA signature: pad-mode %s is not supported (pkcs1, pss, none)",
+            name));
+      }
+    } else {
+      int value = 0;
+      if (!OSSL_PARAM_get_int(p, &value)) return BadParam("pad-mode: not an int");
+      for (const PadMode& m : kPadModes) {
+        if (m.openssl == value) mode = &m;
+      }
+      if (mode == nullptr) {
+        return BadParam(absl::StrFormat(
+            "RSA signature: pad-mode %d is not supported (pkcs1, pss, none)",
+            value));
+      }
+    }
+    ctx.params.padding = mode->ours;
+  }
+  p = OSSL_PARAM_locate_const(params, OSSL_SIGNATURE_PARAM_MGF1_DIGEST);
+  if (p != nullptr) {
+    const char* name = nullptr;
+    if (!OSSL_PARAM_get_utf8_string_ptr(p, &name)) {
+      return BadParam("mgf1-digest: not a string");
+    }
+    ACCELCRYPT_RETURN_IF_ERROR(SetMd(ctx, name, &ctx.params.mgf1_md));
+  }
+  p = OSSL_PARAM_locate_const(params, OSSL_SIGNATURE_PARAM_PSS_SALTLEN);
+  if (p != nullptr) {
+    int salt = 0;
+    if (p->data_type == OSSL_PARAM_UTF8_STRING) {
+      const char* s = nullptr;
+      if (!OSSL_PARAM_get_utf8_string_ptr(p, &s)) {
+        return BadParam("saltlen: not a string");
+      }
+      if (strcmp(s, OSSL_PKEY_RSA_PSS_SALT_LEN_DIGEST) == 0) {
+        salt = ACCELCRYPT_PSS_SALT_DIGEST;
+      } else if (strcmp(s, OSSL_PKEY_RSA_PSS_SALT_LEN_MAX) == 0) {
+        salt = ACCELCRYPT_PSS_SALT_MAX;
+      } else if (strcmp(s, OSSL_PKEY_RSA_PSS_SALT_LEN_AUTO) == 0) {
+        salt = ACCELCRYPT_PSS_SALT_AUTO;
+      } else if (!absl::SimpleAtoi(s, &salt) || salt < 0) {
+        return BadParam(absl::StrFormat(
+            "saltlen %s: expected digest, max, auto or a byte count", s));
+      }
+    } else if (!OSSL_PARAM_get_int(p, &salt)) {
+      return BadParam("saltlen: not an int");
+    }
+    if (salt < ACCELCRYPT_PSS_SALT_MAX) {
+      return BadParam(absl::StrFormat("saltlen %d is invalid", salt));
+    }
+    ctx.params.salt_len = salt;
+  }
+  return absl::OkStatus();
+}
+
+// Check validates the parameter combination before an operation.
+absl::Status Check(const SigCtx& ctx, size_t tbs_len, bool sign) {
+  if (ctx.key == nullptr || ctx.op == Op::kNone) {
+    return ProviderError(Reason::kOutOfOrder,
+                         absl::StatusCode::kFailedPrecondition,
+                         "signature: no init (sign_init/verify_init)");
+  }
+  if (sign && !ctx.key->has_private()) {
+    return ProviderError(Reason::kNoKeySet,
+                         absl::StatusCode::kFailedPrecondition,
+                         "signing needs a private key");
+  }
+  if (!sign && !ctx.key->has_public() && ctx.key->material().uri.empty()) {
+    return ProviderError(Reason::kNoKeySet,
+                         absl::StatusCode::kFailedPrecondition,
+                         "verification needs a public key");
+  }
+  if (ctx.rsa && ctx.params.padding == ACCELCRYPT_PAD_PSS &&
+      ctx.params.md == 0) {
+    return BadParam("RSA-PSS needs a digest (set digest)");
+  }
+  if (ctx.params.md != 0 && ctx.rsa &&
+      ctx.params.padding != ACCELCRYPT_PAD_NONE &&
+      tbs_len != internal::DigestLen(ctx.params.md)) {
+    return BadParam(absl::StrFormat(
+        "input of %u bytes is not a %s digest (%u bytes)", tbs_len,
+        internal::DigestName(ctx.params.md),
+        internal::DigestLen(ctx.params.md)));
+  }
+  if (ctx.rsa && ctx.params.padding == ACCELCRYPT_PAD_NONE &&
+      ctx.params.md != 0) {
+    return BadParam("RSA pad-mode none signs raw input: unset the digest");
+  }
+  return absl::OkStatus();
+}
+
+int Init(SigCtx* ctx, void* keydata, const OSSL_PARAM params[], Op op) {
+  return Guard(ctx->prov, [&] {
+    auto* key = static_cast<PkeyKey*>(keydata);
+    if (key == nullptr && ctx->key == nullptr) {
+      return RaiseError(ctx->prov, ProviderError(Reason::kNoKeySet,
+                                                 absl::StatusCode::kFailedPrecondition,
+                                                 "signature init without a key"));
+    }
+    if (key != nullptr && key->rsa() != ctx->rsa) {
+      return RaiseError(ctx->prov, BadParam("key type does not match"));
+    }
+    ctx->op = Op::kNone;
+    ctx->digest.reset();
+    ctx->digest_op = false;
+    if (key != nullptr) {
+      key->Ref();
+      PkeyKey::Unref(ctx->key);
+      ctx->key = key;
+      ctx->params = PkeyParams();
+      ctx->params.md = 0;
+      // OpenSSL 3.0's default: the largest salt when signing, recovered
+      // from the signature when verifying.
+      ctx->params.salt_len = ACCELCRYPT_PSS_SALT_AUTO;
+    }
+    absl::Status st = ApplyParams(*ctx, params);
+    if (!st.ok()) return RaiseError(ctx->prov, st);
+    if (op == Op::kSign && !ctx->key->has_private()) {
+      return RaiseError(ctx->prov, ProviderError(
+                                       Reason::kNoKeySet,
+                                       absl::StatusCode::kFailedPrecondition,
+                                       "signing needs a private key"));
+    }
+    ctx->op = op;
+    return 1;
+  });
+}
+
+int SignInit(void* vctx, void* key, const OSSL_PARAM params[]) {
+  return Init(static_cast<SigCtx*>(vctx), key, params, Op::kSign);
+}
+int VerifyInit(void* vctx, void* key, const OSSL_PARAM params[]) {
+  return Init(static_cast<SigCtx*>(vctx), key, params, Op::kVerify);
+}
+
+int DoSign(SigCtx* ctx, unsigned char* sig, size_t* siglen, size_t sigsize,
+           const unsigned char* tbs, size_t tbslen) {
+  absl::StatusOr<PublicKeyOps*> ops = ctx->key->Ops();
+  if (!ops.ok()) return RaiseError(ctx->prov, ops.status());
+  if (sig == nullptr) {
+    *siglen = (*ops)->SignatureSize();
+    return 1;
+  }
+  absl::StatusOr<size_t> n = (*ops)->Sign(
+      ctx->params, absl::MakeConstSpan(tbs, tbslen), absl::MakeSpan(sig, sigsize));
+  if (!n.ok()) return RaiseError(ctx->prov, n.status());
+  *siglen = *n;
+  return 1;
+}
+
+int Sign(void* vctx, unsigned char* sig, size_t* siglen, size_t sigsize,
+         const unsigned char* tbs, size_t tbslen) {
+  auto* ctx = static_cast<SigCtx*>(vctx);
+  return Guard(ctx->prov, [&] {
+    if (ctx->op != Op::kSign) {
+      return RaiseError(ctx->prov, Check(SigCtx(ctx->prov, ctx->rsa), 0, true));
+    }
+    absl::Status st = Check(*ctx, tbslen, true);
+    if (!st.ok()) return RaiseError(ctx->prov, st);
+    return DoSign(ctx, sig, siglen, sigsize, tbs, tbslen);
+  });
+}
+
+int DoVerify(SigCtx* ctx, const unsigned char* sig, size_t siglen,
+             const unsigned char* tbs, size_t tbslen) {
+  absl::StatusOr<PublicKeyOps*> ops = ctx->key->Ops();
+  if (!ops.ok()) return RaiseError(ctx->prov, ops.status());
+  absl::Status st = (*ops)->Verify(ctx->params, absl::MakeConstSpan(tbs, tbslen),
+                                   absl::MakeConstSpan(sig, siglen));
+  if (st.ok()) return 1;
+  if (GetStatusDetail(st) == StatusDetail::kAuthFailed) {
+    st = ProviderError(Reason::kBadSignature, st.code(), st.message());
+  }
+  return RaiseError(ctx->prov, st);
+}
+
+int Verify(void* vctx, const unsigned char* sig, size_t siglen,
+           const unsigned char* tbs, size_t tbslen) {
+  auto* ctx = static_cast<SigCtx*>(vctx);
+  return Guard(ctx->prov, [&] {
+    absl::Status st = ctx->op == Op::kVerify
+                          ? Check(*ctx, tbslen, false)
+                          : Check(SigCtx(ctx->prov, ctx->rsa), 0, false);
+    if (!st.ok()) return RaiseError(ctx->prov, st);
+    return DoVerify(ctx, sig, siglen, tbs, tbslen);
+  });
+}
+
+int DigestInit(void* vctx, const char* mdname, void* key,
+               const OSSL_PARAM params[], Op op) {
+  auto* ctx = static_cast<SigCtx*>(vctx);
+  if (!Init(ctx, key, params, op)) return 0;
+  return Guard(ctx->prov, [&] {
+    ctx->op = Op::kNone;
+    absl::Status st = absl::OkStatus();
+    // No name: the key's default digest (keymgmt default-digest), SHA-256.
+    const char* name = (mdname != nullptr && *mdname != 0) ? mdname : "SHA256";
+    st = SetMd(*ctx, name, &ctx->params.md);
+    if (!st.ok()) return RaiseError(ctx->prov, st);
+    absl::StatusOr<std::unique_ptr<Digest>> digest =
+        ctx->prov->core().router().NewDigest(ctx->params.md);
+    if (!digest.ok()) return RaiseError(ctx->prov, digest.status());
+    ctx->digest = *std::move(digest);
+    ctx->digest_op = true;
+    ctx->op = op;
+    return 1;
+  });
+}
+
+int DigestSignInit(void* vctx, const char* mdname, void* key,
+                   const OSSL_PARAM params[]) {
+  return DigestInit(vctx, mdname, key, params, Op::kSign);
+}
+int DigestVerifyInit(void* vctx, const char* mdname, void* key,
+                     const OSSL_PARAM params[]) {
+  return DigestInit(vctx, mdname, key, params, Op::kVerify);
+}
+
+int DigestUpdate(void* vctx, const unsigned char* data, size_t datalen) {
+  auto* ctx = static_cast<SigCtx*>(vctx);
+  return Guard(ctx->prov, [&] {
+    if (!ctx->digest_op || ctx->digest == nullptr) {
+      return RaiseError(ctx->prov,
+                        ProviderError(Reason::kOutOfOrder,
+                                      absl::StatusCode::kFailedPrecondition,
+                                      "digest update without digest init"));
+    }
+    absl::Status st = ctx->digest->Update(absl::MakeConstSpan(data, datalen));
+    return st.ok() ? 1 : RaiseError(ctx->prov, st);
+  });
+}
+
+// FinishDigest writes the message digest into `out` (64 bytes) and spends
+// the streaming digest.
+absl::StatusOr<size_t> FinishDigest(SigCtx* ctx, uint8_t* out) {
+  if (!ctx->digest_op || ctx->digest == nullptr) {
+    return ProviderError(Reason::kOutOfOrder,
+                         absl::StatusCode::kFailedPrecondition,
+                         "digest final without digest init");
+  }
+  const size_t len = internal::DigestLen(ctx->params.md);
+  ACCELCRYPT_RETURN_IF_ERROR(ctx->digest->Final(absl::MakeSpan(out, len)));
+  ctx->digest.reset();
+  return len;
+}
+
+int DigestSignFinal(void* vctx, unsigned char* sig, size_t* siglen,
+                    size_t sigsize) {
+  auto* ctx = static_cast<SigCtx*>(vctx);
+  return Guard(ctx->prov, [&] {
+    absl::Status st = Check(*ctx, internal::DigestLen(ctx->params.md), true);
+    if (!st.ok()) return RaiseError(ctx->prov, st);
+    if (sig == nullptr) return DoSign(ctx, nullptr, siglen, 0, nullptr, 0);
+    uint8_t md[64];
+    absl::StatusOr<size_t> len = FinishDigest(ctx, md);
+    if (!len.ok()) return RaiseError(ctx->prov, len.status());
+    const int ok = DoSign(ctx, sig, siglen, sigsize, md, *len);
+    OPENSSL_cleanse(md, sizeof(md));
+    return ok;
+  });
+}
+
+int DigestVerifyFinal(void* vctx, const unsigned char* sig, size_t siglen) {
+  auto* ctx = static_cast<SigCtx*>(vctx);
+  return Guard(ctx->prov, [&] {
+    absl::Status st = Check(*ctx, internal::DigestLen(ctx->params.md), false);
+    if (!st.ok()) return RaiseError(ctx->prov, st);
+    uint8_t md[64];
+    absl::StatusOr<size_t> len = FinishDigest(ctx, md);
+    if (!len.ok()) return RaiseError(ctx->prov, len.status());
+    return DoVerify(ctx, sig, siglen, md, *len);
+  });
+}
+
+// AlgorithmId DER-encodes the signature AlgorithmIdentifier for PKCS#1 v1.5
+// (RFC 8017 A.2.4: parameters NULL) and DSA (RFC 3279 2.2.2: absent). PSS
+// needs RSASSA-PSS-params and is not offered here.
+absl::StatusOr<std::string> AlgorithmId(const SigCtx& ctx) {
+  if (ctx.params.md == 0 ||
+      (ctx.rsa && ctx.params.padding != ACCELCRYPT_PAD_PKCS1)) {
+    return absl::UnimplementedError("no AlgorithmIdentifier for these params");
+  }
+  const AlgorithmInfo* info = FindAlgorithm(ctx.params.md);
+  std::string_view names = info->openssl_names;
+  std::string oid(names.substr(names.rfind(':') + 1));
+  int sig_nid = 0;
+  if (!OBJ_find_sigid_by_algs(&sig_nid, OBJ_txt2nid(oid.c_str()),
+                              ctx.rsa ? NID_rsaEncryption : NID_dsa)) {
+    return absl::UnimplementedError("no signature OID for this digest");
+  }
+  X509_ALGOR* algor = X509_ALGOR_new();
+  if (algor == nullptr) return absl::ResourceExhaustedError("X509_ALGOR");
+  X509_ALGOR_set0(algor, OBJ_nid2obj(sig_nid),
+                  ctx.rsa ? V_ASN1_NULL : V_ASN1_UNDEF, nullptr);
+  unsigned char* der = nullptr;
+  const int len = i2d_X509_ALGOR(algor, &der);
+  X509_ALGOR_free(algor);
+  if (len <= 0) return absl::InternalError("AlgorithmIdentifier encoding");
+  std::string out(reinterpret_cast<char*>(der), len);
+  OPENSSL_free(der);
+  return out;
+}
+
+int GetCtxParams(void* vctx, OSSL_PARAM params[]) {
+  auto* ctx = static_cast<SigCtx*>(vctx);
+  return Guard(ctx->prov, [&] {
+    OSSL_PARAM* p = OSSL_PARAM_locate(params, OSSL_SIGNATURE_PARAM_ALGORITHM_ID);
+    if (p != nullptr) {
+      absl::StatusOr<std::string> der = AlgorithmId(*ctx);
+      if (der.ok() &&
+          !OSSL_PARAM_set_octet_string(p, der->data(), der->size())) {
+        return 0;
+      }
+    }
+    p = OSSL_PARAM_locate(params, OSSL_SIGNATURE_PARAM_DIGEST);
+    if (p != nullptr && ctx->params.md != 0) {
+      std::string name(internal::DigestName(ctx->params.md));
+      if (!OSSL_PARAM_set_utf8_string(p, name.c_str())) return 0;
+    }
+    if (!ctx->rsa) return 1;
+    p = OSSL_PARAM_locate(params, OSSL_SIGNATURE_PARAM_PAD_MODE);
+    if (p != nullptr) {
+      const PadMode* mode = PadByOurs(ctx->params.padding);
+      if (mode == nullptr) return 0;
+      if (p->data_type == OSSL_PARAM_UTF8_STRING
+              ? !OSSL_PARAM_set_utf8_string(p, mode->name)
+              : !OSSL_PARAM_set_int(p, mode->openssl)) {
+        return 0;
+      }
+    }
+    p = OSSL_PARAM_locate(params, OSSL_SIGNATURE_PARAM_MGF1_DIGEST);
+    if (p != nullptr) {
+      accelcrypt_alg mgf1 =
+          ctx->params.mgf1_md != 0 ? ctx->params.mgf1_md : ctx->params.md;
+      if (mgf1 != 0) {
+        std::string name(internal::DigestName(mgf1));
+        if (!OSSL_PARAM_set_utf8_string(p, name.c_str())) return 0;
+      }
+    }
+    p = OSSL_PARAM_locate(params, OSSL_SIGNATURE_PARAM_PSS_SALTLEN);
+    if (p != nullptr) {
+      const int salt = ctx->params.salt_len;
+      if (p->data_type == OSSL_PARAM_INTEGER) {
+        if (!OSSL_PARAM_set_int(p, salt)) return 0;
+      } else {
+        std::string value =
+            salt == ACCELCRYPT_PSS_SALT_DIGEST ? OSSL_PKEY_RSA_PSS_SALT_LEN_DIGEST
+            : salt == ACCELCRYPT_PSS_SALT_MAX  ? OSSL_PKEY_RSA_PSS_SALT_LEN_MAX
+            : salt == ACCELCRYPT_PSS_SALT_AUTO ? OSSL_PKEY_RSA_PSS_SALT_LEN_AUTO
+                                               : std::to_string(salt);
+        if (!OSSL_PARAM_set_utf8_string(p, value.c_str())) return 0;
+      }
+    }
+    return 1;
+  });
+}
+
+int SetCtxParams(void* vctx, const OSSL_PARAM params[]) {
+  auto* ctx = static_cast<SigCtx*>(vctx);
+  return Guard(ctx->prov, [&] {
+    absl::Status st = ApplyParams(*ctx, params);
+    return st.ok() ? 1 : RaiseError(ctx->prov, st);
+  });
+}
+
+const OSSL_PARAM kRsaGettable[] = {
+    OSSL_PARAM_octet_string(OSSL_SIGNATURE_PARAM_ALGORITHM_ID, nullptr, 0),
+    OSSL_PARAM_utf8_string(OSSL_SIGNATURE_PARAM_PAD_MODE, nullptr, 0),
+    OSSL_PARAM_utf8_string(OSSL_SIGNATURE_PARAM_DIGEST, nullptr, 0),
+    OSSL_PARAM_utf8_string(OSSL_SIGNATURE_PARAM_MGF1_DIGEST, nullptr, 0),
+    OSSL_PARAM_utf8_string(OSSL_SIGNATURE_PARAM_PSS_SALTLEN, nullptr, 0),
+    OSSL_PARAM_END};
+const OSSL_PARAM kRsaSettable[] = {
+    OSSL_PARAM_utf8_string(OSSL_SIGNATURE_PARAM_PAD_MODE, nullptr, 0),
+    OSSL_PARAM_utf8_string(OSSL_SIGNATURE_PARAM_DIGEST, nullptr, 0),
+    OSSL_PARAM_utf8_string(OSSL_SIGNATURE_PARAM_PROPERTIES, nullptr, 0),
+    OSSL_PARAM_utf8_string(OSSL_SIGNATURE_PARAM_MGF1_DIGEST, nullptr, 0),
+    OSSL_PARAM_utf8_string(OSSL_SIGNATURE_PARAM_MGF1_PROPERTIES, nullptr, 0),
+    OSSL_PARAM_utf8_string(OSSL_SIGNATURE_PARAM_PSS_SALTLEN, nullptr, 0),
+    OSSL_PARAM_END};
+const OSSL_PARAM kDsaGettable[] = {
+    OSSL_PARAM_octet_string(OSSL_SIGNATURE_PARAM_ALGORITHM_ID, nullptr, 0),
+    OSSL_PARAM_utf8_string(OSSL_SIGNATURE_PARAM_DIGEST, nullptr, 0),
+    OSSL_PARAM_END};
+const OSSL_PARAM kDsaSettable[] = {
+    OSSL_PARAM_utf8_string(OSSL_SIGNATURE_PARAM_DIGEST, nullptr, 0),
+    OSSL_PARAM_utf8_string(OSSL_SIGNATURE_PARAM_PROPERTIES, nullptr, 0),
+    OSSL_PARAM_END};
+
+const OSSL_PARAM* RsaGettable(void*, void*) { return kRsaGettable; }
+const OSSL_PARAM* RsaSettable(void*, void*) { return kRsaSettable; }
+const OSSL_PARAM* DsaGettable(void*, void*) { return kDsaGettable; }
+const OSSL_PARAM* DsaSettable(void*, void*) { return kDsaSettable; }
+
+using Fn = void (*)(void);
+
+#define ACCELCRYPT_SIGNATURE_COMMON                                          \
+  {OSSL_FUNC_SIGNATURE_SIGN_INIT, reinterpret_cast<Fn>(&SignInit)},          \
+      {OSSL_FUNC_SIGNATURE_SIGN, reinterpret_cast<Fn>(&Sign)},               \
+      {OSSL_FUNC_SIGNATURE_VERIFY_INIT, reinterpret_cast<Fn>(&VerifyInit)},  \
+      {OSSL_FUNC_SIGNATURE_VERIFY, reinterpret_cast<Fn>(&Verify)},           \
+      {OSSL_FUNC_SIGNATURE_DIGEST_SIGN_INIT,                                 \
+       reinterpret_cast<Fn>(&DigestSignInit)},                               \
+      {OSSL_FUNC_SIGNATURE_DIGEST_SIGN_UPDATE,                               \
+       reinterpret_cast<Fn>(&DigestUpdate)},                                 \
+      {OSSL_FUNC_SIGNATURE_DIGEST_SIGN_FINAL,                                \
+       reinterpret_cast<Fn>(&DigestSignFinal)},                              \
+      {OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_INIT,                               \
+       reinterpret_cast<Fn>(&DigestVerifyInit)},                             \
+      {OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_UPDATE,                             \
+       reinterpret_cast<Fn>(&DigestUpdate)},                                 \
+      {OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_FINAL,                              \
+       reinterpret_cast<Fn>(&DigestVerifyFinal)},                            \
+      {OSSL_FUNC_SIGNATURE_FREECTX, reinterpret_cast<Fn>(&FreeCtx)},         \
+      {OSSL_FUNC_SIGNATURE_DUPCTX, reinterpret_cast<Fn>(&DupCtx)},           \
+      {OSSL_FUNC_SIGNATURE_GET_CTX_PARAMS, reinterpret_cast<Fn>(&GetCtxParams)}, \
+  {                                                                          \
+    OSSL_FUNC_SIGNATURE_SET_CTX_PARAMS, reinterpret_cast<Fn>(&SetCtxParams)  \
+  }
+
+}  // namespace
+
+const OSSL_DISPATCH kRsaSignatureFunctions[] = {
+    {OSSL_FUNC_SIGNATURE_NEWCTX, reinterpret_cast<Fn>(&RsaNewCtx)},
+    ACCELCRYPT_SIGNATURE_COMMON,
+    {OSSL_FUNC_SIGNATURE_GETTABLE_CTX_PARAMS,
+     reinterpret_cast<Fn>(&RsaGettable)},
+    {OSSL_FUNC_SIGNATURE_SETTABLE_CTX_PARAMS,
+     reinterpret_cast<Fn>(&RsaSettable)},
+    {0, nullptr}};
+
+const OSSL_DISPATCH kDsaSignatureFunctions[] = {
+    {OSSL_FUNC_SIGNATURE_NEWCTX, reinterpret_cast<Fn>(&DsaNewCtx)},
+    ACCELCRYPT_SIGNATURE_COMMON,
+    {OSSL_FUNC_SIGNATURE_GETTABLE_CTX_PARAMS,
+     reinterpret_cast<Fn>(&DsaGettable)},
+    {OSSL_FUNC_SIGNATURE_SETTABLE_CTX_PARAMS,
+     reinterpret_cast<Fn>(&DsaSettable)},
+    {0, nullptr}};
+
+}  // namespace accelcrypt::provider
