@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# `accelcrypt calibrate` and `accelcrypt list` under policy = fastest, with
+# the build tree's backends (software, and x86 where this CPU has AES-NI).
+#   routing_checks.sh CHECK ACCELCRYPT_BIN BACKEND_DIR
+# CHECK:
+#   calibrate  writes a valid calibration file (format, this CPU, every loaded
+#              backend's version, every bucket measured for every backend
+#              declaring the algorithm), keeps other algorithms' entries on a
+#              filtered re-run, and rejects bad options with exit 2
+#   list       `list` shows policy = fastest, the note that the calibration
+#              was used, and per-bucket winners equal to the file's; a file
+#              from another CPU is refused with a note
+set -euo pipefail
+
+check=$1
+cli=$2
+backend_dir=$3
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/accelcrypt-routing-test.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+pass() { echo "ok: $*"; }
+
+[ -x "$cli" ] || fail "accelcrypt binary $cli missing"
+unset ACCELCRYPT_X86_DISABLE ACCELCRYPT_BACKENDS ACCELCRYPT_BACKEND_DIR \
+      ACCELCRYPT_CALIBRATION ACCELCRYPT_STATS_DIR
+printf '[accelcrypt]\nbackend_dir = %s\n' "$backend_dir" > "$tmp/priority.cnf"
+printf '[accelcrypt]\nbackend_dir = %s\npolicy = fastest\ncalibration_file = %s\n' \
+  "$backend_dir" "$tmp/cal.json" > "$tmp/fastest.cnf"
+export ACCELCRYPT_CONF=$tmp/priority.cnf
+# Short cells: this checks the file, not the speeds.
+algs=aes-128-ctr,aes-128-cbc,sha256
+
+case "$check" in
+calibrate)
+  rc=0
+  "$cli" calibrate --seconds-per-cell 0.003 --alg "$algs" -o "$tmp/cal.json" \
+    > "$tmp/out" 2> "$tmp/err" || rc=$?
+  [ "$rc" -eq 0 ] || { cat "$tmp/out" "$tmp/err" >&2; fail "calibrate exited $rc"; }
+  grep -q '^\[100%\] SHA2-256:' "$tmp/err" || { cat "$tmp/err" >&2; fail "no progress line reaching 100%"; }
+  grep -Eq '^AES-128-CTR +16384 ' "$tmp/out" || { cat "$tmp/out" >&2; fail "no AES-128-CTR 16384 row in the table"; }
+  "$cli" list --json > "$tmp/list.json" || fail "list --json failed"
+  python3 - "$tmp/cal.json" "$tmp/list.json" <<'PY' || fail "calibration file is not valid"
+import json, sys
+cal = json.load(open(sys.argv[1]))
+lst = json.load(open(sys.argv[2]))
+assert cal["format"] == 1, cal.get("format")
+model = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
+             if l.startswith("model name"))
+assert model in cal["cpu"], (model, cal["cpu"])
+loaded = {b["name"]: b for b in lst["backends"]}
+assert cal["backends"] == {n: b["version"] for n, b in loaded.items()}, cal["backends"]
+want = {"aes-128-ctr": "AES-128-CTR", "aes-128-cbc": "AES-128-CBC",
+        "sha256": "SHA2-256"}
+assert set(cal["algorithms"]) == set(want), sorted(cal["algorithms"])
+for key, name in want.items():
+    declaring = {n for n, b in loaded.items()
+                 if any(a["name"] == name for a in b["algorithms"])}
+    assert declaring, name
+    buckets = cal["algorithms"][key]
+    assert sorted(map(int, buckets)) == [16, 64, 256, 1024, 8192, 16384], buckets.keys()
+    for bucket, cells in buckets.items():
+        assert set(cells) == declaring, (key, bucket, cells, declaring)
+        for backend, ns in cells.items():
+            # At least the time of one memory pass, at most a second.
+            assert 0.5 < ns < 1e9, (key, bucket, backend, ns)
+    # Bigger inputs cost more than small ones for every backend.
+    for backend in declaring:
+        assert buckets["16384"][backend] > buckets["16"][backend], (key, backend)
+print("valid:", {k: sorted(v) for k, v in cal["algorithms"].items()})
+PY
+  # A filtered re-run replaces only its algorithm.
+  before=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["algorithms"]["sha256"])' "$tmp/cal.json")
+  "$cli" calibrate --seconds-per-cell 0.003 --alg aes-128-ctr -o "$tmp/cal.json" > /dev/null 2> "$tmp/err" ||
+    { cat "$tmp/err" >&2; fail "filtered calibrate failed"; }
+  grep -q "keeping the other algorithms" "$tmp/err" || { cat "$tmp/err" >&2; fail "filtered run did not say it keeps entries"; }
+  after=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["algorithms"]["sha256"])' "$tmp/cal.json")
+  [ "$before" = "$after" ] || fail "a filtered calibrate changed sha256's entries"
+  # Usage errors: exit 2, nothing written.
+  for bad in "--alg no-such-alg" "--alg rsa" "--seconds-per-cell 0" "--seconds-per-cell x"; do
+    rc=0
+    # shellcheck disable=SC2086
+    "$cli" calibrate $bad -o "$tmp/bad.json" > "$tmp/out" 2>&1 || rc=$?
+    [ "$rc" -eq 2 ] || { cat "$tmp/out" >&2; fail "calibrate $bad exited $rc, expected 2"; }
+    [ ! -e "$tmp/bad.json" ] || fail "calibrate $bad wrote a file"
+  done
+  # An output that cannot be written: exit 1 with a message.
+  rc=0
+  "$cli" calibrate --seconds-per-cell 0.001 --alg sha256 -o /proc/accelcrypt/cal.json \
+    > "$tmp/out" 2>&1 || rc=$?
+  [ "$rc" -eq 1 ] || { cat "$tmp/out" >&2; fail "unwritable output: exit $rc, expected 1"; }
+  grep -q "cannot" "$tmp/out" || { cat "$tmp/out" >&2; fail "unwritable output: no message"; }
+  pass "calibrate writes a valid file, keeps other entries, refuses bad options"
+  ;;
+list)
+  "$cli" calibrate --seconds-per-cell 0.003 --alg "$algs" -o "$tmp/cal.json" \
+    > /dev/null 2> "$tmp/err" || { cat "$tmp/err" >&2; fail "calibrate failed"; }
+  ACCELCRYPT_CONF=$tmp/fastest.cnf "$cli" list > "$tmp/list.txt" || fail "list failed"
+  grep -q '^Routing policy: fastest' "$tmp/list.txt" || { cat "$tmp/list.txt" >&2; fail "list does not show policy = fastest"; }
+  grep -q "calibration $tmp/cal.json covers 3 algorithms" "$tmp/list.txt" ||
+    { cat "$tmp/list.txt" >&2; fail "list does not say the calibration is used"; }
+  grep -Eq '^  AES-128-CTR +[a-z0-9]+ +[a-z0-9]+ ' "$tmp/list.txt" ||
+    { cat "$tmp/list.txt" >&2; fail "no per-size row for AES-128-CTR"; }
+  ACCELCRYPT_CONF=$tmp/fastest.cnf "$cli" list --json > "$tmp/list.json" || fail "list --json failed"
+  python3 - "$tmp/cal.json" "$tmp/list.json" <<'PY' || fail "list's winners differ from the file's"
+import json, sys
+cal = json.load(open(sys.argv[1]))
+routing = json.load(open(sys.argv[2]))["routing"]
+assert routing["policy"] == "fastest", routing
+names = {"aes-128-ctr": "AES-128-CTR", "aes-128-cbc": "AES-128-CBC",
+         "sha256": "SHA2-256"}
+assert set(routing["fastest"]) == set(names.values()), routing["fastest"].keys()
+for key, name in names.items():
+    for bucket, cells in cal["algorithms"][key].items():
+        want = [b for _, b in sorted((ns, b) for b, ns in cells.items())]
+        got = routing["fastest"][name][bucket]
+        assert got == want, (name, bucket, got, want)
+print("winners match:", {n: routing["fastest"][n]["16384"][0] for n in routing["fastest"]})
+PY
+  # Priority policy: no per-size table.
+  ACCELCRYPT_CONF=$tmp/priority.cnf "$cli" list > "$tmp/list.txt" || fail "list failed"
+  grep -q '^Routing policy: priority' "$tmp/list.txt" || fail "list does not show policy = priority"
+  ! grep -q '<=16 B' "$tmp/list.txt" || fail "per-size table shown under policy = priority"
+  # Another CPU's file: refused, with the reason.
+  python3 - "$tmp/cal.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); c["cpu"] = "SomeOtherVendor 1/2/3 Not This CPU"
+json.dump(c, open(sys.argv[1], "w"))
+PY
+  ACCELCRYPT_CONF=$tmp/fastest.cnf "$cli" list > "$tmp/list.txt" || fail "list failed"
+  grep -q 'measured on another CPU' "$tmp/list.txt" || { cat "$tmp/list.txt" >&2; fail "foreign file not refused in list"; }
+  grep -q 'no algorithm is routed by size' "$tmp/list.txt" || fail "foreign file still routes by size"
+  # No file: a note saying so.
+  rm -f "$tmp/cal.json"
+  ACCELCRYPT_CONF=$tmp/fastest.cnf "$cli" list > "$tmp/list.txt" || fail "list failed"
+  grep -q 'no calibration file' "$tmp/list.txt" || { cat "$tmp/list.txt" >&2; fail "missing file has no note"; }
+  pass "list shows the policy, the notes and the file's winners per size"
+  ;;
+*)
+  fail "unknown check '$check'"
+  ;;
+esac
