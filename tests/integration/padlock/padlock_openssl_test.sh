@@ -18,9 +18,11 @@
 #   padlock_openssl_test.sh route PROFILE        route.* keys, trace table
 #   padlock_openssl_test.sh noemu                no emulator: padlock declines
 #   padlock_openssl_test.sh rng                  stuck RNG taken out of service
+#   padlock_openssl_test.sh evp PROFILE          padlock_evp_mt_test, traced
 #
 # Environment (set by CMake): OPENSSL_BIN, ACCELCRYPT_CLI, TRACE_CELLS,
-# PADLOCK_EMU, ACCELCRYPT_TEST_CNF, ACCELCRYPT_TEST_BACKENDS, WORK_DIR.
+# PADLOCK_EMU, ACCELCRYPT_TEST_CNF, ACCELCRYPT_TEST_BACKENDS, WORK_DIR,
+# EVP_TEST (case evp).
 # Exit 0 pass, 1 fail.
 set -u
 
@@ -473,6 +475,37 @@ case "$CASE" in
     check "stuck later: no random output" test ! -s "$WORK/out.late"
     check "stuck later: the reason is reported" \
       grep -q 'RNG taken out of service' "$WORK/err.late"
+    ;;
+
+  evp)
+    # padlock_evp_mt_test (8 threads, a forked child; libcrypto only) under
+    # `accelcrypt trace`: every cipher and digest it uses must have been
+    # served by padlock and by nothing else. Emulator quirk variables
+    # (ACCELCRYPT_PADLOCK_EMU_*) set by CTest pass through.
+    [ -n "$PROFILE" ] || { fail "usage: evp PROFILE"; finish; }
+    rm -rf "$WORK" && mkdir -p "$WORK"
+    printf '[accelcrypt]\nbackends = padlock, software\n' >"$WORK/ac.cnf"
+    ACCELCRYPT_CONF="$WORK/ac.cnf" traced "$WORK/cells" env \
+      LD_PRELOAD="$EMU" ACCELCRYPT_PADLOCK_EMULATOR=1 \
+      ACCELCRYPT_PADLOCK_PROFILE="$PROFILE" "${EVP_TEST:?}"
+    check "padlock_evp_mt_test passed under $PROFILE" test $? -eq 0
+    for mode in ECB CBC CFB OFB CTR GCM; do
+      for bits in $KEY_BITS; do
+        a="AES-$bits-$mode"
+        check "$a served by padlock" \
+          test "$(cell "$WORK/cells" padlock "$a" bytes)" -gt 0
+        check "$a: nothing from another backend" \
+          test "$(other_bytes "$WORK/cells" "$a")" -eq 0
+        check "$a: no padlock errors" \
+          test "$(cell "$WORK/cells" padlock "$a" errors)" -eq 0
+      done
+    done
+    for a in SHA1 SHA2-256; do
+      check "$a served by padlock" \
+        test "$(cell "$WORK/cells" padlock "$a" bytes)" -gt 0
+      check "$a: nothing from another backend" \
+        test "$(other_bytes "$WORK/cells" "$a")" -eq 0
+    done
     ;;
 
   *)
