@@ -23,6 +23,8 @@ constexpr uint64_t kCkmSha224 = 0x0255;
 constexpr uint64_t kCkmSha256 = 0x0250;
 constexpr uint64_t kCkmSha384 = 0x0260;
 constexpr uint64_t kCkmSha512 = 0x0270;
+constexpr uint64_t kCkmRsaPkcs = 0x0001;
+constexpr uint64_t kCkmDsa = 0x0011;
 
 constexpr AlgorithmInfo Cipher(accelcrypt_alg id, std::string_view name,
                                std::string_view names, std::string_view key,
@@ -44,7 +46,7 @@ constexpr AlgorithmInfo Digest(accelcrypt_alg id, std::string_view name,
 
 // OpenSSL names follow providers/implementations/include/prov/names.h of
 // OpenSSL 3.0 (canonical name, aliases, OID).
-constexpr std::array<AlgorithmInfo, 25> kAlgorithms = {{
+constexpr std::array<AlgorithmInfo, 28> kAlgorithms = {{
     Cipher(ACCELCRYPT_ALG_AES_128_ECB, "AES-128-ECB",
            "AES-128-ECB:2.16.840.1.101.3.4.1.1", "aes-128-ecb", CipherMode::kEcb,
            16, 0, 16, kCkmAesEcb, 0),
@@ -114,6 +116,19 @@ constexpr std::array<AlgorithmInfo, 25> kAlgorithms = {{
                   "random", CipherMode::kNone, 0, 0, 0, 0, 0, 23},
     AlgorithmInfo{ACCELCRYPT_ALG_RNG_ENTROPY, Family::kRng, "ENTROPY", "",
                   "entropy", CipherMode::kNone, 0, 0, 0, 0, 0, 24},
+    // Public-key rows: RSA signatures carry OpenSSL's RSA key names (the
+    // keymgmt/signature names); encryption has no names of its own, since
+    // OpenSSL's asym cipher is also "RSA" and one alias belongs to one row.
+    // Route keys: route.rsa / route.rsa-crypt / route.dsa, and per modulus
+    // size route.rsa-<bits> / route.dsa-<bits> (Router::NewPublicKeyOps).
+    AlgorithmInfo{ACCELCRYPT_ALG_RSA_SIGN, Family::kRsa, "RSA-SIGN",
+                  "RSA:rsaEncryption:1.2.840.113549.1.1.1", "rsa",
+                  CipherMode::kNone, 0, 0, 0, 0, kCkmRsaPkcs, 25},
+    AlgorithmInfo{ACCELCRYPT_ALG_RSA_CRYPT, Family::kRsa, "RSA-CRYPT", "",
+                  "rsa-crypt", CipherMode::kNone, 0, 0, 0, 0, kCkmRsaPkcs, 26},
+    AlgorithmInfo{ACCELCRYPT_ALG_DSA_SIGN, Family::kDsa, "DSA",
+                  "DSA:dsaEncryption:1.2.840.10040.4.1", "dsa",
+                  CipherMode::kNone, 0, 0, 0, 0, kCkmDsa, 27},
 }};
 
 }  // namespace

@@ -11,7 +11,8 @@
 
 namespace accelcrypt {
 
-enum class Family { kCipher, kDigest, kRng };
+// kRsa and kDsa are the public-key families (ACCELCRYPT_FAMILY_RSA/DSA).
+enum class Family { kCipher, kDigest, kRng, kRsa, kDsa };
 
 enum class CipherMode { kNone, kEcb, kCbc, kCfb128, kOfb, kCtr, kGcm };
 

@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -185,6 +186,35 @@ class BackendDigest final : public Digest {
   std::string_view backend_;
 };
 
+// UsablePkeyTable is true when `table` has every function `cap` needs and
+// the capability names a sane key-size range.
+bool UsablePkeyTable(const accelcrypt_pkey_table* table,
+                     const accelcrypt_capability& cap) {
+  if (!HasField(table, &accelcrypt_pkey_table::load_key) ||
+      !HasField(table, &accelcrypt_pkey_table::free_key) ||
+      cap.min_key_bits == 0 || cap.max_key_bits < cap.min_key_bits) {
+    return false;
+  }
+  if (cap.alg == ACCELCRYPT_ALG_RSA_CRYPT) {
+    return HasField(table, &accelcrypt_pkey_table::encrypt) &&
+           HasField(table, &accelcrypt_pkey_table::decrypt);
+  }
+  return HasField(table, &accelcrypt_pkey_table::sign) &&
+         HasField(table, &accelcrypt_pkey_table::verify);
+}
+
+accelcrypt_pkey_params AbiParams(const PkeyParams& params) {
+  accelcrypt_pkey_params p{};
+  p.struct_size = sizeof(p);
+  p.padding = params.padding;
+  p.md = params.md;
+  p.mgf1_md = params.mgf1_md;
+  p.salt_len = params.salt_len;
+  p.label = params.label.empty() ? nullptr : params.label.data();
+  p.label_len = params.label.size();
+  return p;
+}
+
 }  // namespace
 
 namespace internal {
@@ -277,9 +307,26 @@ absl::StatusOr<std::unique_ptr<Backend>> Backend::Create(
   size_t num_caps = 0;
   rc = desc->get_capabilities(backend->instance_, &caps, &num_caps, &err);
   if (rc != ACCELCRYPT_OK) return Check(rc, err, backend->name_, "capabilities");
+  // Walk the array with the backend's own element size: a backend built
+  // against another header revision must be read, not misread.
+  size_t stride = ACCELCRYPT_CAPABILITY_SIZE_V1;
+  if (desc->struct_size >= offsetof(accelcrypt_backend_desc, capability_size) +
+                               sizeof(desc->capability_size)) {
+    stride = desc->capability_size != 0 ? desc->capability_size
+                                        : sizeof(accelcrypt_capability);
+  }
+  if (stride < ACCELCRYPT_CAPABILITY_SIZE_V1 || stride % 8 != 0) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s: capability entries of %d bytes are not a known layout",
+        backend->name_, stride));
+  }
+  const auto* bytes = reinterpret_cast<const unsigned char*>(caps);
   for (size_t i = 0; i < num_caps; ++i) {
-    if (FindAlgorithm(caps[i].alg) != nullptr) {
-      backend->caps_.push_back(caps[i]);
+    accelcrypt_capability cap{};
+    std::memcpy(&cap, bytes + i * stride,
+                std::min(stride, sizeof(accelcrypt_capability)));
+    if (FindAlgorithm(cap.alg) != nullptr) {
+      backend->caps_.push_back(cap);
     }
   }
   backend->cipher_ = static_cast<const accelcrypt_cipher_table*>(
@@ -288,6 +335,10 @@ absl::StatusOr<std::unique_ptr<Backend>> Backend::Create(
       desc->query_family(backend->instance_, ACCELCRYPT_FAMILY_DIGEST));
   backend->rng_ = static_cast<const accelcrypt_rng_table*>(
       desc->query_family(backend->instance_, ACCELCRYPT_FAMILY_RNG));
+  backend->rsa_ = static_cast<const accelcrypt_pkey_table*>(
+      desc->query_family(backend->instance_, ACCELCRYPT_FAMILY_RSA));
+  backend->dsa_ = static_cast<const accelcrypt_pkey_table*>(
+      desc->query_family(backend->instance_, ACCELCRYPT_FAMILY_DSA));
   // A family claimed without a usable table is dropped, not trusted.
   std::erase_if(backend->caps_, [&](const accelcrypt_capability& cap) {
     switch (ACCELCRYPT_ALG_FAMILY(cap.alg)) {
@@ -303,6 +354,12 @@ absl::StatusOr<std::unique_ptr<Backend>> Backend::Create(
           return !HasField(backend->rng_, &accelcrypt_rng_table::random_bytes);
         }
         return !HasField(backend->rng_, &accelcrypt_rng_table::entropy);
+      case ACCELCRYPT_FAMILY_RSA:
+      case ACCELCRYPT_FAMILY_DSA:
+        return !UsablePkeyTable(cap.alg == ACCELCRYPT_ALG_DSA_SIGN
+                                    ? backend->dsa_
+                                    : backend->rsa_,
+                                cap);
       default:
         return true;
     }
@@ -431,6 +488,99 @@ absl::StatusOr<size_t> Backend::Entropy(absl::Span<uint8_t> out) const {
       Check(rng_->entropy(instance_, out.data(), out.size(), &bits, &err), err,
             name_, "entropy"));
   return std::min(bits, out.size() * 8);
+}
+
+absl::StatusOr<std::unique_ptr<BackendKey>> Backend::LoadKey(
+    accelcrypt_alg alg, const KeyMaterial& key) const {
+  const AlgorithmInfo* info = FindAlgorithm(alg);
+  const accelcrypt_pkey_table* table =
+      alg == ACCELCRYPT_ALG_DSA_SIGN ? dsa_ : rsa_;
+  if (info == nullptr ||
+      (info->family != Family::kRsa && info->family != Family::kDsa) ||
+      Capability(alg) == nullptr || table == nullptr) {
+    return absl::UnimplementedError(absl::StrFormat(
+        "%s: %s is not offered", name_, info ? info->name : "algorithm"));
+  }
+  if ((info->family == Family::kRsa) != (key.type == KeyMaterial::Type::kRsa)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: the key's type does not match %s", name_, info->name));
+  }
+  accelcrypt_key_desc desc = key.Describe(alg);
+  accelcrypt_pkey* pkey = nullptr;
+  accelcrypt_error err{};
+  ACCELCRYPT_RETURN_IF_ERROR(Check(table->load_key(instance_, &desc, &pkey, &err),
+                                   err, name_, "load key"));
+  if (pkey == nullptr) {
+    return absl::InternalError(
+        absl::StrFormat("%s: load_key returned no key", name_));
+  }
+  std::unique_ptr<BackendKey> out(new BackendKey());
+  out->table_ = table;
+  out->key_ = pkey;
+  out->alg_ = alg;
+  out->backend_ = name_;
+  return out;
+}
+
+BackendKey::~BackendKey() {
+  if (key_ != nullptr) table_->free_key(key_);
+}
+
+absl::StatusOr<size_t> BackendKey::Sign(const PkeyParams& params,
+                                        absl::Span<const uint8_t> tbs,
+                                        absl::Span<uint8_t> out) const {
+  accelcrypt_pkey_params p = AbiParams(params);
+  size_t len = out.size();
+  accelcrypt_error err{};
+  ACCELCRYPT_RETURN_IF_ERROR(Check(
+      table_->sign(key_, &p, tbs.data(), tbs.size(),
+                   out.empty() ? nullptr : out.data(), &len, &err),
+      err, backend_, "sign"));
+  return len;
+}
+
+absl::Status BackendKey::Verify(const PkeyParams& params,
+                                absl::Span<const uint8_t> tbs,
+                                absl::Span<const uint8_t> sig) const {
+  accelcrypt_pkey_params p = AbiParams(params);
+  accelcrypt_error err{};
+  return Check(table_->verify(key_, &p, tbs.data(), tbs.size(), sig.data(),
+                              sig.size(), &err),
+               err, backend_, "verify");
+}
+
+absl::StatusOr<size_t> BackendKey::Encrypt(const PkeyParams& params,
+                                           absl::Span<const uint8_t> in,
+                                           absl::Span<uint8_t> out) const {
+  if (!HasField(table_, &accelcrypt_pkey_table::encrypt)) {
+    return absl::UnimplementedError(
+        absl::StrFormat("%s: no RSA encryption", backend_));
+  }
+  accelcrypt_pkey_params p = AbiParams(params);
+  size_t len = out.size();
+  accelcrypt_error err{};
+  ACCELCRYPT_RETURN_IF_ERROR(Check(
+      table_->encrypt(key_, &p, in.data(), in.size(),
+                      out.empty() ? nullptr : out.data(), &len, &err),
+      err, backend_, "encrypt"));
+  return len;
+}
+
+absl::StatusOr<size_t> BackendKey::Decrypt(const PkeyParams& params,
+                                           absl::Span<const uint8_t> in,
+                                           absl::Span<uint8_t> out) const {
+  if (!HasField(table_, &accelcrypt_pkey_table::decrypt)) {
+    return absl::UnimplementedError(
+        absl::StrFormat("%s: no RSA decryption", backend_));
+  }
+  accelcrypt_pkey_params p = AbiParams(params);
+  size_t len = out.size();
+  accelcrypt_error err{};
+  ACCELCRYPT_RETURN_IF_ERROR(Check(
+      table_->decrypt(key_, &p, in.data(), in.size(),
+                      out.empty() ? nullptr : out.data(), &len, &err),
+      err, backend_, "decrypt"));
+  return len;
 }
 
 }  // namespace accelcrypt

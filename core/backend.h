@@ -14,10 +14,12 @@
 #include "accelcrypt/backend.h"
 #include "core/cipher.h"
 #include "core/digest.h"
+#include "core/pkey.h"
 
 namespace accelcrypt {
 
 class Config;
+class BackendKey;
 namespace internal {
 struct HostState;
 }  // namespace internal
@@ -67,6 +69,14 @@ class Backend {
   // (bits) the backend vouches for.
   absl::StatusOr<size_t> Entropy(absl::Span<uint8_t> out) const;
 
+  // LoadKey prepares `key` for `alg` (RSA_SIGN, RSA_CRYPT or DSA_SIGN) on
+  // this backend (the backend's load_key: e.g. a token import). kUnimplemented
+  // when `alg` is not declared or the backend cannot use this key (size, a
+  // URI it does not own, key material without KEY_IMPORT); device errors as
+  // kUnavailable/kResourceExhausted. `key` may be destroyed afterwards.
+  absl::StatusOr<std::unique_ptr<BackendKey>> LoadKey(
+      accelcrypt_alg alg, const KeyMaterial& key) const;
+
  private:
   Backend() = default;
   const accelcrypt_backend_desc* desc_ = nullptr;
@@ -79,6 +89,46 @@ class Backend {
   const accelcrypt_cipher_table* cipher_ = nullptr;
   const accelcrypt_digest_table* digest_ = nullptr;
   const accelcrypt_rng_table* rng_ = nullptr;
+  const accelcrypt_pkey_table* rsa_ = nullptr;
+  const accelcrypt_pkey_table* dsa_ = nullptr;
+};
+
+// BackendKey is a key prepared by one backend: the raw RSA/DSA operations of
+// its plugin table (no routing, no stats). Thread-safe (backends serve one
+// prepared key from several threads). Frees the backend's key on
+// destruction; must not outlive its Backend.
+class BackendKey {
+ public:
+  ~BackendKey();
+  BackendKey(const BackendKey&) = delete;
+  BackendKey& operator=(const BackendKey&) = delete;
+
+  // Sign writes the signature into `out` and returns its length;
+  // kOutOfRange when `out` is too small.
+  absl::StatusOr<size_t> Sign(const PkeyParams& params,
+                              absl::Span<const uint8_t> tbs,
+                              absl::Span<uint8_t> out) const;
+  // Verify returns OK, or kInvalidArgument with the AuthFailed detail for a
+  // signature that does not verify.
+  absl::Status Verify(const PkeyParams& params, absl::Span<const uint8_t> tbs,
+                      absl::Span<const uint8_t> sig) const;
+  // Encrypt/Decrypt (RSA_CRYPT) size their output as Sign does.
+  absl::StatusOr<size_t> Encrypt(const PkeyParams& params,
+                                 absl::Span<const uint8_t> in,
+                                 absl::Span<uint8_t> out) const;
+  absl::StatusOr<size_t> Decrypt(const PkeyParams& params,
+                                 absl::Span<const uint8_t> in,
+                                 absl::Span<uint8_t> out) const;
+  std::string_view backend() const { return backend_; }
+  accelcrypt_alg alg() const { return alg_; }
+
+ private:
+  friend class Backend;
+  BackendKey() = default;
+  const accelcrypt_pkey_table* table_ = nullptr;
+  accelcrypt_pkey* key_ = nullptr;
+  accelcrypt_alg alg_ = 0;
+  std::string_view backend_;
 };
 
 // RawCipherView is the plugin-ABI table and context behind a Cipher made by

@@ -155,12 +155,11 @@ void Config::Merge(const Config& other) {
   for (const auto& [k, v] : other.values_) values_[k] = v;
 }
 
-const std::vector<std::string>& Config::KnownKeys() {
-  static const auto* keys = new std::vector<std::string>{
-      "backend_dir", "backends",   "disable",  "policy",
-      "breaker_threshold", "breaker_cooldown_ms", "replay_max",
-      "selftest", "stats_dir", "log_level"};
-  return *keys;
+std::vector<std::string> Config::KnownKeys() {
+  // Built per call (init-time only): no static object to leak or destroy.
+  return {"backend_dir", "backends", "disable", "policy", "breaker_threshold",
+          "breaker_cooldown_ms", "replay_max", "calibration_file", "selftest",
+          "stats_dir", "log_level"};
 }
 
 bool Config::Known(std::string_view key) {

@@ -17,7 +17,11 @@ namespace accelcrypt {
 //                        modules (env ACCELCRYPT_BACKEND_DIR)
 //   backends             comma list: load only these, in this priority order
 //   disable              comma list of backends never to load
-//   policy               "priority" (default)
+//   policy               "priority" (default): the configured order;
+//                        "fastest": per algorithm and input size, the
+//                        backend `accelcrypt calibrate` measured fastest
+//   calibration_file     where the calibration is read (default: see
+//                        DefaultCalibrationPath in core/calibration.h)
 //   route.<alg>          per-algorithm order, e.g. route.aes-128-cbc = x86,
 //                        software ("only:" prefix forbids other backends)
 //   breaker_threshold    consecutive device errors before a backend is
@@ -67,7 +71,7 @@ class Config {
   // errors); backend-scoped keys (<backend>.<x>) and route.* are accepted.
   static bool Known(std::string_view key);
   // KnownKeys lists the fixed keys, for the provider's gettable params.
-  static const std::vector<std::string>& KnownKeys();
+  static std::vector<std::string> KnownKeys();
 
   const std::map<std::string, std::string, std::less<>>& values() const {
     return values_;

@@ -10,7 +10,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
 #include "core/status.h"
 
 namespace accelcrypt {
@@ -120,6 +122,7 @@ class RoutedCipher final : public Cipher {
     iv_len_ = iv.size();
     started_ = false;
     initialized_ = false;
+    check_route_ = router_->SizeRouted(info_);
     absl::Status st = Call([&] { return impl_->Init(encrypt, key, iv); });
     if (st.ok()) {
       counter_->Add(0);
@@ -137,8 +140,8 @@ class RoutedCipher final : public Cipher {
                       absl::Span<uint8_t> out) override {
     // Fast path: straight into the backend's C table; everything else
     // (errors, fallback, replay) lives out of line so this stays small.
-    if (raw_.table != nullptr && out.size() >= in.size() && !replay_ok_)
-        [[likely]] {
+    if (raw_.table != nullptr && out.size() >= in.size() && !replay_ok_ &&
+        !check_route_) [[likely]] {
       accelcrypt_error err;
       err.message[0] = '\0';
       const Backend* previous = t_inside;
@@ -162,6 +165,10 @@ class RoutedCipher final : public Cipher {
 
   [[gnu::noinline]] absl::Status UpdateSlow(absl::Span<const uint8_t> in,
                                             absl::Span<uint8_t> out) {
+    if (check_route_) {
+      check_route_ = false;
+      MaybeSwitch(in.size());
+    }
     absl::Status st = Call([&] { return impl_->Update(in, out); });
     if (st.ok()) {
       started_ = true;
@@ -312,6 +319,47 @@ class RoutedCipher final : public Cipher {
     return last;
   }
 
+  // MaybeSwitch moves a fresh operation to the backend the calibration
+  // measured fastest for its first input size (policy = fastest). GCM AAD
+  // already fed is replayed; if the switch fails the operation stays where
+  // it was.
+  void MaybeSwitch(uint64_t size) {
+    Router::Slot* want = router_->Preferred(info_, size);
+    if (want == nullptr || want == candidates_[current_]) return;
+    if (started_ && (info_.mode != CipherMode::kGcm || !replay_ok_)) return;
+    size_t target = candidates_.size();
+    for (size_t i = 0; i < candidates_.size(); ++i) {
+      if (candidates_[i] == want) target = i;
+    }
+    if (target == candidates_.size()) return;
+    std::unique_ptr<Cipher> old_impl = std::move(impl_);
+    const RawCipherView old_raw = raw_;
+    const size_t old_current = current_;
+    const Backend* old_backend = current_backend_;
+    Counter* old_counter = counter_;
+    absl::Status st = Open(target);
+    if (st.ok()) {
+      st = Call([&] {
+        return impl_->Init(encrypt_, absl::MakeConstSpan(key_, info_.key_len),
+                           absl::MakeConstSpan(iv_, iv_len_));
+      });
+    }
+    if (st.ok() && info_.mode == CipherMode::kGcm) st = ReplayGcm();
+    if (!st.ok() || current_ != target) {
+      impl_ = std::move(old_impl);
+      raw_ = old_raw;
+      current_ = old_current;
+      current_backend_ = old_backend;
+      counter_ = old_counter;
+      return;
+    }
+    // The operation was counted where it started; it is served here.
+    old_counter->ops.fetch_sub(1, std::memory_order_relaxed);
+    counter_->Add(0);
+    replay_ok_ = info_.mode == CipherMode::kGcm &&
+                 current_ + 1 < candidates_.size() && replay_ok_;
+  }
+
   void Remember(std::vector<uint8_t>* log, absl::Span<const uint8_t> data) {
     if (replay_aad_.size() + replay_data_.size() + data.size() > replay_max_) {
       ClearReplay();
@@ -407,6 +455,7 @@ class RoutedCipher final : public Cipher {
   bool encrypt_ = true;
   bool started_ = false;
   bool initialized_ = false;
+  bool check_route_ = false;  // choose the backend at the first update
 };
 
 // RoutedDigest falls back before any data, and mid-stream while the message
@@ -451,6 +500,7 @@ class RoutedDigest final : public Digest {
   absl::Status Init() override {
     replay_.clear();
     replay_ok_ = true;
+    check_route_ = router_->SizeRouted(info_);
     absl::Status st = Call([&] { return impl_->Init(); });
     if (st.ok()) {
       counter_->Add(0);
@@ -462,6 +512,10 @@ class RoutedDigest final : public Digest {
   }
 
   absl::Status Update(absl::Span<const uint8_t> data) override {
+    if (check_route_) {
+      check_route_ = false;
+      MaybeSwitch(data.size());
+    }
     absl::Status st = Call([&] { return impl_->Update(data); });
     if (st.ok()) {
       counter_->AddBytes(data.size());
@@ -504,6 +558,28 @@ class RoutedDigest final : public Digest {
   absl::Status Call(Fn&& fn) const {
     BackendGuard guard(candidates_[current_]->backend);
     return fn();
+  }
+
+  // MaybeSwitch: see RoutedCipher::MaybeSwitch (nothing hashed yet here).
+  void MaybeSwitch(uint64_t size) {
+    Router::Slot* want = router_->Preferred(info_, size);
+    if (want == nullptr || want == candidates_[current_] || !replay_.empty()) {
+      return;
+    }
+    for (size_t i = 0; i < candidates_.size(); ++i) {
+      if (candidates_[i] != want) continue;
+      std::unique_ptr<Digest> old_impl = std::move(impl_);
+      const size_t old_current = current_;
+      Counter* old_counter = counter_;
+      if (Open(i).ok() && current_ == i) {
+        old_counter->ops.fetch_sub(1, std::memory_order_relaxed);
+      } else {
+        impl_ = std::move(old_impl);
+        current_ = old_current;
+        counter_ = old_counter;
+      }
+      return;
+    }
   }
 
   void Remember(absl::Span<const uint8_t> data) {
@@ -559,7 +635,227 @@ class RoutedDigest final : public Digest {
   Counter* counter_ = nullptr;
   // Small messages replay from inline storage (no allocation per digest).
   absl::InlinedVector<uint8_t, 256> replay_;
+  bool check_route_ = false;  // choose the backend at the first update
   bool replay_ok_ = true;
+};
+
+// Public-key families (RSA, DSA).
+
+// PkeyRoutes collects `route.rsa-<bits>` and `route.dsa-<bits>` overrides,
+// keyed "rsa-2048".
+std::map<std::string, std::string, std::less<>> PkeyRoutes(
+    const Config& config) {
+  std::map<std::string, std::string, std::less<>> out;
+  for (const auto& [raw_key, value] : config.values()) {
+    std::string key = absl::AsciiStrToLower(raw_key);
+    absl::string_view rest = key;
+    if (!absl::ConsumePrefix(&rest, "route.")) continue;
+    absl::string_view bits = rest;
+    if (!absl::ConsumePrefix(&bits, "rsa-") &&
+        !absl::ConsumePrefix(&bits, "dsa-")) {
+      continue;
+    }
+    if (bits.empty() ||
+        !std::all_of(bits.begin(), bits.end(), absl::ascii_isdigit)) {
+      continue;
+    }
+    out.emplace(std::string(rest), value);
+  }
+  return out;
+}
+
+uint32_t PaddingFlag(uint32_t padding) {
+  switch (padding) {
+    case ACCELCRYPT_PAD_NONE:
+      return ACCELCRYPT_CAP_RSA_RAW;
+    case ACCELCRYPT_PAD_PKCS1:
+      return ACCELCRYPT_CAP_RSA_PKCS1;
+    case ACCELCRYPT_PAD_PSS:
+      return ACCELCRYPT_CAP_RSA_PSS;
+    case ACCELCRYPT_PAD_OAEP:
+      return ACCELCRYPT_CAP_RSA_OAEP;
+    default:
+      return 0;
+  }
+}
+
+// RoutedPublicKeyOps runs each operation on the first candidate backend that
+// serves it (Router::PkeyOrder, filtered by the padding the backend
+// declares). Prepared keys are loaded once per (backend, algorithm) under
+// `mu_` and freed with this object; a backend that declined the key is
+// remembered and not asked again.
+class RoutedPublicKeyOps final : public PublicKeyOps {
+ public:
+  RoutedPublicKeyOps(Router* router, KeyMaterial key)
+      : router_(router), key_(std::move(key)) {}
+
+  absl::StatusOr<size_t> Sign(const PkeyParams& params,
+                              absl::Span<const uint8_t> tbs,
+                              absl::Span<uint8_t> out) override {
+    size_t len = 0;
+    ACCELCRYPT_RETURN_IF_ERROR(
+        Run(SignAlg(), params, tbs.size(), [&](const BackendKey& k) {
+          auto got = k.Sign(params, tbs, out);
+          if (got.ok()) len = *got;
+          return got.status();
+        }));
+    return len;
+  }
+  absl::Status Verify(const PkeyParams& params, absl::Span<const uint8_t> tbs,
+                      absl::Span<const uint8_t> sig) override {
+    return Run(SignAlg(), params, tbs.size(), [&](const BackendKey& k) {
+      return k.Verify(params, tbs, sig);
+    });
+  }
+  absl::StatusOr<size_t> Encrypt(const PkeyParams& params,
+                                 absl::Span<const uint8_t> in,
+                                 absl::Span<uint8_t> out) override {
+    ACCELCRYPT_RETURN_IF_ERROR(CheckCrypt());
+    size_t len = 0;
+    ACCELCRYPT_RETURN_IF_ERROR(Run(
+        *FindAlgorithm(ACCELCRYPT_ALG_RSA_CRYPT), params, in.size(),
+        [&](const BackendKey& k) {
+          auto got = k.Encrypt(params, in, out);
+          if (got.ok()) len = *got;
+          return got.status();
+        }));
+    return len;
+  }
+  absl::StatusOr<size_t> Decrypt(const PkeyParams& params,
+                                 absl::Span<const uint8_t> in,
+                                 absl::Span<uint8_t> out) override {
+    ACCELCRYPT_RETURN_IF_ERROR(CheckCrypt());
+    size_t len = 0;
+    ACCELCRYPT_RETURN_IF_ERROR(Run(
+        *FindAlgorithm(ACCELCRYPT_ALG_RSA_CRYPT), params, in.size(),
+        [&](const BackendKey& k) {
+          auto got = k.Decrypt(params, in, out);
+          if (got.ok()) len = *got;
+          return got.status();
+        }));
+    return len;
+  }
+
+  size_t SignatureSize() const override {
+    if (key_.type == KeyMaterial::Type::kRsa) return (key_.bits() + 7) / 8;
+    // DER Dss-Sig-Value: SEQUENCE of two INTEGERs of at most |q| + 1 bytes.
+    size_t q = key_.dsa_q.size();
+    while (q > 0 && key_.dsa_q[key_.dsa_q.size() - q] == 0) --q;
+    size_t body = 2 * (2 + q + 1);
+    return body + (body < 128 ? 2 : 3);
+  }
+  const KeyMaterial& key() const override { return key_; }
+  std::string last_backend() const override {
+    absl::MutexLock lock(&mu_);
+    return last_backend_;
+  }
+
+ private:
+  const AlgorithmInfo& SignAlg() const {
+    return *FindAlgorithm(key_.type == KeyMaterial::Type::kRsa
+                              ? ACCELCRYPT_ALG_RSA_SIGN
+                              : ACCELCRYPT_ALG_DSA_SIGN);
+  }
+
+  absl::Status CheckCrypt() const {
+    if (key_.type != KeyMaterial::Type::kRsa) {
+      return absl::InvalidArgumentError("DSA keys cannot encrypt or decrypt");
+    }
+    return absl::OkStatus();
+  }
+
+  // Prepared returns this object's prepared key on `slot` for `info`,
+  // loading it on first use; null when the backend declined the key.
+  absl::StatusOr<const BackendKey*> Prepared(Router::Slot* slot,
+                                             const AlgorithmInfo& info) {
+    absl::MutexLock lock(&mu_);
+    auto index = std::make_pair(slot, info.id);
+    if (auto it = keys_.find(index); it != keys_.end()) return it->second.get();
+    absl::StatusOr<std::unique_ptr<BackendKey>> loaded;
+    {
+      BackendGuard guard(slot->backend);
+      loaded = slot->backend->LoadKey(info.id, key_);
+    }
+    if (!loaded.ok()) {
+      if (loaded.status().code() == absl::StatusCode::kUnimplemented) {
+        keys_.emplace(index, nullptr);
+        return static_cast<const BackendKey*>(nullptr);
+      }
+      return loaded.status();
+    }
+    const BackendKey* raw = loaded->get();
+    keys_.emplace(index, *std::move(loaded));
+    return raw;
+  }
+
+  template <typename Fn>
+  absl::Status Run(const AlgorithmInfo& info, const PkeyParams& params,
+                   uint64_t n_bytes, Fn&& fn) {
+    Router::SlotList order;
+    router_->PkeyOrder(info, key_.bits(), !key_.uri.empty(), &order);
+    const uint32_t flag =
+        info.family == Family::kRsa ? PaddingFlag(params.padding) : 0;
+    if (info.family == Family::kRsa && flag == 0) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: unknown padding %d", info.name, params.padding));
+    }
+    absl::Status last;
+    bool tried = false;
+    for (size_t i = 0; i < order.size(); ++i) {
+      Router::Slot* slot = order[i];
+      const accelcrypt_capability* cap = slot->backend->Capability(info.id);
+      if (cap == nullptr || (cap->flags & flag) != flag) continue;
+      tried = true;
+      Counter& counter = router_->stats()->Cell(slot->stats_slot, info);
+      absl::Status st;
+      auto prepared = Prepared(slot, info);
+      if (!prepared.ok()) {
+        st = prepared.status();
+      } else if (*prepared == nullptr) {
+        continue;  // this backend does not take this key
+      } else {
+        BackendGuard guard(slot->backend);
+        st = fn(**prepared);
+      }
+      if (st.ok()) {
+        counter.Add(n_bytes);
+        router_->RecordSuccess(slot);
+        absl::MutexLock lock(&mu_);
+        if (last_backend_ != slot->backend->name()) {
+          last_backend_ = std::string(slot->backend->name());
+        }
+        return st;
+      }
+      last = st;
+      if (IsDeviceError(st)) {
+        counter.errors.fetch_add(1, std::memory_order_relaxed);
+        router_->RecordDeviceError(slot, info);
+        if (i + 1 < order.size()) {
+          counter.fallbacks.fetch_add(1, std::memory_order_relaxed);
+        }
+        continue;
+      }
+      if (st.code() == absl::StatusCode::kUnimplemented) continue;
+      return st;  // caller error: never retried
+    }
+    if (!tried) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "no backend offers %s%s for a %d-bit key", info.name,
+          info.family == Family::kRsa
+              ? absl::StrFormat(" with padding %d", params.padding)
+              : std::string(),
+          key_.bits()));
+    }
+    return NoBackend(info, last);
+  }
+
+  Router* router_;
+  const KeyMaterial key_;
+  mutable absl::Mutex mu_;
+  std::map<std::pair<Router::Slot*, accelcrypt_alg>,
+           std::unique_ptr<BackendKey>>
+      keys_ ABSL_GUARDED_BY(mu_);
+  std::string last_backend_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace
@@ -578,11 +874,13 @@ absl::StatusOr<std::unique_ptr<Router>> Router::Create(
   router->registry_ = registry;
   router->stats_ = stats;
   std::string policy = config.GetOr("policy", "priority");
-  if (policy != "priority") {
+  if (policy != "priority" && policy != "fastest") {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "accelcrypt config: policy = %s is not supported (use priority)",
+        "accelcrypt config: policy = %s is not supported (use priority or "
+        "fastest)",
         policy));
   }
+  router->policy_ = policy;
   ACCELCRYPT_ASSIGN_OR_RETURN(long long threshold,
                               config.GetInt("breaker_threshold", 5));
   ACCELCRYPT_ASSIGN_OR_RETURN(long long cooldown_ms,
@@ -597,6 +895,7 @@ absl::StatusOr<std::unique_ptr<Router>> Router::Create(
   router->breaker_threshold_ = static_cast<uint64_t>(threshold);
   router->breaker_cooldown_ns_ = static_cast<uint64_t>(cooldown_ms) * 1000000ull;
   router->replay_max_ = static_cast<size_t>(replay);
+  router->pkey_routes_ = PkeyRoutes(config);
   for (const auto& backend : registry->backends()) {
     auto slot = std::make_unique<Slot>();
     slot->backend = backend.get();
@@ -637,6 +936,7 @@ absl::StatusOr<std::unique_ptr<Router>> Router::Create(
     }
     router->routes_.push_back(std::move(order));
   }
+  router->LoadCalibration(config);
   return router;
 }
 
@@ -727,7 +1027,7 @@ template <typename Fn>
 absl::Status Router::RunOneShot(const AlgorithmInfo& info, uint64_t n_bytes,
                                 Fn&& fn) {
   SlotList order;
-  Order(info, &order);
+  OrderFor(info, n_bytes, &order);
   absl::Status last;
   for (size_t i = 0; i < order.size(); ++i) {
     Slot* slot = order[i];
@@ -785,6 +1085,61 @@ absl::StatusOr<size_t> Router::Entropy(absl::Span<uint8_t> out) {
                    return absl::OkStatus();
                  }));
   return bits;
+}
+
+void Router::PkeyOrder(const AlgorithmInfo& alg, size_t key_bits,
+                       bool from_uri, SlotList* out) const {
+  SlotList base;
+  Order(alg, &base);
+  out->clear();
+  auto usable = [&](const Slot* slot) {
+    const accelcrypt_capability* cap = slot->backend->Capability(alg.id);
+    if (cap == nullptr) return false;
+    if (key_bits != 0 &&
+        (key_bits < cap->min_key_bits || key_bits > cap->max_key_bits)) {
+      return false;
+    }
+    return from_uri || (cap->flags & ACCELCRYPT_CAP_KEY_IMPORT) != 0;
+  };
+  auto route = pkey_routes_.find(absl::StrFormat(
+      "%s-%d", alg.family == Family::kDsa ? "dsa" : "rsa", key_bits));
+  bool exclusive = false;
+  if (route != pkey_routes_.end()) {
+    absl::string_view value = route->second;
+    exclusive = absl::ConsumePrefix(&value, "only:");
+    Config tmp;
+    tmp.Set("v", AsStd(value));
+    for (const std::string& name : tmp.GetList("v")) {
+      for (Slot* slot : base) {
+        if (slot->backend->name() == name && usable(slot) &&
+            std::find(out->begin(), out->end(), slot) == out->end()) {
+          out->push_back(slot);
+        }
+      }
+    }
+  }
+  if (exclusive) return;
+  for (Slot* slot : base) {
+    if (usable(slot) && std::find(out->begin(), out->end(), slot) == out->end()) {
+      out->push_back(slot);
+    }
+  }
+}
+
+absl::StatusOr<std::unique_ptr<PublicKeyOps>> Router::NewPublicKeyOps(
+    KeyMaterial key) {
+  const bool rsa = key.type == KeyMaterial::Type::kRsa;
+  const bool has_material =
+      rsa ? !key.n.empty() && !key.e.empty()
+          : !key.dsa_p.empty() && !key.dsa_q.empty() && !key.dsa_g.empty() &&
+                !key.dsa_y.empty();
+  if (!has_material && key.uri.empty()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s key has neither its public parameters nor a token URI",
+        rsa ? "RSA" : "DSA"));
+  }
+  return std::unique_ptr<PublicKeyOps>(
+      new RoutedPublicKeyOps(this, std::move(key)));
 }
 
 }  // namespace accelcrypt

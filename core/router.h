@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "core/cipher.h"
 #include "core/config.h"
 #include "core/digest.h"
+#include "core/pkey.h"
 #include "core/registry.h"
 #include "core/stats.h"
 
@@ -55,6 +57,21 @@ class Router {
   // returns the entropy bits it vouches for.
   absl::StatusOr<size_t> Entropy(absl::Span<uint8_t> out);
 
+  // NewPublicKeyOps returns routed RSA or DSA operations over `key`. Per
+  // operation the candidates are the backends declaring the family's
+  // algorithm (RSA_SIGN for sign/verify, RSA_CRYPT for encrypt/decrypt,
+  // DSA_SIGN) whose [min_key_bits, max_key_bits] holds the key's size and
+  // whose flags cover the padding, with KEY_IMPORT unless the key is a token
+  // reference (the backend's load_key decides whether it owns the URI).
+  // Order: `route.rsa-<bits>` / `route.dsa-<bits>` first, then `route.rsa`,
+  // `route.rsa-crypt`, `route.dsa` as for every algorithm. Each backend's
+  // prepared key is loaded once and kept in the returned object. A device
+  // error re-runs the operation on the next candidate; caller errors (bad
+  // signature, bad padding, short buffer) are returned as they are.
+  // kInvalidArgument when the key is empty or no backend takes its size.
+  absl::StatusOr<std::unique_ptr<PublicKeyOps>> NewPublicKeyOps(
+      KeyMaterial key);
+
   // Internal interface for the routed objects (core/internal only).
   struct Slot;
   // Candidate lists live inline: choosing a route allocates nothing.
@@ -65,23 +82,61 @@ class Router {
   // breaker is open (unless every one is) and the backend this thread is
   // currently inside.
   void Order(const AlgorithmInfo& alg, SlotList* out) const;
+  // PkeyOrder lists the candidate slots for `alg` with a key of `key_bits`
+  // (`from_uri`: the key is a token reference), in routing order, skipping
+  // open breakers as Order does. For PublicKeyOps and `accelcrypt list`.
+  void PkeyOrder(const AlgorithmInfo& alg, size_t key_bits, bool from_uri,
+                 SlotList* out) const;
+  // OrderFor is Order with, under policy = fastest, the backend measured
+  // fastest for `size`-byte inputs moved to the front.
+  void OrderFor(const AlgorithmInfo& alg, uint64_t size, SlotList* out) const;
+  // Preferred returns, under policy = fastest with a calibration covering
+  // `alg`, the usable slot measured fastest for inputs of `size` bytes;
+  // nullptr otherwise.
+  Slot* Preferred(const AlgorithmInfo& alg, uint64_t size) const;
+  // SizeRouted is true when Preferred can answer for `alg`.
+  bool SizeRouted(const AlgorithmInfo& alg) const {
+    return alg.index < size_routes_.size() && !size_routes_[alg.index].empty();
+  }
+  // policy is "priority" or "fastest" (the configured one).
+  const std::string& policy() const { return policy_; }
+  // notes explain routing decisions made at load (calibration used or
+  // refused, and why), for `accelcrypt list`.
+  absl::Span<const std::string> notes() const { return notes_; }
+  // FastestFor lists backend names for `alg` at a size bucket, fastest
+  // first, as the calibration measured them (for `accelcrypt list`).
+  std::vector<std::string> FastestFor(const AlgorithmInfo& alg,
+                                      uint64_t bucket) const;
   void RecordSuccess(Slot* slot);
   void RecordDeviceError(Slot* slot, const AlgorithmInfo& alg);
   Stats* stats() const { return stats_; }
 
  private:
   Router() = default;
+  // RunOneShot tries `fn` on each candidate (OrderFor n_bytes) until one
+  // succeeds or fails with a caller error.
   template <typename Fn>
   absl::Status RunOneShot(const AlgorithmInfo& info, uint64_t n_bytes,
                           Fn&& fn);
+  // LoadCalibration reads the calibration for policy = fastest
+  // (core/router_fastest.cc); a missing or foreign file leaves priority
+  // routing in place and says so in notes().
+  void LoadCalibration(const Config& config);
   const Registry* registry_ = nullptr;
   size_t replay_max_ = 1024;
+  std::string policy_ = "priority";
+  // Per algorithm (identity-table index): size bucket -> slot indices,
+  // fastest first (measured backends only).
+  std::vector<std::map<uint64_t, std::vector<size_t>>> size_routes_;
+  std::vector<std::string> notes_;
   Stats* stats_ = nullptr;
   uint64_t breaker_threshold_ = 5;
   uint64_t breaker_cooldown_ns_ = 1000000000ull;
   std::vector<std::unique_ptr<Slot>> slots_;
   // Per algorithm (identity-table index): candidate slot indices in order.
   std::vector<std::vector<size_t>> routes_;
+  // `route.rsa-<bits>` / `route.dsa-<bits>` values by "rsa-<bits>".
+  std::map<std::string, std::string, std::less<>> pkey_routes_;
 };
 
 // Router::Slot is a backend as the router sees it: breaker state and stats

@@ -202,6 +202,24 @@ absl::Status LibContext::LookUp() {
         accelcrypt_capability{n.alg, ACCELCRYPT_CAP_STREAMING, 1, 0, 0});
   }
 
+  // RSA and DSA run through EVP in this library context (rsa_software.cc);
+  // the registration self-test proves them before they are offered. Sizes:
+  // RSA as OpenSSL's default provider takes them (FIPS 186 needs 1024 and
+  // up); DSA 1024..3072 (FIPS 186-4 4.2 L values).
+  caps_.push_back(accelcrypt_capability{
+      ACCELCRYPT_ALG_RSA_SIGN,
+      ACCELCRYPT_CAP_RSA_PKCS1 | ACCELCRYPT_CAP_RSA_PSS |
+          ACCELCRYPT_CAP_RSA_RAW | ACCELCRYPT_CAP_KEY_IMPORT,
+      1, 1024, 0, 16384, 0});
+  caps_.push_back(accelcrypt_capability{
+      ACCELCRYPT_ALG_RSA_CRYPT,
+      ACCELCRYPT_CAP_RSA_PKCS1 | ACCELCRYPT_CAP_RSA_OAEP |
+          ACCELCRYPT_CAP_RSA_RAW | ACCELCRYPT_CAP_KEY_IMPORT,
+      1, 1024, 0, 16384, 0});
+  caps_.push_back(accelcrypt_capability{ACCELCRYPT_ALG_DSA_SIGN,
+                                        ACCELCRYPT_CAP_KEY_IMPORT, 1, 1024, 0,
+                                        3072, 0});
+
   // Probe the DRBG once so the capability is only declared when it works.
   // No ENTROPY capability: this backend has no noise source of its own.
   uint8_t probe[16];

@@ -85,6 +85,9 @@ class LibContext {
   // when the DRBG fails (seed source error).
   absl::Status RandomBytes(absl::Span<uint8_t> out) const;
 
+  // libctx is the private library context (RSA/DSA keys live in it).
+  OSSL_LIB_CTX* libctx() const { return libctx_; }
+
   // Describe is a one-line description for `accelcrypt list`.
   const std::string& description() const { return description_; }
 

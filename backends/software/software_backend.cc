@@ -18,6 +18,7 @@
 #include "backends/software/aes_software.h"
 #include "backends/software/lib_context.h"
 #include "backends/software/openssl_error.h"
+#include "backends/software/rsa_software.h"
 #include "backends/software/sha_software.h"
 
 #ifndef ACCELCRYPT_SOFTWARE_VERSION
@@ -265,6 +266,109 @@ constexpr accelcrypt_rng_table kRngTable = {
     nullptr,
 };
 
+// RSA and DSA families (one table shape; DSA has no encrypt/decrypt).
+
+PkeySoftware* AsPkey(accelcrypt_pkey* key) {
+  return reinterpret_cast<PkeySoftware*>(key);
+}
+
+accelcrypt_status PkeyLoad(void* backend, const accelcrypt_key_desc* desc,
+                           accelcrypt_pkey** out, accelcrypt_error* err) {
+  if (backend == nullptr || desc == nullptr || out == nullptr) {
+    return NullArgument("argument", err);
+  }
+  if (desc->struct_size < sizeof(accelcrypt_key_desc)) {
+    return WriteAbiError(ACCELCRYPT_ERR_INVALID_ARGUMENT,
+                         "software: key descriptor too small", err);
+  }
+  return Guard(err, [&]() -> absl::Status {
+    absl::StatusOr<std::unique_ptr<PkeySoftware>> key =
+        PkeySoftware::Load(*AsLib(backend), *desc);
+    if (!key.ok()) return key.status();
+    *out = reinterpret_cast<accelcrypt_pkey*>(key->release());
+    return absl::OkStatus();
+  });
+}
+
+void PkeyFree(accelcrypt_pkey* key) { delete AsPkey(key); }
+
+// CheckOp validates what every operation needs; returns OK or writes err.
+accelcrypt_status CheckOp(accelcrypt_pkey* key,
+                          const accelcrypt_pkey_params* params,
+                          size_t* out_len, accelcrypt_error* err) {
+  if (key == nullptr || params == nullptr) {
+    return NullArgument("argument", err);
+  }
+  if (params->struct_size < sizeof(accelcrypt_pkey_params)) {
+    return WriteAbiError(ACCELCRYPT_ERR_INVALID_ARGUMENT,
+                         "software: parameter block too small", err);
+  }
+  (void)out_len;
+  return ACCELCRYPT_OK;
+}
+
+accelcrypt_status PkeySign(accelcrypt_pkey* key,
+                           const accelcrypt_pkey_params* params,
+                           const uint8_t* tbs, size_t tbs_len, uint8_t* sig,
+                           size_t* sig_len, accelcrypt_error* err) {
+  if (sig_len == nullptr) return NullArgument("sig_len", err);
+  if (accelcrypt_status rc = CheckOp(key, params, sig_len, err); rc != 0) {
+    return rc;
+  }
+  return Guard(err, [&] {
+    return AsPkey(key)->Sign(*params, tbs, tbs_len, sig, sig_len);
+  });
+}
+
+accelcrypt_status PkeyVerify(accelcrypt_pkey* key,
+                             const accelcrypt_pkey_params* params,
+                             const uint8_t* tbs, size_t tbs_len,
+                             const uint8_t* sig, size_t sig_len,
+                             accelcrypt_error* err) {
+  if (accelcrypt_status rc = CheckOp(key, params, nullptr, err); rc != 0) {
+    return rc;
+  }
+  return Guard(err, [&] {
+    return AsPkey(key)->Verify(*params, tbs, tbs_len, sig, sig_len);
+  });
+}
+
+accelcrypt_status PkeyEncrypt(accelcrypt_pkey* key,
+                              const accelcrypt_pkey_params* params,
+                              const uint8_t* in, size_t in_len, uint8_t* out,
+                              size_t* out_len, accelcrypt_error* err) {
+  if (out_len == nullptr) return NullArgument("out_len", err);
+  if (accelcrypt_status rc = CheckOp(key, params, out_len, err); rc != 0) {
+    return rc;
+  }
+  return Guard(err, [&] {
+    return AsPkey(key)->Encrypt(*params, in, in_len, out, out_len);
+  });
+}
+
+accelcrypt_status PkeyDecrypt(accelcrypt_pkey* key,
+                              const accelcrypt_pkey_params* params,
+                              const uint8_t* in, size_t in_len, uint8_t* out,
+                              size_t* out_len, accelcrypt_error* err) {
+  if (out_len == nullptr) return NullArgument("out_len", err);
+  if (accelcrypt_status rc = CheckOp(key, params, out_len, err); rc != 0) {
+    return rc;
+  }
+  return Guard(err, [&] {
+    return AsPkey(key)->Decrypt(*params, in, in_len, out, out_len);
+  });
+}
+
+constexpr accelcrypt_pkey_table kRsaTable = {
+    sizeof(accelcrypt_pkey_table), PkeyLoad,    PkeyFree,    PkeySign,
+    PkeyVerify,                    PkeyEncrypt, PkeyDecrypt,
+};
+
+constexpr accelcrypt_pkey_table kDsaTable = {
+    sizeof(accelcrypt_pkey_table), PkeyLoad, PkeyFree, PkeySign, PkeyVerify,
+    nullptr, nullptr,
+};
+
 // Backend descriptor.
 
 accelcrypt_status BackendInit(const accelcrypt_host* host, void** backend_out,
@@ -300,6 +404,10 @@ const void* BackendQueryFamily(void* backend, uint32_t family) {
       return &kDigestTable;
     case ACCELCRYPT_FAMILY_RNG:
       return &kRngTable;
+    case ACCELCRYPT_FAMILY_RSA:
+      return &kRsaTable;
+    case ACCELCRYPT_FAMILY_DSA:
+      return &kDsaTable;
     default:
       return nullptr;
   }

@@ -443,7 +443,16 @@ typedef struct accelcrypt_backend_desc {
   /* describe writes a one-line description (device model, CPU features seen)
    * into out (NUL-terminated, truncated to out_len). May be NULL. */
   void (*describe)(void *backend, char *out, size_t out_len);
+  /* capability_size is sizeof(accelcrypt_capability) as the backend was
+   * built, the stride of the array get_capabilities returns; 0 means the
+   * size in this header. (Descriptors too short to hold this field come
+   * from the first layout, whose capability entries were 24 bytes.) */
+  uint32_t capability_size;
 } accelcrypt_backend_desc;
+
+/* Size of an accelcrypt_capability in the first ABI layout (no key-size
+ * fields), for loaders reading old backends. */
+#define ACCELCRYPT_CAPABILITY_SIZE_V1 24u
 
 /* The entry point every backend module exports. host_abi_version is the
  * loader's ACCELCRYPT_ABI_VERSION; a backend returns NULL if it cannot serve

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: Apache-2.0
+// policy = fastest: size-bucketed routes from a calibration file.
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "core/calibration.h"
+#include "core/router.h"
+
+namespace accelcrypt {
+
+void Router::LoadCalibration(const Config& config) {
+  size_routes_.clear();
+  if (policy_ != "fastest") return;
+  std::string path = config.GetOr("calibration_file", DefaultCalibrationPath());
+  auto cal = Calibration::Load(path);
+  if (!cal.ok()) {
+    notes_.push_back(absl::StrFormat(
+        "policy = fastest, but %s; using priority order",
+        std::string(cal.status().message())));
+    return;
+  }
+  const std::string cpu = CpuSignature();
+  if (cal->cpu != cpu) {
+    notes_.push_back(absl::StrFormat(
+        "policy = fastest, but %s was measured on another CPU (%s, this is "
+        "%s); using priority order until `accelcrypt calibrate` runs here",
+        path, cal->cpu, cpu));
+    return;
+  }
+  for (const auto& slot : slots_) {
+    std::string name(slot->backend->name());
+    auto it = cal->backend_versions.find(name);
+    if (it != cal->backend_versions.end() &&
+        it->second != slot->backend->version()) {
+      notes_.push_back(absl::StrFormat(
+          "policy = fastest, but %s measured %s %s and %s is loaded; using "
+          "priority order until `accelcrypt calibrate` runs again",
+          path, name, it->second, slot->backend->version()));
+      return;
+    }
+  }
+  size_routes_.resize(AllAlgorithms().size());
+  size_t covered = 0;
+  for (const AlgorithmInfo& alg : AllAlgorithms()) {
+    if (alg.family != Family::kCipher && alg.family != Family::kDigest) {
+      continue;
+    }
+    const std::vector<size_t>& route = routes_[alg.index];
+    for (uint64_t bucket : Calibration::SizeBuckets()) {
+      std::vector<size_t> ranked;
+      for (const std::string& name : cal->Fastest(std::string(alg.key), bucket)) {
+        for (size_t i : route) {
+          if (slots_[i]->backend->name() == name) ranked.push_back(i);
+        }
+      }
+      if (!ranked.empty()) size_routes_[alg.index][bucket] = std::move(ranked);
+    }
+    if (!size_routes_[alg.index].empty()) ++covered;
+  }
+  notes_.push_back(absl::StrFormat(
+      "policy = fastest: calibration %s covers %d algorithms", path, covered));
+}
+
+Router::Slot* Router::Preferred(const AlgorithmInfo& alg,
+                                uint64_t size) const {
+  if (!SizeRouted(alg)) return nullptr;
+  const auto& buckets = size_routes_[alg.index];
+  auto it = buckets.find(Calibration::BucketFor(size));
+  if (it == buckets.end()) return nullptr;
+  uint64_t now = 0;
+  for (size_t i : it->second) {
+    Slot* slot = slots_[i].get();
+    if (BackendGuard::Inside(slot->backend)) continue;
+    uint64_t until = slot->open_until_ns.load(std::memory_order_relaxed);
+    if (until != 0) {
+      if (now == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        now = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull +
+              static_cast<uint64_t>(ts.tv_nsec);
+      }
+      if (now < until) continue;
+    }
+    return slot;
+  }
+  return nullptr;
+}
+
+void Router::OrderFor(const AlgorithmInfo& alg, uint64_t size,
+                      SlotList* out) const {
+  Order(alg, out);
+  Slot* want = Preferred(alg, size);
+  if (want == nullptr) return;
+  auto it = std::find(out->begin(), out->end(), want);
+  if (it != out->end()) std::rotate(out->begin(), it, it + 1);
+}
+
+std::vector<std::string> Router::FastestFor(const AlgorithmInfo& alg,
+                                            uint64_t bucket) const {
+  std::vector<std::string> out;
+  if (!SizeRouted(alg)) return out;
+  auto it = size_routes_[alg.index].find(bucket);
+  if (it == size_routes_[alg.index].end()) return out;
+  for (size_t i : it->second) out.emplace_back(slots_[i]->backend->name());
+  return out;
+}
+
+}  // namespace accelcrypt
