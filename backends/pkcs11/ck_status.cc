@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "backends/pkcs11/ck_status.h"
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "absl/strings/cord.h"
+#include "absl/strings/str_format.h"
+
+namespace accelcrypt::pkcs11_client {
+namespace {
+
+constexpr char kAuthFailedUrl[] = "accelcrypt.pkcs11_client.auth_failed";
+
+struct RvName {
+  CK_RV rv;
+  const char* name;
+};
+
+// PKCS#11 v2.40 section 5.1 (return values) for the codes a client meets.
+constexpr RvName kNames[] = {
+    {CKR_OK, "CKR_OK"},
+    {CKR_HOST_MEMORY, "CKR_HOST_MEMORY"},
+    {CKR_SLOT_ID_INVALID, "CKR_SLOT_ID_INVALID"},
+    {CKR_GENERAL_ERROR, "CKR_GENERAL_ERROR"},
+    {CKR_FUNCTION_FAILED, "CKR_FUNCTION_FAILED"},
+    {CKR_ARGUMENTS_BAD, "CKR_ARGUMENTS_BAD"},
+    {CKR_ATTRIBUTE_VALUE_INVALID, "CKR_ATTRIBUTE_VALUE_INVALID"},
+    {CKR_DATA_INVALID, "CKR_DATA_INVALID"},
+    {CKR_DATA_LEN_RANGE, "CKR_DATA_LEN_RANGE"},
+    {CKR_DEVICE_ERROR, "CKR_DEVICE_ERROR"},
+    {CKR_DEVICE_MEMORY, "CKR_DEVICE_MEMORY"},
+    {CKR_DEVICE_REMOVED, "CKR_DEVICE_REMOVED"},
+    {CKR_ENCRYPTED_DATA_INVALID, "CKR_ENCRYPTED_DATA_INVALID"},
+    {CKR_ENCRYPTED_DATA_LEN_RANGE, "CKR_ENCRYPTED_DATA_LEN_RANGE"},
+    {CKR_FUNCTION_NOT_SUPPORTED, "CKR_FUNCTION_NOT_SUPPORTED"},
+    {CKR_KEY_HANDLE_INVALID, "CKR_KEY_HANDLE_INVALID"},
+    {CKR_KEY_SIZE_RANGE, "CKR_KEY_SIZE_RANGE"},
+    {CKR_KEY_TYPE_INCONSISTENT, "CKR_KEY_TYPE_INCONSISTENT"},
+    {CKR_MECHANISM_INVALID, "CKR_MECHANISM_INVALID"},
+    {CKR_MECHANISM_PARAM_INVALID, "CKR_MECHANISM_PARAM_INVALID"},
+    {CKR_OBJECT_HANDLE_INVALID, "CKR_OBJECT_HANDLE_INVALID"},
+    {CKR_OPERATION_ACTIVE, "CKR_OPERATION_ACTIVE"},
+    {CKR_PIN_INCORRECT, "CKR_PIN_INCORRECT"},
+    {CKR_PIN_LOCKED, "CKR_PIN_LOCKED"},
+    {CKR_SESSION_CLOSED, "CKR_SESSION_CLOSED"},
+    {CKR_SESSION_COUNT, "CKR_SESSION_COUNT"},
+    {CKR_SESSION_HANDLE_INVALID, "CKR_SESSION_HANDLE_INVALID"},
+    {CKR_SIGNATURE_INVALID, "CKR_SIGNATURE_INVALID"},
+    {CKR_SIGNATURE_LEN_RANGE, "CKR_SIGNATURE_LEN_RANGE"},
+    {CKR_TEMPLATE_INCOMPLETE, "CKR_TEMPLATE_INCOMPLETE"},
+    {CKR_TEMPLATE_INCONSISTENT, "CKR_TEMPLATE_INCONSISTENT"},
+    {CKR_TOKEN_NOT_PRESENT, "CKR_TOKEN_NOT_PRESENT"},
+    {CKR_TOKEN_NOT_RECOGNIZED, "CKR_TOKEN_NOT_RECOGNIZED"},
+    {CKR_USER_NOT_LOGGED_IN, "CKR_USER_NOT_LOGGED_IN"},
+    {CKR_USER_PIN_NOT_INITIALIZED, "CKR_USER_PIN_NOT_INITIALIZED"},
+    {CKR_BUFFER_TOO_SMALL, "CKR_BUFFER_TOO_SMALL"},
+    {CKR_CRYPTOKI_NOT_INITIALIZED, "CKR_CRYPTOKI_NOT_INITIALIZED"},
+    {CKR_CRYPTOKI_ALREADY_INITIALIZED, "CKR_CRYPTOKI_ALREADY_INITIALIZED"},
+};
+
+}  // namespace
+
+std::string CkRvName(CK_RV rv) {
+  for (const RvName& n : kNames) {
+    if (n.rv == rv) return n.name;
+  }
+  return absl::StrFormat("CKR 0x%08x", rv);
+}
+
+absl::Status AuthFailed(std::string_view what) {
+  absl::Status st(absl::StatusCode::kInvalidArgument,
+                  absl::StrFormat("pkcs11: %s: signature does not verify",
+                                  std::string(what)));
+  st.SetPayload(kAuthFailedUrl, absl::Cord("1"));
+  return st;
+}
+
+absl::Status FromCkRv(CK_RV rv, std::string_view what) {
+  if (rv == CKR_OK) return absl::OkStatus();
+  std::string msg =
+      absl::StrFormat("pkcs11: %s: %s", std::string(what), CkRvName(rv));
+  switch (rv) {
+    case CKR_SIGNATURE_INVALID:
+    case CKR_SIGNATURE_LEN_RANGE:
+      return AuthFailed(what);
+    case CKR_ARGUMENTS_BAD:
+    case CKR_DATA_INVALID:
+    case CKR_DATA_LEN_RANGE:
+    case CKR_ENCRYPTED_DATA_INVALID:
+    case CKR_ENCRYPTED_DATA_LEN_RANGE:
+    case CKR_MECHANISM_PARAM_INVALID:
+    case CKR_ATTRIBUTE_VALUE_INVALID:
+    case CKR_TEMPLATE_INCONSISTENT:
+    case CKR_TEMPLATE_INCOMPLETE:
+    case CKR_KEY_TYPE_INCONSISTENT:
+      return absl::InvalidArgumentError(msg);
+    case CKR_BUFFER_TOO_SMALL:
+      return absl::OutOfRangeError(msg);
+    case CKR_MECHANISM_INVALID:
+    case CKR_FUNCTION_NOT_SUPPORTED:
+    case CKR_KEY_SIZE_RANGE:
+      return absl::UnimplementedError(msg);
+    case CKR_HOST_MEMORY:
+    case CKR_DEVICE_MEMORY:
+    case CKR_SESSION_COUNT:
+      return absl::ResourceExhaustedError(msg);
+    default:
+      // Device and token failures (CKR_DEVICE_*, CKR_TOKEN_*, CKR_SESSION_*,
+      // CKR_GENERAL_ERROR, CKR_FUNCTION_FAILED, stale handles, login state):
+      // the token cannot serve now; another backend can.
+      return absl::UnavailableError(msg);
+  }
+}
+
+accelcrypt_status WriteAbiError(accelcrypt_status code, std::string_view message,
+                                accelcrypt_error* err) {
+  if (err != nullptr) {
+    err->code = code;
+    size_t n = std::min(message.size(), sizeof(err->message) - 1);
+    std::memcpy(err->message, message.data(), n);
+    err->message[n] = '\0';
+  }
+  return code;
+}
+
+accelcrypt_status ToAbi(const absl::Status& status, accelcrypt_error* err) {
+  if (status.ok()) return ACCELCRYPT_OK;
+  accelcrypt_status code = ACCELCRYPT_ERR_INTERNAL;
+  if (status.GetPayload(kAuthFailedUrl).has_value()) {
+    code = ACCELCRYPT_ERR_AUTH_FAILED;
+  } else {
+    switch (status.code()) {
+      case absl::StatusCode::kInvalidArgument:
+        code = ACCELCRYPT_ERR_INVALID_ARGUMENT;
+        break;
+      case absl::StatusCode::kFailedPrecondition:
+        code = ACCELCRYPT_ERR_FAILED_PRECONDITION;
+        break;
+      case absl::StatusCode::kOutOfRange:
+        code = ACCELCRYPT_ERR_OUT_OF_RANGE;
+        break;
+      case absl::StatusCode::kUnimplemented:
+        code = ACCELCRYPT_ERR_UNIMPLEMENTED;
+        break;
+      case absl::StatusCode::kUnavailable:
+        code = ACCELCRYPT_ERR_UNAVAILABLE;
+        break;
+      case absl::StatusCode::kResourceExhausted:
+        code = ACCELCRYPT_ERR_RESOURCE_EXHAUSTED;
+        break;
+      default:
+        code = ACCELCRYPT_ERR_INTERNAL;
+    }
+  }
+  std::string_view msg(status.message().data(), status.message().size());
+  return WriteAbiError(code, msg, err);
+}
+
+}  // namespace accelcrypt::pkcs11_client

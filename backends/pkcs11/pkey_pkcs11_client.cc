@@ -1,0 +1,750 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "backends/pkcs11/pkey_pkcs11_client.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_format.h"
+#include "backends/pkcs11/ck_status.h"
+
+namespace accelcrypt::pkcs11_client {
+namespace {
+
+struct MdInfo {
+  accelcrypt_alg md;
+  CK_MECHANISM_TYPE ckm;
+  CK_RSA_PKCS_MGF_TYPE mgf;
+  size_t len;
+  // DER DigestInfo prefix (RFC 8017 section 9.2, note 1).
+  const char* prefix;
+  size_t prefix_len;
+};
+
+constexpr MdInfo kMds[] = {
+    {ACCELCRYPT_ALG_SHA1, CKM_SHA_1, CKG_MGF1_SHA1, 20,
+     "\x30\x21\x30\x09\x06\x05\x2b\x0e\x03\x02\x1a\x05\x00\x04\x14", 15},
+    {ACCELCRYPT_ALG_SHA224, CKM_SHA224, CKG_MGF1_SHA224, 28,
+     "\x30\x2d\x30\x0d\x06\x09\x60\x86\x48\x01\x65\x03\x04\x02\x04\x05\x00\x04"
+     "\x1c",
+     19},
+    {ACCELCRYPT_ALG_SHA256, CKM_SHA256, CKG_MGF1_SHA256, 32,
+     "\x30\x31\x30\x0d\x06\x09\x60\x86\x48\x01\x65\x03\x04\x02\x01\x05\x00\x04"
+     "\x20",
+     19},
+    {ACCELCRYPT_ALG_SHA384, CKM_SHA384, CKG_MGF1_SHA384, 48,
+     "\x30\x41\x30\x0d\x06\x09\x60\x86\x48\x01\x65\x03\x04\x02\x02\x05\x00\x04"
+     "\x30",
+     19},
+    {ACCELCRYPT_ALG_SHA512, CKM_SHA512, CKG_MGF1_SHA512, 64,
+     "\x30\x51\x30\x0d\x06\x09\x60\x86\x48\x01\x65\x03\x04\x02\x03\x05\x00\x04"
+     "\x40",
+     19},
+};
+
+const MdInfo* FindMd(accelcrypt_alg md) {
+  for (const MdInfo& m : kMds) {
+    if (m.md == md) return &m;
+  }
+  return nullptr;
+}
+
+std::vector<uint8_t> Copy(const accelcrypt_bn& bn) {
+  size_t i = 0;
+  while (i < bn.len && bn.data[i] == 0) ++i;  // minimal big-endian
+  return std::vector<uint8_t>(bn.data + i, bn.data + bn.len);
+}
+
+size_t BitLength(const std::vector<uint8_t>& v) {
+  if (v.empty()) return 0;
+  size_t bits = (v.size() - 1) * 8;
+  for (uint8_t top = v[0]; top != 0; top >>= 1) ++bits;
+  return bits;
+}
+
+void Wipe(std::vector<uint8_t>* v) {
+  if (!v->empty()) OPENSSL_cleanse(v->data(), v->size());
+}
+
+bool StaleHandle(CK_RV rv) {
+  return rv == CKR_KEY_HANDLE_INVALID || rv == CKR_OBJECT_HANDLE_INVALID;
+}
+
+bool SessionBroken(CK_RV rv) {
+  return rv == CKR_SESSION_HANDLE_INVALID || rv == CKR_SESSION_CLOSED ||
+         rv == CKR_DEVICE_ERROR || rv == CKR_DEVICE_REMOVED ||
+         rv == CKR_TOKEN_NOT_PRESENT || rv == CKR_GENERAL_ERROR ||
+         rv == CKR_OPERATION_ACTIVE || rv == CKR_USER_NOT_LOGGED_IN;
+}
+
+// A mechanism or its parameters refused at C_*Init is the token's limit
+// (SoftHSMv2 takes OAEP with SHA-1 only), not the caller's error: marked
+// with a vendor code that Run turns into kUnimplemented, so the router
+// asks the next backend.
+constexpr CK_RV kParamsUnsupported = CKR_VENDOR_DEFINED | 0x4143u;
+
+CK_RV InitFailed(CK_RV rv) {
+  if (rv == CKR_ARGUMENTS_BAD || rv == CKR_MECHANISM_PARAM_INVALID ||
+      rv == CKR_MECHANISM_INVALID) {
+    return kParamsUnsupported;
+  }
+  return rv;
+}
+
+absl::Status OutOfRange(size_t need, size_t* out_len) {
+  *out_len = need;
+  return absl::OutOfRangeError(absl::StrFormat(
+      "pkcs11: output buffer too small (%d bytes needed)", need));
+}
+
+// DER Dss-Sig-Value (RFC 3279 section 2.2.2) <-> r||s as CKM_DSA uses it
+// (PKCS#11 v2.40 section 2.2.5: each half q bytes).
+void DerInt(const uint8_t* v, size_t len, std::vector<uint8_t>* out) {
+  size_t i = 0;
+  while (i + 1 < len && v[i] == 0) ++i;
+  bool pad = (v[i] & 0x80) != 0;
+  out->push_back(0x02);
+  out->push_back(static_cast<uint8_t>(len - i + (pad ? 1 : 0)));
+  if (pad) out->push_back(0);
+  out->insert(out->end(), v + i, v + len);
+}
+
+std::vector<uint8_t> EncodeDsa(const uint8_t* rs, size_t q_len) {
+  std::vector<uint8_t> body;
+  DerInt(rs, q_len, &body);
+  DerInt(rs + q_len, q_len, &body);
+  std::vector<uint8_t> out{0x30};
+  if (body.size() >= 128) out.push_back(0x81);
+  out.push_back(static_cast<uint8_t>(body.size()));
+  out.insert(out.end(), body.begin(), body.end());
+  return out;
+}
+
+bool ReadLen(const uint8_t* p, size_t n, size_t* pos, size_t* len) {
+  if (*pos >= n) return false;
+  uint8_t b = p[(*pos)++];
+  if (b < 0x80) {
+    *len = b;
+    return true;
+  }
+  if (b != 0x81 || *pos >= n) return false;
+  *len = p[(*pos)++];
+  return *len >= 0x80;
+}
+
+bool ReadInt(const uint8_t* p, size_t n, size_t* pos, size_t q_len,
+             uint8_t* out) {
+  size_t len;
+  if (*pos >= n || p[(*pos)++] != 0x02 || !ReadLen(p, n, pos, &len) ||
+      len == 0 || *pos + len > n) {
+    return false;
+  }
+  const uint8_t* v = p + *pos;
+  *pos += len;
+  if (v[0] & 0x80) return false;  // negative
+  if (len > 1 && v[0] == 0 && !(v[1] & 0x80)) return false;  // not minimal
+  while (len > 0 && *v == 0) {
+    ++v;
+    --len;
+  }
+  if (len > q_len) return false;
+  std::memset(out, 0, q_len - len);
+  std::memcpy(out + q_len - len, v, len);
+  return true;
+}
+
+bool DecodeDsa(const uint8_t* der, size_t n, size_t q_len,
+               std::vector<uint8_t>* rs) {
+  rs->assign(2 * q_len, 0);
+  size_t pos = 0, len;
+  if (n < 2 || der[pos++] != 0x30 || !ReadLen(der, n, &pos, &len) ||
+      pos + len != n) {
+    return false;
+  }
+  return ReadInt(der, n, &pos, q_len, rs->data()) &&
+         ReadInt(der, n, &pos, q_len, rs->data() + q_len) && pos == n;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<PkeyPkcs11Client>> PkeyPkcs11Client::Load(
+    Token* token, OSSL_LIB_CTX* libctx, const KeyLimits& limits,
+    const accelcrypt_key_desc& desc) {
+  std::unique_ptr<PkeyPkcs11Client> k(new PkeyPkcs11Client());
+  k->token_ = token;
+  k->rsa_ = desc.alg != ACCELCRYPT_ALG_DSA_SIGN;
+  const bool has_material = k->rsa_ ? desc.n.len != 0 : desc.dsa_p.len != 0;
+  if (desc.uri != nullptr && *desc.uri != '\0') {
+    absl::StatusOr<KeyObjects> found = token->FindByUri(desc.uri);
+    if (found.ok()) {
+      k->uri_ = desc.uri;
+      k->private_ = found->priv != CK_INVALID_HANDLE;
+      CK_OBJECT_HANDLE any =
+          found->pub != CK_INVALID_HANDLE ? found->pub : found->priv;
+      absl::StatusOr<std::vector<uint8_t>> size_attr = token->GetAttribute(
+          any, k->rsa_ ? CKA_MODULUS : CKA_SUBPRIME);
+      if (!size_attr.ok()) return size_attr.status();
+      std::vector<uint8_t> v = *size_attr;
+      accelcrypt_bn bn{v.data(), v.size()};
+      std::vector<uint8_t> min = Copy(bn);
+      (k->rsa_ ? k->mod_len_ : k->q_len_) = min.size();
+      return k;
+    }
+    if (!has_material) return found.status();
+  }
+  if (!has_material) {
+    return absl::UnimplementedError("pkcs11: the key has no key material");
+  }
+  if (k->rsa_) {
+    k->n_ = Copy(desc.n);
+    k->e_ = Copy(desc.e);
+    k->d_ = Copy(desc.d);
+    k->p_ = Copy(desc.p);
+    k->q_ = Copy(desc.q);
+    k->dmp1_ = Copy(desc.dmp1);
+    k->dmq1_ = Copy(desc.dmq1);
+    k->iqmp_ = Copy(desc.iqmp);
+    k->private_ = !k->d_.empty();
+    k->mod_len_ = k->n_.size();
+  } else {
+    k->dp_ = Copy(desc.dsa_p);
+    k->dq_ = Copy(desc.dsa_q);
+    k->dg_ = Copy(desc.dsa_g);
+    k->dy_ = Copy(desc.dsa_y);
+    k->dx_ = Copy(desc.dsa_x);
+    k->private_ = !k->dx_.empty();
+    k->q_len_ = k->dq_.size();
+    k->key_type_ = CKK_DSA;
+  }
+  // Tokens trust their templates: an empty integer can crash one
+  // (SoftHSMv2 dereferences a missing exponent at C_Verify).
+  if (k->rsa_ ? (k->n_.empty() || k->e_.empty())
+              : (k->dp_.empty() || k->dq_.empty() || k->dg_.empty() ||
+                 k->dy_.empty())) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "pkcs11: %s key lacks a public part", k->rsa_ ? "RSA" : "DSA"));
+  }
+  size_t bits = BitLength(k->rsa_ ? k->n_ : k->dp_);
+  size_t lo = k->rsa_ ? limits.rsa_min : limits.dsa_min;
+  size_t hi = k->rsa_ ? limits.rsa_max : limits.dsa_max;
+  if (bits < lo || bits > hi) {
+    return absl::UnimplementedError(absl::StrFormat(
+        "pkcs11: %s keys of %d bits are not served by this token (%d..%d)",
+        k->rsa_ ? "RSA" : "DSA", bits, lo, hi));
+  }
+  // Fingerprint: SHA-256 over the public key, length-prefixed parts, plus
+  // whether the private half is present (a public-only import differs).
+  std::vector<uint8_t> pub;
+  auto add = [&pub](const std::vector<uint8_t>& v) {
+    for (int shift = 24; shift >= 0; shift -= 8) {
+      pub.push_back(static_cast<uint8_t>(v.size() >> shift));
+    }
+    pub.insert(pub.end(), v.begin(), v.end());
+  };
+  if (k->rsa_) {
+    add(k->n_);
+    add(k->e_);
+  } else {
+    add(k->dp_);
+    add(k->dq_);
+    add(k->dg_);
+    add(k->dy_);
+  }
+  uint8_t md[32];
+  size_t md_len = 0;
+  if (!EVP_Q_digest(libctx, "SHA2-256", nullptr, pub.data(), pub.size(), md,
+                    &md_len)) {
+    return absl::InternalError("pkcs11: fingerprint digest failed");
+  }
+  k->fingerprint_ = absl::StrFormat(
+      "%s%s:", k->rsa_ ? "rsa" : "dsa", k->private_ ? "-priv" : "-pub");
+  for (size_t i = 0; i < md_len; ++i) {
+    k->fingerprint_ += absl::StrFormat("%02x", md[i]);
+  }
+  k->BuildTemplates();
+  // Import now, so a token that refuses the key says so at load.
+  absl::StatusOr<KeyObjects> objects = k->Objects();
+  if (!objects.ok()) return objects.status();
+  return k;
+}
+
+PkeyPkcs11Client::~PkeyPkcs11Client() {
+  for (auto* v : {&d_, &p_, &q_, &dmp1_, &dmq1_, &iqmp_, &dx_}) Wipe(v);
+}
+
+void PkeyPkcs11Client::BuildTemplates() {
+  auto attr = [](CK_ATTRIBUTE_TYPE t, void* v, size_t n) {
+    return CK_ATTRIBUTE{t, v, static_cast<CK_ULONG>(n)};
+  };
+  auto bn = [&](CK_ATTRIBUTE_TYPE t, std::vector<uint8_t>& v) {
+    return attr(t, v.data(), v.size());
+  };
+  Token::Attrs pub{attr(CKA_CLASS, &pub_class_, sizeof(pub_class_)),
+                   attr(CKA_KEY_TYPE, &key_type_, sizeof(key_type_)),
+                   attr(CKA_TOKEN, &false_, sizeof(false_)),
+                   attr(CKA_VERIFY, &true_, sizeof(true_))};
+  Token::Attrs priv{attr(CKA_CLASS, &priv_class_, sizeof(priv_class_)),
+                    attr(CKA_KEY_TYPE, &key_type_, sizeof(key_type_)),
+                    attr(CKA_TOKEN, &false_, sizeof(false_)),
+                    attr(CKA_PRIVATE, &true_, sizeof(true_)),
+                    attr(CKA_SENSITIVE, &true_, sizeof(true_)),
+                    attr(CKA_EXTRACTABLE, &false_, sizeof(false_)),
+                    attr(CKA_SIGN, &true_, sizeof(true_))};
+  if (rsa_) {
+    pub.push_back(attr(CKA_ENCRYPT, &true_, sizeof(true_)));
+    pub.push_back(bn(CKA_MODULUS, n_));
+    pub.push_back(bn(CKA_PUBLIC_EXPONENT, e_));
+    priv.push_back(attr(CKA_DECRYPT, &true_, sizeof(true_)));
+    priv.push_back(bn(CKA_MODULUS, n_));
+    priv.push_back(bn(CKA_PUBLIC_EXPONENT, e_));
+    priv.push_back(bn(CKA_PRIVATE_EXPONENT, d_));
+    if (!p_.empty() && !q_.empty() && !dmp1_.empty() && !dmq1_.empty() &&
+        !iqmp_.empty()) {
+      priv.push_back(bn(CKA_PRIME_1, p_));
+      priv.push_back(bn(CKA_PRIME_2, q_));
+      priv.push_back(bn(CKA_EXPONENT_1, dmp1_));
+      priv.push_back(bn(CKA_EXPONENT_2, dmq1_));
+      priv.push_back(bn(CKA_COEFFICIENT, iqmp_));
+    }
+  } else {
+    for (Token::Attrs* t : {&pub, &priv}) {
+      t->push_back(bn(CKA_PRIME, dp_));
+      t->push_back(bn(CKA_SUBPRIME, dq_));
+      t->push_back(bn(CKA_BASE, dg_));
+    }
+    pub.push_back(bn(CKA_VALUE, dy_));
+    priv.push_back(bn(CKA_VALUE, dx_));
+  }
+  pub_template_ = std::move(pub);
+  if (private_) priv_template_ = std::move(priv);
+}
+
+absl::StatusOr<KeyObjects> PkeyPkcs11Client::Objects() {
+  if (!uri_.empty()) return token_->FindByUri(uri_);
+  return token_->Objects(fingerprint_, priv_template_, pub_template_);
+}
+
+template <typename Fn>
+absl::Status PkeyPkcs11Client::Run(const char* what, Fn&& fn) {
+  absl::StatusOr<KeyObjects> objects = Objects();
+  if (!objects.ok()) return objects.status();
+  absl::StatusOr<Token::Session> session = token_->Acquire();
+  if (!session.ok()) return session.status();
+  CK_RV rv = fn(session->handle, *objects);
+  token_->Release(*session, SessionBroken(rv));
+  if (StaleHandle(rv)) {
+    // The cached objects are gone (token reset, evicted elsewhere): import
+    // again next time; this call falls back.
+    token_->Forget(uri_.empty() ? fingerprint_ : "uri:" + uri_);
+  }
+  if (rv == kParamsUnsupported) {
+    return absl::UnimplementedError(absl::StrFormat(
+        "pkcs11: %s: the token refuses these mechanism parameters", what));
+  }
+  return FromCkRv(rv, what);
+}
+
+// Raw RSA needs 0 <= input < n (RFC 8017 sections 5.1.1, 5.2.1): checked
+// here, since tokens report the violation as a device error (SoftHSMv2:
+// CKR_GENERAL_ERROR). n is public: no constant time needed.
+absl::Status PkeyPkcs11Client::CheckBelowModulus(const uint8_t* in,
+                                                 size_t in_len) const {
+  if (in_len != mod_len_) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "pkcs11: raw RSA input must be %d bytes", mod_len_));
+  }
+  if (!n_.empty() && std::memcmp(in, n_.data(), mod_len_) >= 0) {
+    return absl::InvalidArgumentError(
+        "pkcs11: raw RSA input is not smaller than the modulus");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PkeyPkcs11Client::Sign(const accelcrypt_pkey_params& params,
+                                    const uint8_t* tbs, size_t tbs_len,
+                                    uint8_t* sig, size_t* sig_len) {
+  if (!private_) {
+    return absl::FailedPreconditionError(
+        "pkcs11: signing needs a private key");
+  }
+  const MdInfo* md = params.md != 0 ? FindMd(params.md) : nullptr;
+  if (params.md != 0 && md == nullptr) {
+    return absl::InvalidArgumentError("pkcs11: unsupported digest");
+  }
+  if (md != nullptr && tbs_len != md->len) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "pkcs11: input is %d bytes, the digest is %d", tbs_len, md->len));
+  }
+  if (!rsa_) {
+    // DER SEQUENCE of two INTEGERs of at most q_len + 1 bytes.
+    const size_t body = 2 * (2 + q_len_ + 1);
+    const size_t need = body + (body < 128 ? 2 : 3);
+    if (sig == nullptr || *sig_len < need) return OutOfRange(need, sig_len);
+    if (!token_->mech(CKM_DSA).present) {
+      return absl::UnimplementedError("pkcs11: token has no CKM_DSA");
+    }
+    std::vector<uint8_t> rs(2 * q_len_);
+    absl::Status st = Run("C_Sign (CKM_DSA)", [&](CK_SESSION_HANDLE s,
+                                                  const KeyObjects& o) {
+      CK_MECHANISM m{CKM_DSA, nullptr, 0};
+      CK_RV rv = token_->fl()->C_SignInit(s, &m, o.priv);
+      if (rv != CKR_OK) return InitFailed(rv);
+      CK_ULONG len = rs.size();
+      // FIPS 186-4 section 4.6: the leftmost min(N, outlen) bits of the
+      // hash are used; CKM_DSA takes exactly that.
+      rv = token_->fl()->C_Sign(s, const_cast<uint8_t*>(tbs),
+                                std::min(tbs_len, q_len_), rs.data(), &len);
+      if (rv == CKR_OK && len != rs.size()) rv = CKR_FUNCTION_FAILED;
+      return rv;
+    });
+    if (!st.ok()) return st;
+    std::vector<uint8_t> der = EncodeDsa(rs.data(), q_len_);
+    std::memcpy(sig, der.data(), der.size());
+    *sig_len = der.size();
+    return absl::OkStatus();
+  }
+  if (sig == nullptr || *sig_len < mod_len_) return OutOfRange(mod_len_, sig_len);
+  CK_MECHANISM mech{CKM_RSA_PKCS, nullptr, 0};
+  CK_RSA_PKCS_PSS_PARAMS pss{};
+  std::vector<uint8_t> data(tbs, tbs + tbs_len);
+  switch (params.padding) {
+    case ACCELCRYPT_PAD_PKCS1:
+      if (md != nullptr) {
+        data.insert(data.begin(), md->prefix, md->prefix + md->prefix_len);
+      }
+      if (!token_->mech(CKM_RSA_PKCS).present) {
+        if (!token_->mech(CKM_RSA_X_509).present) {
+          return absl::UnimplementedError("pkcs11: no PKCS#1 v1.5 signing");
+        }
+        // EMSA-PKCS1-v1_5 (RFC 8017 section 9.2) done here, then raw RSA.
+        if (data.size() + 11 > mod_len_) {
+          return absl::InvalidArgumentError("pkcs11: input too long");
+        }
+        std::vector<uint8_t> em(mod_len_, 0xff);
+        em[0] = 0;
+        em[1] = 1;
+        em[mod_len_ - data.size() - 1] = 0;
+        std::copy(data.begin(), data.end(), em.end() - data.size());
+        absl::Status st = RawPrivate(em.data(), em.size(), sig);
+        if (st.ok()) *sig_len = mod_len_;
+        return st;
+      }
+      break;
+    case ACCELCRYPT_PAD_PSS: {
+      if (md == nullptr) {
+        return absl::InvalidArgumentError("pkcs11: PSS needs a digest");
+      }
+      if (!token_->mech(CKM_RSA_PKCS_PSS).present) {
+        return absl::UnimplementedError("pkcs11: token has no CKM_RSA_PKCS_PSS");
+      }
+      const MdInfo* mgf = params.mgf1_md != 0 ? FindMd(params.mgf1_md) : md;
+      if (mgf == nullptr) {
+        return absl::InvalidArgumentError("pkcs11: unsupported MGF1 digest");
+      }
+      size_t mod_bits = n_.empty() ? mod_len_ * 8 : BitLength(n_);
+      size_t em_len = (mod_bits - 1 + 7) / 8;  // RFC 8017 section 8.1.1
+      long salt = params.salt_len;
+      if (salt == ACCELCRYPT_PSS_SALT_DIGEST) {
+        salt = static_cast<long>(md->len);
+      } else if (salt == ACCELCRYPT_PSS_SALT_MAX) {
+        salt = static_cast<long>(em_len) - static_cast<long>(md->len) - 2;
+      } else if (salt < 0) {
+        return absl::UnimplementedError(
+            "pkcs11: PSS salt length must be explicit for the token");
+      }
+      pss.hashAlg = md->ckm;
+      pss.mgf = mgf->mgf;
+      pss.sLen = static_cast<unsigned long>(salt);
+      mech = CK_MECHANISM{CKM_RSA_PKCS_PSS, &pss, sizeof(pss)};
+      break;
+    }
+    case ACCELCRYPT_PAD_NONE: {
+      if (!token_->mech(CKM_RSA_X_509).present) {
+        return absl::UnimplementedError("pkcs11: token has no CKM_RSA_X_509");
+      }
+      if (tbs_len != mod_len_) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "pkcs11: raw RSA input must be %d bytes", mod_len_));
+      }
+      absl::Status st = RawPrivate(tbs, tbs_len, sig);
+      if (st.ok()) *sig_len = mod_len_;
+      return st;
+    }
+    default:
+      return absl::InvalidArgumentError("pkcs11: padding not valid for signing");
+  }
+  CK_ULONG len = *sig_len;
+  absl::Status st = Run("C_Sign", [&](CK_SESSION_HANDLE s, const KeyObjects& o) {
+    CK_RV rv = token_->fl()->C_SignInit(s, &mech, o.priv);
+    if (rv != CKR_OK) return InitFailed(rv);
+    return token_->fl()->C_Sign(s, data.data(), data.size(), sig, &len);
+  });
+  if (st.ok()) *sig_len = len;
+  return st;
+}
+
+absl::Status PkeyPkcs11Client::RawPrivate(const uint8_t* in, size_t in_len,
+                                          uint8_t* out) {
+  absl::Status range = CheckBelowModulus(in, in_len);
+  if (!range.ok()) return range;
+  CK_MECHANISM m{CKM_RSA_X_509, nullptr, 0};
+  return Run("C_Sign (CKM_RSA_X_509)", [&](CK_SESSION_HANDLE s,
+                                           const KeyObjects& o) {
+    CK_RV rv = token_->fl()->C_SignInit(s, &m, o.priv);
+    if (rv != CKR_OK) return InitFailed(rv);
+    CK_ULONG len = mod_len_;
+    rv = token_->fl()->C_Sign(s, const_cast<uint8_t*>(in), in_len, out, &len);
+    if (rv == CKR_OK && len != mod_len_) {
+      // Some tokens strip leading zeros: restore the fixed width.
+      std::memmove(out + (mod_len_ - len), out, len);
+      std::memset(out, 0, mod_len_ - len);
+    }
+    return rv;
+  });
+}
+
+absl::Status PkeyPkcs11Client::RawPublic(const uint8_t* in, size_t in_len,
+                                         uint8_t* out) {
+  absl::Status range = CheckBelowModulus(in, in_len);
+  if (!range.ok()) return range;
+  CK_MECHANISM m{CKM_RSA_X_509, nullptr, 0};
+  return Run("C_Encrypt (CKM_RSA_X_509)", [&](CK_SESSION_HANDLE s,
+                                              const KeyObjects& o) {
+    CK_RV rv = token_->fl()->C_EncryptInit(s, &m, o.pub);
+    if (rv != CKR_OK) return InitFailed(rv);
+    CK_ULONG len = mod_len_;
+    rv = token_->fl()->C_Encrypt(s, const_cast<uint8_t*>(in), in_len, out,
+                                 &len);
+    if (rv == CKR_OK && len != mod_len_) {
+      std::memmove(out + (mod_len_ - len), out, len);
+      std::memset(out, 0, mod_len_ - len);
+    }
+    return rv;
+  });
+}
+
+absl::Status PkeyPkcs11Client::Verify(const accelcrypt_pkey_params& params,
+                                      const uint8_t* tbs, size_t tbs_len,
+                                      const uint8_t* sig, size_t sig_len) {
+  const MdInfo* md = params.md != 0 ? FindMd(params.md) : nullptr;
+  if (params.md != 0 && md == nullptr) {
+    return absl::InvalidArgumentError("pkcs11: unsupported digest");
+  }
+  if (md != nullptr && tbs_len != md->len) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "pkcs11: input is %d bytes, the digest is %d", tbs_len, md->len));
+  }
+  if (!rsa_) {
+    std::vector<uint8_t> rs;
+    if (!DecodeDsa(sig, sig_len, q_len_, &rs)) {
+      return AuthFailed("DSA signature is not a valid DER Dss-Sig-Value");
+    }
+    CK_MECHANISM m{CKM_DSA, nullptr, 0};
+    return Run("C_Verify (CKM_DSA)", [&](CK_SESSION_HANDLE s,
+                                         const KeyObjects& o) {
+      CK_RV rv = token_->fl()->C_VerifyInit(s, &m, o.pub);
+      if (rv != CKR_OK) return InitFailed(rv);
+      return token_->fl()->C_Verify(s, const_cast<uint8_t*>(tbs),
+                                    std::min(tbs_len, q_len_), rs.data(),
+                                    rs.size());
+    });
+  }
+  CK_MECHANISM mech{CKM_RSA_PKCS, nullptr, 0};
+  CK_RSA_PKCS_PSS_PARAMS pss{};
+  std::vector<uint8_t> data(tbs, tbs + tbs_len);
+  switch (params.padding) {
+    case ACCELCRYPT_PAD_PKCS1:
+      if (md != nullptr) {
+        data.insert(data.begin(), md->prefix, md->prefix + md->prefix_len);
+      }
+      if (!token_->mech(CKM_RSA_PKCS).present) {
+        if (!token_->mech(CKM_RSA_X_509).present) {
+          return absl::UnimplementedError("pkcs11: no PKCS#1 v1.5");
+        }
+        if (sig_len != mod_len_ || data.size() + 11 > mod_len_) {
+          return AuthFailed("RSA PKCS#1 v1.5");
+        }
+        std::vector<uint8_t> em(mod_len_, 0xff), got(mod_len_);
+        em[0] = 0;
+        em[1] = 1;
+        em[mod_len_ - data.size() - 1] = 0;
+        std::copy(data.begin(), data.end(), em.end() - data.size());
+        absl::Status st = RawPublic(sig, sig_len, got.data());
+        if (!st.ok()) {
+          return st.code() == absl::StatusCode::kInvalidArgument
+                     ? AuthFailed("RSA PKCS#1 v1.5")
+                     : st;
+        }
+        if (CRYPTO_memcmp(em.data(), got.data(), mod_len_) != 0) {
+          return AuthFailed("RSA PKCS#1 v1.5");
+        }
+        return absl::OkStatus();
+      }
+      break;
+    case ACCELCRYPT_PAD_PSS: {
+      if (md == nullptr) {
+        return absl::InvalidArgumentError("pkcs11: PSS needs a digest");
+      }
+      if (!token_->mech(CKM_RSA_PKCS_PSS).present) {
+        return absl::UnimplementedError("pkcs11: token has no CKM_RSA_PKCS_PSS");
+      }
+      const MdInfo* mgf = params.mgf1_md != 0 ? FindMd(params.mgf1_md) : md;
+      if (mgf == nullptr) {
+        return absl::InvalidArgumentError("pkcs11: unsupported MGF1 digest");
+      }
+      long salt = params.salt_len;
+      if (salt == ACCELCRYPT_PSS_SALT_DIGEST) {
+        salt = static_cast<long>(md->len);
+      } else if (salt < 0) {
+        // AUTO and MAX need the salt length recovered from the signature,
+        // which CKM_RSA_PKCS_PSS cannot do: another backend verifies.
+        return absl::UnimplementedError(
+            "pkcs11: PSS verification needs an explicit salt length");
+      }
+      pss.hashAlg = md->ckm;
+      pss.mgf = mgf->mgf;
+      pss.sLen = static_cast<unsigned long>(salt);
+      mech = CK_MECHANISM{CKM_RSA_PKCS_PSS, &pss, sizeof(pss)};
+      break;
+    }
+    case ACCELCRYPT_PAD_NONE: {
+      if (!token_->mech(CKM_RSA_X_509).present) {
+        return absl::UnimplementedError("pkcs11: token has no CKM_RSA_X_509");
+      }
+      if (sig_len != mod_len_ || tbs_len != mod_len_) {
+        return AuthFailed("raw RSA");
+      }
+      std::vector<uint8_t> got(mod_len_);
+      absl::Status st = RawPublic(sig, sig_len, got.data());
+      if (!st.ok()) {
+        return st.code() == absl::StatusCode::kInvalidArgument
+                   ? AuthFailed("raw RSA")
+                   : st;
+      }
+      return CRYPTO_memcmp(got.data(), tbs, mod_len_) == 0
+                 ? absl::OkStatus()
+                 : AuthFailed("raw RSA");
+    }
+    default:
+      return absl::InvalidArgumentError(
+          "pkcs11: padding not valid for signatures");
+  }
+  return Run("C_Verify", [&](CK_SESSION_HANDLE s, const KeyObjects& o) {
+    CK_RV rv = token_->fl()->C_VerifyInit(s, &mech, o.pub);
+    if (rv != CKR_OK) return InitFailed(rv);
+    return token_->fl()->C_Verify(s, data.data(), data.size(),
+                                  const_cast<uint8_t*>(sig), sig_len);
+  });
+}
+
+absl::Status PkeyPkcs11Client::Encrypt(const accelcrypt_pkey_params& params,
+                                       const uint8_t* in, size_t in_len,
+                                       uint8_t* out, size_t* out_len) {
+  if (!rsa_) return absl::UnimplementedError("pkcs11: DSA cannot encrypt");
+  if (out == nullptr || *out_len < mod_len_) return OutOfRange(mod_len_, out_len);
+  CK_MECHANISM mech{CKM_RSA_PKCS, nullptr, 0};
+  CK_RSA_PKCS_OAEP_PARAMS oaep{};
+  switch (params.padding) {
+    case ACCELCRYPT_PAD_PKCS1:
+      break;
+    case ACCELCRYPT_PAD_NONE: {
+      mech.mechanism = CKM_RSA_X_509;
+      absl::Status range = CheckBelowModulus(in, in_len);
+      if (!range.ok()) return range;
+      break;
+    }
+    case ACCELCRYPT_PAD_OAEP: {
+      const MdInfo* md = FindMd(params.md);
+      const MdInfo* mgf = params.mgf1_md != 0 ? FindMd(params.mgf1_md) : md;
+      if (md == nullptr || mgf == nullptr) {
+        return absl::InvalidArgumentError("pkcs11: OAEP needs a SHA digest");
+      }
+      oaep.hashAlg = md->ckm;
+      oaep.mgf = mgf->mgf;
+      oaep.source = CKZ_DATA_SPECIFIED;
+      oaep.pSourceData = const_cast<uint8_t*>(params.label);
+      oaep.ulSourceDataLen = params.label_len;
+      mech = CK_MECHANISM{CKM_RSA_PKCS_OAEP, &oaep, sizeof(oaep)};
+      break;
+    }
+    default:
+      return absl::InvalidArgumentError("pkcs11: padding not valid for encryption");
+  }
+  if (!token_->mech(mech.mechanism).present) {
+    return absl::UnimplementedError("pkcs11: the token lacks the mechanism");
+  }
+  CK_ULONG len = *out_len;
+  absl::Status st = Run("C_Encrypt", [&](CK_SESSION_HANDLE s,
+                                         const KeyObjects& o) {
+    CK_RV rv = token_->fl()->C_EncryptInit(s, &mech, o.pub);
+    if (rv != CKR_OK) return InitFailed(rv);
+    return token_->fl()->C_Encrypt(s, const_cast<uint8_t*>(in), in_len, out,
+                                   &len);
+  });
+  if (st.ok()) *out_len = len;
+  return st;
+}
+
+absl::Status PkeyPkcs11Client::Decrypt(const accelcrypt_pkey_params& params,
+                                       const uint8_t* in, size_t in_len,
+                                       uint8_t* out, size_t* out_len) {
+  if (!rsa_) return absl::UnimplementedError("pkcs11: DSA cannot decrypt");
+  if (!private_) {
+    return absl::FailedPreconditionError(
+        "pkcs11: decryption needs a private key");
+  }
+  CK_MECHANISM mech{CKM_RSA_PKCS, nullptr, 0};
+  CK_RSA_PKCS_OAEP_PARAMS oaep{};
+  switch (params.padding) {
+    case ACCELCRYPT_PAD_PKCS1:
+      break;
+    case ACCELCRYPT_PAD_NONE: {
+      mech.mechanism = CKM_RSA_X_509;
+      absl::Status range = CheckBelowModulus(in, in_len);
+      if (!range.ok()) return range;
+      break;
+    }
+    case ACCELCRYPT_PAD_OAEP: {
+      const MdInfo* md = FindMd(params.md);
+      const MdInfo* mgf = params.mgf1_md != 0 ? FindMd(params.mgf1_md) : md;
+      if (md == nullptr || mgf == nullptr) {
+        return absl::InvalidArgumentError("pkcs11: OAEP needs a SHA digest");
+      }
+      oaep.hashAlg = md->ckm;
+      oaep.mgf = mgf->mgf;
+      oaep.source = CKZ_DATA_SPECIFIED;
+      oaep.pSourceData = const_cast<uint8_t*>(params.label);
+      oaep.ulSourceDataLen = params.label_len;
+      mech = CK_MECHANISM{CKM_RSA_PKCS_OAEP, &oaep, sizeof(oaep)};
+      break;
+    }
+    default:
+      return absl::InvalidArgumentError("pkcs11: padding not valid for decryption");
+  }
+  if (!token_->mech(mech.mechanism).present) {
+    return absl::UnimplementedError("pkcs11: the token lacks the mechanism");
+  }
+  std::vector<uint8_t> scratch(mod_len_);
+  CK_ULONG len = scratch.size();
+  absl::Status st = Run("C_Decrypt", [&](CK_SESSION_HANDLE s,
+                                         const KeyObjects& o) {
+    CK_RV rv = token_->fl()->C_DecryptInit(s, &mech, o.priv);
+    if (rv != CKR_OK) return InitFailed(rv);
+    return token_->fl()->C_Decrypt(s, const_cast<uint8_t*>(in), in_len,
+                                   scratch.data(), &len);
+  });
+  if (st.ok()) {
+    if (out == nullptr || *out_len < len) {
+      st = OutOfRange(len, out_len);
+    } else {
+      std::memcpy(out, scratch.data(), len);
+      *out_len = len;
+    }
+  }
+  OPENSSL_cleanse(scratch.data(), scratch.size());
+  return st;
+}
+
+}  // namespace accelcrypt::pkcs11_client

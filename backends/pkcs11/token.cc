@@ -1,0 +1,590 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "backends/pkcs11/token.h"
+
+#include <dlfcn.h>
+#include <openssl/crypto.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "backends/pkcs11/ck_status.h"
+
+namespace accelcrypt::pkcs11_client {
+namespace {
+
+// The mechanisms this backend can use (PKCS#11 v2.40 section 2.1).
+constexpr CK_MECHANISM_TYPE kUsed[] = {
+    CKM_RSA_PKCS, CKM_RSA_PKCS_PSS, CKM_RSA_PKCS_OAEP, CKM_RSA_X_509, CKM_DSA,
+};
+
+constexpr std::pair<const char*, CK_MECHANISM_TYPE> kMechNames[] = {
+    {"CKM_RSA_PKCS", CKM_RSA_PKCS},
+    {"CKM_RSA_PKCS_PSS", CKM_RSA_PKCS_PSS},
+    {"CKM_RSA_PKCS_OAEP", CKM_RSA_PKCS_OAEP},
+    {"CKM_RSA_X_509", CKM_RSA_X_509},
+    {"CKM_DSA", CKM_DSA},
+};
+
+// Module initialisations per process: several Token objects (several
+// cores in one process) may share one dlopen'ed module; C_Finalize only
+// when the last one that initialised it goes. Never destroyed.
+struct ModuleUse {
+  pid_t pid = 0;
+  int users = 0;
+  bool ours = false;  // we called C_Initialize (not someone else)
+};
+absl::Mutex* ModuleMutex() {
+  static absl::Mutex* mu = new absl::Mutex();
+  return mu;
+}
+std::map<CK_FUNCTION_LIST*, ModuleUse>& ModuleUses() {
+  static auto* uses = new std::map<CK_FUNCTION_LIST*, ModuleUse>();
+  return *uses;
+}
+
+std::string Padded(const unsigned char* field, size_t len) {
+  std::string s(reinterpret_cast<const char*>(field), len);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\0')) s.pop_back();
+  return s;
+}
+
+const char* Get(const accelcrypt_host* host, const char* key) {
+  if (host == nullptr || host->config_get == nullptr) return nullptr;
+  const char* v = host->config_get(host->host_ctx, key);
+  return (v != nullptr && *v != '\0') ? v : nullptr;
+}
+
+// PercentDecode decodes RFC 3986 %XX escapes (RFC 7512 section 2.3).
+absl::StatusOr<std::string> PercentDecode(absl::string_view in) {
+  std::string out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '%') {
+      out.push_back(in[i]);
+      continue;
+    }
+    int v = 0;
+    if (i + 2 >= in.size()) {
+      return absl::InvalidArgumentError("pkcs11: bad %-escape in URI");
+    }
+    for (int k = 1; k <= 2; ++k) {
+      char c = absl::ascii_tolower(in[i + k]);
+      int d = (c >= '0' && c <= '9') ? c - '0'
+              : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+                                       : -1;
+      if (d < 0) return absl::InvalidArgumentError("pkcs11: bad %-escape in URI");
+      v = v * 16 + d;
+    }
+    out.push_back(static_cast<char>(v));
+    i += 2;
+  }
+  return out;
+}
+
+}  // namespace
+
+TokenConfig::~TokenConfig() {
+  if (!pin.empty()) OPENSSL_cleanse(pin.data(), pin.size());
+}
+
+absl::StatusOr<TokenConfig> ReadConfig(const accelcrypt_host* host) {
+  TokenConfig c;
+  const char* module = Get(host, "module");
+  if (module == nullptr) {
+    return absl::UnavailableError(
+        "pkcs11: no module configured (set pkcs11.module)");
+  }
+  c.module = module;
+  if (const char* label = Get(host, "token_label")) c.token_label = label;
+  if (const char* slot = Get(host, "slot")) {
+    unsigned long v = 0;
+    if (!absl::SimpleAtoi(slot, &v)) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("pkcs11: slot = %s is not a number", slot));
+    }
+    c.has_slot = true;
+    c.slot = v;
+  }
+  if (Get(host, "pin") != nullptr) {
+    return absl::InvalidArgumentError(
+        "pkcs11: a PIN in the configuration is refused; use pin_file or "
+        "pin_env");
+  }
+  if (const char* file = Get(host, "pin_file")) {
+    std::ifstream in(file);
+    if (!in) {
+      return absl::UnavailableError(
+          absl::StrFormat("pkcs11: cannot read pin_file %s", file));
+    }
+    std::getline(in, c.pin);
+    while (!c.pin.empty() && (c.pin.back() == '\r' || c.pin.back() == '\n')) {
+      c.pin.pop_back();
+    }
+  } else if (const char* env = Get(host, "pin_env")) {
+    const char* v = std::getenv(env);
+    if (v == nullptr) {
+      return absl::UnavailableError(absl::StrFormat(
+          "pkcs11: pin_env names %s, which is not set", env));
+    }
+    c.pin = v;
+  }
+  if (const char* hide = Get(host, "hide_mechanisms")) {
+    for (absl::string_view name :
+         absl::StrSplit(hide, absl::ByAnyChar(", "), absl::SkipEmpty())) {
+      bool known = false;
+      for (const auto& [n, m] : kMechNames) {
+        if (name == n) {
+          c.hidden.push_back(m);
+          known = true;
+        }
+      }
+      if (!known) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "pkcs11: hide_mechanisms: unknown mechanism %s",
+            std::string(name)));
+      }
+    }
+  }
+  for (auto [key, out] : {std::pair{"rsa_max_key_bits", &c.rsa_max_bits},
+                          std::pair{"dsa_max_key_bits", &c.dsa_max_bits}}) {
+    if (const char* v = Get(host, key)) {
+      if (!absl::SimpleAtoi(v, out) || *out < 1024) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "pkcs11: %s = %s must be a number of bits >= 1024", key, v));
+      }
+    }
+  }
+  if (const char* n = Get(host, "key_cache_size")) {
+    size_t v = 0;
+    if (!absl::SimpleAtoi(n, &v) || v == 0) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "pkcs11: key_cache_size = %s must be a positive number", n));
+    }
+    c.key_cache_size = v;
+  }
+  return c;
+}
+
+absl::StatusOr<std::unique_ptr<Token>> Token::Create(TokenConfig config) {
+  std::unique_ptr<Token> t(new Token());
+  t->config_ = std::move(config);
+  t->dl_ = dlopen(t->config_.module.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (t->dl_ == nullptr) {
+    const char* why = dlerror();
+    return absl::UnavailableError(absl::StrFormat(
+        "pkcs11: cannot load module %s: %s", t->config_.module,
+        why ? why : "?"));
+  }
+  auto get_list = reinterpret_cast<CK_RV (*)(CK_FUNCTION_LIST_PTR_PTR)>(
+      dlsym(t->dl_, "C_GetFunctionList"));
+  if (get_list == nullptr) {
+    return absl::UnavailableError(absl::StrFormat(
+        "pkcs11: %s is not a PKCS#11 module (no C_GetFunctionList)",
+        t->config_.module));
+  }
+  CK_RV rv = get_list(&t->fl_);
+  if (rv != CKR_OK || t->fl_ == nullptr) {
+    return absl::UnavailableError(absl::StrFormat(
+        "pkcs11: C_GetFunctionList of %s failed: %s", t->config_.module,
+        CkRvName(rv)));
+  }
+  absl::MutexLock lock(&t->mu_);
+  absl::Status st = t->Start();
+  if (!st.ok()) return st;
+  t->ReadMechanisms();
+  return t;
+}
+
+absl::Status Token::Start() {
+  CK_C_INITIALIZE_ARGS args{};
+  args.flags = CKF_OS_LOCKING_OK;
+  CK_RV rv = CKR_OK;
+  {
+    absl::MutexLock lock(ModuleMutex());
+    ModuleUse& use = ModuleUses()[fl_];
+    const bool forked = use.pid != 0 && use.pid != getpid();
+    if (forked) use = ModuleUse{};  // the parent's users are not here
+    if (use.users == 0) {
+      rv = fl_->C_Initialize(&args);
+      if (rv == CKR_CRYPTOKI_ALREADY_INITIALIZED && forked) {
+        // A forked child whose module kept the parent's state: start over
+        // (PKCS#11 v2.40 section 5.4).
+        fl_->C_Finalize(nullptr);
+        rv = fl_->C_Initialize(&args);
+      }
+      if (rv != CKR_OK && rv != CKR_CRYPTOKI_ALREADY_INITIALIZED) {
+        return absl::UnavailableError(absl::StrFormat(
+            "pkcs11: C_Initialize of %s failed: %s", config_.module,
+            CkRvName(rv)));
+      }
+      use.ours = rv == CKR_OK;
+      use.pid = getpid();
+    }
+    if (!we_initialised_ || pid_ != getpid()) ++use.users;
+    we_initialised_ = true;
+  }
+  pid_ = getpid();
+  absl::Status st = FindSlot();
+  if (!st.ok()) return st;
+  rv = fl_->C_OpenSession(slot_, CKF_SERIAL_SESSION | CKF_RW_SESSION, nullptr,
+                          nullptr, &anchor_);
+  if (rv != CKR_OK) {
+    return absl::UnavailableError(absl::StrFormat(
+        "pkcs11: C_OpenSession on token '%s' failed: %s", label_,
+        CkRvName(rv)));
+  }
+  sessions_opened_.fetch_add(1, std::memory_order_relaxed);
+  if (!config_.pin.empty()) {
+    rv = fl_->C_Login(anchor_, CKU_USER,
+                      reinterpret_cast<CK_UTF8CHAR*>(config_.pin.data()),
+                      config_.pin.size());
+    if (rv != CKR_OK && rv != CKR_USER_ALREADY_LOGGED_IN) {
+      fl_->C_CloseSession(anchor_);
+      anchor_ = CK_INVALID_HANDLE;
+      return absl::UnavailableError(absl::StrFormat(
+          "pkcs11: login to token '%s' failed: %s%s", label_, CkRvName(rv),
+          rv == CKR_PIN_INCORRECT ? " (wrong PIN in pin_file/pin_env)" : ""));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Token::FindSlot() {
+  CK_ULONG n = 0;
+  CK_RV rv = fl_->C_GetSlotList(CK_TRUE, nullptr, &n);
+  std::vector<CK_SLOT_ID> slots(n);
+  if (rv == CKR_OK && n > 0) rv = fl_->C_GetSlotList(CK_TRUE, slots.data(), &n);
+  if (rv != CKR_OK) {
+    return absl::UnavailableError(
+        absl::StrFormat("pkcs11: C_GetSlotList failed: %s", CkRvName(rv)));
+  }
+  slots.resize(n);
+  for (CK_SLOT_ID s : slots) {
+    CK_TOKEN_INFO info{};
+    if (fl_->C_GetTokenInfo(s, &info) != CKR_OK) continue;
+    if (!(info.flags & CKF_TOKEN_INITIALIZED)) continue;
+    std::string label = Padded(info.label, sizeof(info.label));
+    bool match = config_.has_slot ? s == config_.slot
+                 : !config_.token_label.empty() ? label == config_.token_label
+                                                : true;
+    if (!match) continue;
+    slot_ = s;
+    label_ = label;
+    model_ = absl::StrFormat("%s %s",
+                             Padded(info.manufacturerID,
+                                    sizeof(info.manufacturerID)),
+                             Padded(info.model, sizeof(info.model)));
+    return absl::OkStatus();
+  }
+  return absl::UnavailableError(absl::StrFormat(
+      "pkcs11: no initialised token %s in %s",
+      config_.has_slot ? absl::StrFormat("in slot %d", config_.slot)
+      : config_.token_label.empty()
+          ? std::string()
+          : absl::StrFormat("labelled '%s'", config_.token_label),
+      config_.module));
+}
+
+void Token::ReadMechanisms() {
+  CK_ULONG n = 0;
+  if (fl_->C_GetMechanismList(slot_, nullptr, &n) != CKR_OK) return;
+  std::vector<CK_MECHANISM_TYPE> list(n);
+  if (fl_->C_GetMechanismList(slot_, list.data(), &n) != CKR_OK) return;
+  list.resize(n);
+  for (CK_MECHANISM_TYPE m : kUsed) {
+    if (std::find(list.begin(), list.end(), m) == list.end()) continue;
+    if (std::find(config_.hidden.begin(), config_.hidden.end(), m) !=
+        config_.hidden.end()) {
+      continue;
+    }
+    CK_MECHANISM_INFO info{};
+    if (fl_->C_GetMechanismInfo(slot_, m, &info) != CKR_OK) continue;
+    MechInfo mi;
+    mi.present = true;
+    mi.flags = info.flags;
+    mi.min_bits = info.ulMinKeySize;
+    mi.max_bits = info.ulMaxKeySize;
+    // Some tokens under-report (SoftHSMv2 lists DSA up to 1024 bits and
+    // signs 2048); the operator may raise the bound, and the registration
+    // self-test then proves the larger size before it is offered.
+    size_t raise = m == CKM_DSA ? config_.dsa_max_bits : config_.rsa_max_bits;
+    if (raise != 0) mi.max_bits = std::max<CK_ULONG>(mi.max_bits, raise);
+    mechs_[m] = mi;
+  }
+}
+
+Token::~Token() {
+  if (fl_ != nullptr) {
+    absl::MutexLock lock(&mu_);
+    if (pid_ == getpid()) {
+      for (CK_SESSION_HANDLE s : idle_) fl_->C_CloseSession(s);
+      // Closing the anchor destroys the imported session objects and ends
+      // the login (PKCS#11 v2.40 section 5.6).
+      if (anchor_ != CK_INVALID_HANDLE) fl_->C_CloseSession(anchor_);
+      if (we_initialised_) {
+        absl::MutexLock module_lock(ModuleMutex());
+        ModuleUse& use = ModuleUses()[fl_];
+        if (use.pid == getpid() && --use.users == 0 && use.ours) {
+          fl_->C_Finalize(nullptr);
+          use = ModuleUse{};
+        }
+      }
+    }
+  }
+  if (dl_ != nullptr) dlclose(dl_);
+}
+
+const MechInfo& Token::mech(CK_MECHANISM_TYPE m) const {
+  static const MechInfo kNone;
+  auto it = mechs_.find(m);
+  return it == mechs_.end() ? kNone : it->second;
+}
+
+std::string Token::Describe() const {
+  absl::MutexLock lock(&mu_);
+  return absl::StrFormat(
+      "PKCS#11 client: token '%s' (%s) via %s; objects_created=%d "
+      "cached_keys=%d/%d sessions_opened=%d idle_sessions=%d reinit=%d",
+      label_, model_, config_.module, objects_created(), cache_.size(),
+      config_.key_cache_size, sessions_opened_.load(), idle_.size(),
+      reinitialisations());
+}
+
+absl::Status Token::CheckFork() {
+  // Caller holds no lock; takes mu_.
+  absl::MutexLock lock(&mu_);
+  if (pid_ == getpid()) return absl::OkStatus();
+  // A forked child: the parent's sessions, login and object handles are not
+  // ours (PKCS#11 v2.40 section 5.4: the child must call C_Initialize).
+  // They are forgotten, never closed or reused.
+  idle_.clear();
+  anchor_ = CK_INVALID_HANDLE;
+  cache_.clear();
+  lru_.clear();
+  generation_.fetch_add(1, std::memory_order_relaxed);
+  reinits_.fetch_add(1, std::memory_order_relaxed);
+  return Start();
+}
+
+absl::StatusOr<Token::Session> Token::Acquire() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (pid_ == getpid() && !idle_.empty()) {
+      Session s{idle_.back(), generation_.load(std::memory_order_relaxed)};
+      idle_.pop_back();
+      return s;
+    }
+  }
+  absl::Status st = CheckFork();
+  if (!st.ok()) return st;
+  CK_SLOT_ID slot;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!idle_.empty()) {
+      Session s{idle_.back(), generation_.load(std::memory_order_relaxed)};
+      idle_.pop_back();
+      return s;
+    }
+    slot = slot_;
+  }
+  Session s;
+  s.generation = generation_.load(std::memory_order_relaxed);
+  CK_RV rv = fl_->C_OpenSession(slot, CKF_SERIAL_SESSION, nullptr, nullptr,
+                                &s.handle);
+  if (rv != CKR_OK) return FromCkRv(rv, "C_OpenSession");
+  sessions_opened_.fetch_add(1, std::memory_order_relaxed);
+  return s;
+}
+
+void Token::Release(Session session, bool broken) {
+  absl::MutexLock lock(&mu_);
+  if (session.generation != generation_.load(std::memory_order_relaxed) ||
+      pid_ != getpid()) {
+    return;  // from before a fork: not ours to close
+  }
+  if (broken) {
+    fl_->C_CloseSession(session.handle);
+    return;
+  }
+  idle_.push_back(session.handle);
+}
+
+void Token::Touch(const std::string& key) {
+  auto it = cache_.find(key);
+  if (it == cache_.end()) return;
+  lru_.splice(lru_.begin(), lru_, it->second.lru);
+}
+
+void Token::Insert(const std::string& key, KeyObjects objects) {
+  while (cache_.size() >= config_.key_cache_size && !lru_.empty()) {
+    const std::string& victim = lru_.back();
+    auto it = cache_.find(victim);
+    if (it != cache_.end()) {
+      // Imported session objects are destroyed on eviction; objects found
+      // by URI are token objects and stay.
+      if (victim.rfind("uri:", 0) != 0) {
+        if (it->second.objects.priv != CK_INVALID_HANDLE) {
+          fl_->C_DestroyObject(anchor_, it->second.objects.priv);
+        }
+        if (it->second.objects.pub != CK_INVALID_HANDLE) {
+          fl_->C_DestroyObject(anchor_, it->second.objects.pub);
+        }
+      }
+      cache_.erase(it);
+    }
+    lru_.pop_back();
+  }
+  lru_.push_front(key);
+  cache_[key] = Entry{objects, lru_.begin()};
+}
+
+void Token::Forget(const std::string& fingerprint) {
+  absl::MutexLock lock(&mu_);
+  auto it = cache_.find(fingerprint);
+  if (it == cache_.end()) return;
+  lru_.erase(it->second.lru);
+  cache_.erase(it);
+}
+
+absl::StatusOr<KeyObjects> Token::Objects(const std::string& fingerprint,
+                                          const Attrs& priv_template,
+                                          const Attrs& pub_template) {
+  absl::Status st = CheckFork();
+  if (!st.ok()) return st;
+  absl::MutexLock lock(&mu_);
+  uint64_t gen = generation_.load(std::memory_order_relaxed);
+  if (auto it = cache_.find(fingerprint); it != cache_.end()) {
+    Touch(fingerprint);
+    return it->second.objects;
+  }
+  // Imports run on the anchor session, so the objects live as long as the
+  // login; mu_ serialises use of that one session.
+  KeyObjects objects;
+  objects.generation = gen;
+  if (!priv_template.empty()) {
+    Attrs attrs = priv_template;
+    CK_RV rv = fl_->C_CreateObject(anchor_, attrs.data(), attrs.size(),
+                                   &objects.priv);
+    if (rv != CKR_OK) {
+      absl::Status s = FromCkRv(rv, "C_CreateObject (private key)");
+      // A template the token refuses means it cannot take this key here.
+      return s.code() == absl::StatusCode::kInvalidArgument
+                 ? absl::UnimplementedError(s.message())
+                 : s;
+    }
+    objects_created_.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (!pub_template.empty()) {
+    Attrs attrs = pub_template;
+    CK_RV rv = fl_->C_CreateObject(anchor_, attrs.data(), attrs.size(),
+                                   &objects.pub);
+    if (rv != CKR_OK) {
+      if (objects.priv != CK_INVALID_HANDLE) {
+        fl_->C_DestroyObject(anchor_, objects.priv);
+      }
+      absl::Status s = FromCkRv(rv, "C_CreateObject (public key)");
+      return s.code() == absl::StatusCode::kInvalidArgument
+                 ? absl::UnimplementedError(s.message())
+                 : s;
+    }
+    objects_created_.fetch_add(1, std::memory_order_relaxed);
+  }
+  Insert(fingerprint, objects);
+  return objects;
+}
+
+absl::StatusOr<KeyObjects> Token::FindByUri(const std::string& uri) {
+  absl::string_view rest = uri;
+  if (!absl::ConsumePrefix(&rest, "pkcs11:")) {
+    return absl::UnimplementedError("pkcs11: not a pkcs11: URI");
+  }
+  // Path attributes only (RFC 7512 section 2.3); a query part is ignored.
+  rest = rest.substr(0, rest.find('?'));
+  std::string object, id, token;
+  bool has_object = false, has_id = false;
+  for (absl::string_view attr : absl::StrSplit(rest, ';', absl::SkipEmpty())) {
+    size_t eq = attr.find('=');
+    if (eq == absl::string_view::npos) continue;
+    absl::string_view name = attr.substr(0, eq);
+    absl::StatusOr<std::string> value = PercentDecode(attr.substr(eq + 1));
+    if (!value.ok()) return value.status();
+    if (name == "object") {
+      object = *value;
+      has_object = true;
+    } else if (name == "id") {
+      id = *value;
+      has_id = true;
+    } else if (name == "token") {
+      token = *value;
+    }
+  }
+  if (!token.empty() && token != label_) {
+    return absl::UnimplementedError(absl::StrFormat(
+        "pkcs11: the URI names token '%s', not '%s'", token, label_));
+  }
+  if (!has_object && !has_id) {
+    return absl::InvalidArgumentError(
+        "pkcs11: the URI names no object (object= or id=)");
+  }
+  absl::Status st = CheckFork();
+  if (!st.ok()) return st;
+  const std::string key = "uri:" + uri;
+  absl::MutexLock lock(&mu_);
+  if (auto it = cache_.find(key); it != cache_.end()) {
+    Touch(key);
+    return it->second.objects;
+  }
+  KeyObjects objects;
+  objects.generation = generation_.load(std::memory_order_relaxed);
+  for (CK_OBJECT_CLASS cls : {CKO_PRIVATE_KEY, CKO_PUBLIC_KEY}) {
+    Attrs attrs;
+    attrs.push_back({CKA_CLASS, &cls, sizeof(cls)});
+    if (has_object) attrs.push_back({CKA_LABEL, object.data(), object.size()});
+    if (has_id) attrs.push_back({CKA_ID, id.data(), id.size()});
+    CK_RV rv = fl_->C_FindObjectsInit(anchor_, attrs.data(), attrs.size());
+    if (rv != CKR_OK) return FromCkRv(rv, "C_FindObjectsInit");
+    CK_OBJECT_HANDLE found = CK_INVALID_HANDLE;
+    CK_ULONG count = 0;
+    rv = fl_->C_FindObjects(anchor_, &found, 1, &count);
+    fl_->C_FindObjectsFinal(anchor_);
+    if (rv != CKR_OK) return FromCkRv(rv, "C_FindObjects");
+    if (count == 1) {
+      (cls == CKO_PRIVATE_KEY ? objects.priv : objects.pub) = found;
+    }
+  }
+  if (objects.priv == CK_INVALID_HANDLE && objects.pub == CK_INVALID_HANDLE) {
+    return absl::UnimplementedError(
+        absl::StrFormat("pkcs11: no key on token '%s' matches the URI", label_));
+  }
+  Insert(key, objects);
+  return objects;
+}
+
+absl::StatusOr<std::vector<uint8_t>> Token::GetAttribute(
+    CK_OBJECT_HANDLE object, CK_ATTRIBUTE_TYPE type) {
+  absl::StatusOr<Session> s = Acquire();
+  if (!s.ok()) return s.status();
+  CK_ATTRIBUTE attr{type, nullptr, 0};
+  CK_RV rv = fl_->C_GetAttributeValue(s->handle, object, &attr, 1);
+  std::vector<uint8_t> out;
+  if (rv == CKR_OK && attr.ulValueLen != CK_UNAVAILABLE_INFORMATION) {
+    out.resize(attr.ulValueLen);
+    attr.pValue = out.data();
+    rv = fl_->C_GetAttributeValue(s->handle, object, &attr, 1);
+  }
+  Release(*s, rv != CKR_OK);
+  if (rv != CKR_OK) return FromCkRv(rv, "C_GetAttributeValue");
+  return out;
+}
+
+}  // namespace accelcrypt::pkcs11_client

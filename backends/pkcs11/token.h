@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: Apache-2.0
+#ifndef ACCELCRYPT_BACKENDS_PKCS11_TOKEN_H_
+#define ACCELCRYPT_BACKENDS_PKCS11_TOKEN_H_
+
+#include <p11-kit-1/p11-kit/pkcs11.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "accelcrypt/backend.h"
+
+namespace accelcrypt::pkcs11_client {
+
+// TokenConfig is the backend's configuration (host->config_get keys).
+struct TokenConfig {
+  std::string module;       // `module`: path of the PKCS#11 module
+  std::string token_label;  // `token_label`, or
+  bool has_slot = false;    // `slot`: a slot id
+  CK_SLOT_ID slot = 0;
+  std::string pin;          // read from `pin_file` or `pin_env`; wiped
+  size_t key_cache_size = 64;  // `key_cache_size`
+  // `hide_mechanisms`: mechanisms treated as absent (e.g. CKM_RSA_PKCS, to
+  // run a token the way one that has only CKM_RSA_X_509 is run).
+  std::vector<CK_MECHANISM_TYPE> hidden;
+  // `rsa_max_key_bits` / `dsa_max_key_bits`: raise the token's reported
+  // largest key size (0 = as reported).
+  size_t rsa_max_bits = 0, dsa_max_bits = 0;
+  ~TokenConfig();
+};
+
+// ReadConfig reads and checks the configuration. kUnavailable "no module
+// configured" when `module` is absent (the backend declines); a PIN is
+// never read from the configuration itself, only from `pin_file` or the
+// environment variable named by `pin_env`.
+absl::StatusOr<TokenConfig> ReadConfig(const accelcrypt_host* host);
+
+// Mechanisms is what the token lists (C_GetMechanismList/Info), reduced to
+// what this backend uses.
+struct MechInfo {
+  bool present = false;
+  CK_FLAGS flags = 0;
+  CK_ULONG min_bits = 0, max_bits = 0;
+};
+
+// KeyObjects are the token objects for one key: the private key (0 when
+// public only) and the public key (0 when none), valid for `generation`.
+struct KeyObjects {
+  CK_OBJECT_HANDLE priv = CK_INVALID_HANDLE;
+  CK_OBJECT_HANDLE pub = CK_INVALID_HANDLE;
+  uint64_t generation = 0;
+};
+
+// Token is one PKCS#11 module and token: the function list, a pool of
+// sessions shared by threads (one logged-in anchor session keeps the login
+// and owns the imported session objects), fork detection, and a bounded
+// LRU cache of imported key objects keyed by a public-key fingerprint.
+// Thread-safe.
+class Token {
+ public:
+  // Create loads the module, calls C_Initialize with CKF_OS_LOCKING_OK,
+  // finds the token, logs in with the PIN (when one is configured) and reads
+  // the mechanism list. kUnavailable with a clear message when the module
+  // is missing or broken, the token is absent or the PIN is wrong.
+  static absl::StatusOr<std::unique_ptr<Token>> Create(TokenConfig config);
+  ~Token();
+  Token(const Token&) = delete;
+  Token& operator=(const Token&) = delete;
+
+  const MechInfo& mech(CK_MECHANISM_TYPE m) const;
+  CK_FUNCTION_LIST* fl() const { return fl_; }
+  const std::string& label() const { return label_; }
+  std::string Describe() const;
+
+  // Session is a leased session handle; give it back with Release.
+  struct Session {
+    CK_SESSION_HANDLE handle = CK_INVALID_HANDLE;
+    uint64_t generation = 0;
+  };
+  // Acquire re-initialises first when the process forked, then hands out a
+  // pooled or new session.
+  absl::StatusOr<Session> Acquire();
+  // Release returns the session to the pool; `broken` (a device or session
+  // error happened on it) closes it instead.
+  void Release(Session session, bool broken);
+
+  // Objects returns the token objects for a key, importing it as session
+  // objects on a cache miss (C_CreateObject, CKA_TOKEN false). `fingerprint`
+  // identifies the public key; `make_templates` is called only on a miss.
+  using Attrs = std::vector<CK_ATTRIBUTE>;
+  absl::StatusOr<KeyObjects> Objects(const std::string& fingerprint,
+                                     const Attrs& priv_template,
+                                     const Attrs& pub_template);
+  // FindByUri looks up token objects named by an RFC 7512 URI (object=,
+  // id=, token=), cached like imports. kUnimplemented when the URI names
+  // another token or nothing is found.
+  absl::StatusOr<KeyObjects> FindByUri(const std::string& uri);
+  // Forget drops a cache entry whose handles turned out stale.
+  void Forget(const std::string& fingerprint);
+  // GetAttribute reads one attribute of an object (two-call sizing).
+  absl::StatusOr<std::vector<uint8_t>> GetAttribute(CK_OBJECT_HANDLE object,
+                                                    CK_ATTRIBUTE_TYPE type);
+
+  uint64_t objects_created() const {
+    return objects_created_.load(std::memory_order_relaxed);
+  }
+  uint64_t reinitialisations() const {
+    return reinits_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  Token() = default;
+  // Start runs C_Initialize, finds the slot, opens the anchor session and
+  // logs in. Called at Create and in a forked child.
+  absl::Status Start() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckFork() ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status FindSlot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReadMechanisms() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Touch(const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Insert(const std::string& key, KeyObjects objects)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  TokenConfig config_;
+  void* dl_ = nullptr;
+  CK_FUNCTION_LIST* fl_ = nullptr;
+  bool we_initialised_ = false;
+  std::string label_, model_;
+
+  mutable absl::Mutex mu_;
+  pid_t pid_ ABSL_GUARDED_BY(mu_) = 0;
+  CK_SLOT_ID slot_ ABSL_GUARDED_BY(mu_) = 0;
+  CK_SESSION_HANDLE anchor_ ABSL_GUARDED_BY(mu_) = CK_INVALID_HANDLE;
+  std::vector<CK_SESSION_HANDLE> idle_ ABSL_GUARDED_BY(mu_);
+  std::atomic<uint64_t> generation_{1};
+  std::map<CK_MECHANISM_TYPE, MechInfo> mechs_;
+  // LRU: most recently used at the front.
+  std::list<std::string> lru_ ABSL_GUARDED_BY(mu_);
+  struct Entry {
+    KeyObjects objects;
+    std::list<std::string>::iterator lru;
+  };
+  std::map<std::string, Entry> cache_ ABSL_GUARDED_BY(mu_);
+  std::atomic<uint64_t> objects_created_{0};
+  std::atomic<uint64_t> reinits_{0};
+  std::atomic<uint64_t> sessions_opened_{0};
+};
+
+}  // namespace accelcrypt::pkcs11_client
+
+#endif  // ACCELCRYPT_BACKENDS_PKCS11_TOKEN_H_

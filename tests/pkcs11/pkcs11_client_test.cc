@@ -1,0 +1,464 @@
+// SPDX-License-Identifier: Apache-2.0
+// The PKCS#11 client backend against a real SoftHSMv2 token, through the
+// core's router (Router::NewPublicKeyOps) and cross-checked with the
+// software backend.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <fstream>
+#include <memory>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/core.h"
+#include "core/pkey.h"
+#include "core/status.h"
+#include "gtest/gtest.h"
+#include "tests/pkcs11/softhsm_fixture.h"
+#include "tests/support/test_env.h"
+
+namespace accelcrypt::testing {
+namespace {
+
+SoftHsm* g_hsm = nullptr;
+
+class Pkcs11ClientTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto hsm = SoftHsm::Create();
+    if (hsm.ok()) {
+      g_hsm = hsm->release();
+    } else {
+      skip_reason_ = std::string(hsm.status().message());
+    }
+  }
+  static void TearDownTestSuite() {
+    delete g_hsm;
+    g_hsm = nullptr;
+  }
+  void SetUp() override {
+    if (g_hsm == nullptr) GTEST_SKIP() << skip_reason_;
+    auto core = MakeCore(g_hsm->Overrides());
+    ASSERT_TRUE(core.ok()) << core.status();
+    core_ = *std::move(core);
+    pkcs11_ = core_->registry().Find("pkcs11");
+    software_ = core_->registry().Find("software");
+    if (pkcs11_ == nullptr) {
+      std::string why;
+      for (const LoadEvent& e : core_->registry().events()) {
+        why += e.backend + ": " + e.message + "\n";
+      }
+      FAIL() << "pkcs11 backend not registered:\n" << why;
+    }
+    ASSERT_NE(software_, nullptr);
+  }
+
+  Counter& Cell(std::string_view backend, accelcrypt_alg alg) {
+    return core_->stats().Cell(core_->stats().RegisterBackend(backend),
+                               *FindAlgorithm(alg));
+  }
+  static uint64_t Created(const Backend& b) {
+    std::smatch m;
+    std::string d = b.Describe();
+    if (!std::regex_search(d, m, std::regex("objects_created=([0-9]+)"))) {
+      return ~0ull;
+    }
+    return std::stoull(m[1]);
+  }
+
+  static std::string skip_reason_;
+  std::unique_ptr<Core> core_;
+  Backend* pkcs11_ = nullptr;
+  Backend* software_ = nullptr;
+};
+std::string Pkcs11ClientTest::skip_reason_;
+
+PkeyParams Pkcs1() {
+  PkeyParams p;
+  p.padding = ACCELCRYPT_PAD_PKCS1;
+  p.md = ACCELCRYPT_ALG_SHA256;
+  return p;
+}
+
+PkeyParams Pss() {
+  PkeyParams p;
+  p.padding = ACCELCRYPT_PAD_PSS;
+  p.md = ACCELCRYPT_ALG_SHA256;
+  p.salt_len = ACCELCRYPT_PSS_SALT_DIGEST;
+  return p;
+}
+
+std::vector<uint8_t> Digest(const std::string& s) {
+  return Sha256(std::vector<uint8_t>(s.begin(), s.end()));
+}
+
+TEST_F(Pkcs11ClientTest, DeclaresRsaAndDsaFromTheMechanismList) {
+  const accelcrypt_capability* sign = pkcs11_->Capability(ACCELCRYPT_ALG_RSA_SIGN);
+  ASSERT_NE(sign, nullptr);
+  EXPECT_TRUE(sign->flags & ACCELCRYPT_CAP_RSA_PKCS1);
+  EXPECT_TRUE(sign->flags & ACCELCRYPT_CAP_RSA_PSS);
+  EXPECT_TRUE(sign->flags & ACCELCRYPT_CAP_KEY_IMPORT);
+  EXPECT_GE(sign->min_key_bits, 1024u);
+  EXPECT_GE(sign->max_key_bits, 4096u);
+  const accelcrypt_capability* crypt =
+      pkcs11_->Capability(ACCELCRYPT_ALG_RSA_CRYPT);
+  ASSERT_NE(crypt, nullptr);
+  EXPECT_TRUE(crypt->flags & ACCELCRYPT_CAP_RSA_OAEP);
+  ASSERT_NE(pkcs11_->Capability(ACCELCRYPT_ALG_DSA_SIGN), nullptr)
+      << pkcs11_->Describe();
+  // Every registration self-test passed (none disabled an algorithm).
+  for (const LoadEvent& e : core_->registry().events()) {
+    if (e.backend == "pkcs11") {
+      EXPECT_TRUE(e.ok) << e.algorithm << e.message;
+    }
+  }
+}
+
+// RSA-2048/3072/4096 signatures made by the token verify with the software
+// backend, and software signatures verify on the token.
+class RsaSizeTest : public Pkcs11ClientTest,
+                    public ::testing::WithParamInterface<int> {};
+
+TEST_P(RsaSizeTest, TokenSignaturesVerifyInSoftwareAndBack) {
+  KeyMaterial key = RsaKey(GetParam());
+  ASSERT_EQ(key.bits(), static_cast<size_t>(GetParam()));
+  auto ops = core_->router().NewPublicKeyOps(key);
+  ASSERT_TRUE(ops.ok()) << ops.status();
+  auto sw = software_->LoadKey(ACCELCRYPT_ALG_RSA_SIGN, PublicOnly(key));
+  ASSERT_TRUE(sw.ok()) << sw.status();
+  auto sw_priv = software_->LoadKey(ACCELCRYPT_ALG_RSA_SIGN, key);
+  ASSERT_TRUE(sw_priv.ok()) << sw_priv.status();
+  auto tok = pkcs11_->LoadKey(ACCELCRYPT_ALG_RSA_SIGN, PublicOnly(key));
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  std::vector<uint8_t> digest = Digest("accelcrypt issue 4");
+  for (const PkeyParams& params : {Pkcs1(), Pss()}) {
+    std::vector<uint8_t> sig((*ops)->SignatureSize());
+    auto len = (*ops)->Sign(params, digest, absl::MakeSpan(sig));
+    ASSERT_TRUE(len.ok()) << len.status();
+    EXPECT_EQ((*ops)->last_backend(), "pkcs11");
+    sig.resize(*len);
+    EXPECT_TRUE((*sw)->Verify(params, digest, sig).ok());
+    sig[sig.size() / 2] ^= 0x10;
+    EXPECT_EQ(GetStatusDetail((*sw)->Verify(params, digest, sig)),
+              StatusDetail::kAuthFailed);
+    // The reverse: software signs, the token verifies.
+    std::vector<uint8_t> sw_sig(sig.size() + 8);
+    auto sw_len = (*sw_priv)->Sign(params, digest, absl::MakeSpan(sw_sig));
+    ASSERT_TRUE(sw_len.ok()) << sw_len.status();
+    sw_sig.resize(*sw_len);
+    EXPECT_TRUE((*tok)->Verify(params, digest, sw_sig).ok());
+    sw_sig[3] ^= 1;
+    EXPECT_EQ(GetStatusDetail((*tok)->Verify(params, digest, sw_sig)),
+              StatusDetail::kAuthFailed);
+  }
+  // The token did every private-key operation.
+  EXPECT_EQ(Cell("pkcs11", ACCELCRYPT_ALG_RSA_SIGN).ops.load(), 2u);
+  EXPECT_EQ(Cell("software", ACCELCRYPT_ALG_RSA_SIGN).ops.load(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, RsaSizeTest, ::testing::Values(2048, 3072, 4096),
+                         [](const auto& info) {
+                           return "RSA" + std::to_string(info.param);
+                         });
+
+TEST_F(Pkcs11ClientTest, Dsa2048SignaturesCrossVerify) {
+  KeyMaterial key = DsaKeyFromVectors();
+  ASSERT_EQ(key.bits(), 2048u);
+  auto ops = core_->router().NewPublicKeyOps(key);
+  ASSERT_TRUE(ops.ok()) << ops.status();
+  auto sw = software_->LoadKey(ACCELCRYPT_ALG_DSA_SIGN, PublicOnly(key));
+  ASSERT_TRUE(sw.ok()) << sw.status();
+  auto sw_priv = software_->LoadKey(ACCELCRYPT_ALG_DSA_SIGN, key);
+  ASSERT_TRUE(sw_priv.ok()) << sw_priv.status();
+  PkeyParams params;
+  params.md = ACCELCRYPT_ALG_SHA256;
+  std::vector<uint8_t> digest = Digest("dsa through the token");
+  std::vector<uint8_t> sig((*ops)->SignatureSize());
+  auto len = (*ops)->Sign(params, digest, absl::MakeSpan(sig));
+  ASSERT_TRUE(len.ok()) << len.status();
+  EXPECT_EQ((*ops)->last_backend(), "pkcs11");
+  sig.resize(*len);
+  EXPECT_TRUE((*sw)->Verify(params, digest, sig).ok());
+  // Software signature verified by the token, through the router.
+  std::vector<uint8_t> sw_sig(80);
+  auto sw_len = (*sw_priv)->Sign(params, digest, absl::MakeSpan(sw_sig));
+  ASSERT_TRUE(sw_len.ok());
+  sw_sig.resize(*sw_len);
+  EXPECT_TRUE((*ops)->Verify(params, digest, sw_sig).ok());
+  EXPECT_EQ((*ops)->last_backend(), "pkcs11");
+  digest[0] ^= 1;
+  absl::Status bad = (*ops)->Verify(params, digest, sw_sig);
+  EXPECT_EQ(GetStatusDetail(bad), StatusDetail::kAuthFailed) << bad;
+  EXPECT_EQ(Cell("pkcs11", ACCELCRYPT_ALG_DSA_SIGN).fallbacks.load(), 0u);
+}
+
+TEST_F(Pkcs11ClientTest, OaepAndPkcs1EncryptionRoundTrip) {
+  KeyMaterial key = RsaKey(2048);
+  auto ops = core_->router().NewPublicKeyOps(key);
+  ASSERT_TRUE(ops.ok());
+  auto sw = software_->LoadKey(ACCELCRYPT_ALG_RSA_CRYPT, key);
+  ASSERT_TRUE(sw.ok()) << sw.status();
+  std::vector<uint8_t> msg = Digest("session key");
+  // SoftHSMv2 does OAEP with SHA-1 only: that runs on the token, SHA-256
+  // and labels go to software (below).
+  PkeyParams oaep;
+  oaep.padding = ACCELCRYPT_PAD_OAEP;
+  oaep.md = ACCELCRYPT_ALG_SHA1;
+  PkeyParams pkcs1;
+  pkcs1.padding = ACCELCRYPT_PAD_PKCS1;
+  for (const PkeyParams& params : {oaep, pkcs1}) {
+    std::vector<uint8_t> ct(256), pt(256);
+    auto ct_len = (*ops)->Encrypt(params, msg, absl::MakeSpan(ct));
+    ASSERT_TRUE(ct_len.ok()) << ct_len.status();
+    ct.resize(*ct_len);
+    auto pt_len = (*ops)->Decrypt(params, ct, absl::MakeSpan(pt));
+    ASSERT_TRUE(pt_len.ok()) << pt_len.status();
+    EXPECT_EQ((*ops)->last_backend(), "pkcs11");
+    pt.resize(*pt_len);
+    EXPECT_EQ(pt, msg);
+    // Software decrypts what the token encrypted.
+    std::vector<uint8_t> sw_pt(256);
+    auto sw_len = (*sw)->Decrypt(params, ct, absl::MakeSpan(sw_pt));
+    ASSERT_TRUE(sw_len.ok()) << sw_len.status();
+    sw_pt.resize(*sw_len);
+    EXPECT_EQ(sw_pt, msg);
+    // A corrupted ciphertext is the caller's error in the end. (SoftHSMv2
+    // reports a failed unpadding as CKR_GENERAL_ERROR, indistinguishable
+    // from a device fault, so the router re-runs it in software, which
+    // refuses it.)
+    ct[10] ^= 0x55;
+    auto bad = (*ops)->Decrypt(params, ct, absl::MakeSpan(pt));
+    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument)
+        << bad.status();
+  }
+  const uint64_t errors_before =
+      Cell("pkcs11", ACCELCRYPT_ALG_RSA_CRYPT).errors.load();
+  // OAEP-SHA256 with a label: the token refuses the parameters at
+  // C_DecryptInit/C_EncryptInit, the router takes software; the label must
+  // match.
+  oaep.md = ACCELCRYPT_ALG_SHA256;
+  oaep.label = {'l', 'b', 'l'};
+  std::vector<uint8_t> ct(256), pt(256);
+  auto ct_len = (*ops)->Encrypt(oaep, msg, absl::MakeSpan(ct));
+  ASSERT_TRUE(ct_len.ok());
+  ct.resize(*ct_len);
+  auto pt_len = (*ops)->Decrypt(oaep, ct, absl::MakeSpan(pt));
+  ASSERT_TRUE(pt_len.ok()) << pt_len.status();
+  EXPECT_EQ((*ops)->last_backend(), "software");
+  pt.resize(*pt_len);
+  EXPECT_EQ(pt, msg);
+  // Refused parameters are not device errors.
+  EXPECT_EQ(Cell("pkcs11", ACCELCRYPT_ALG_RSA_CRYPT).errors.load(),
+            errors_before);
+  oaep.label = {'x'};
+  pt.resize(256);
+  EXPECT_FALSE((*ops)->Decrypt(oaep, ct, absl::MakeSpan(pt)).ok());
+}
+
+TEST_F(Pkcs11ClientTest, KeyIsImportedOncePerKeyNotPerOperation) {
+  KeyMaterial key = RsaKey(2048);
+  uint64_t before = Created(*pkcs11_);
+  ASSERT_NE(before, ~0ull) << pkcs11_->Describe();
+  auto ops = core_->router().NewPublicKeyOps(key);
+  ASSERT_TRUE(ops.ok());
+  std::vector<uint8_t> digest = Digest("once"), sig(256);
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE((*ops)->Sign(Pkcs1(), digest, absl::MakeSpan(sig)).ok());
+    ASSERT_TRUE((*ops)->Verify(Pkcs1(), digest, sig).ok());
+  }
+  // Private and public object, once.
+  EXPECT_EQ(Created(*pkcs11_), before + 2);
+  // A second handle on the same key (as OpenSSL makes for each EVP_PKEY
+  // duplicate) finds the cached objects by fingerprint.
+  auto again = core_->router().NewPublicKeyOps(key);
+  ASSERT_TRUE(again.ok());
+  ASSERT_TRUE((*again)->Sign(Pkcs1(), digest, absl::MakeSpan(sig)).ok());
+  EXPECT_EQ(Created(*pkcs11_), before + 2);
+  EXPECT_EQ(Cell("pkcs11", ACCELCRYPT_ALG_RSA_SIGN).ops.load(), 41u);
+}
+
+TEST_F(Pkcs11ClientTest, ForkedChildSignsWithFreshSessions) {
+  KeyMaterial key = RsaKey(2048);
+  auto ops = core_->router().NewPublicKeyOps(key);
+  ASSERT_TRUE(ops.ok());
+  auto sw = software_->LoadKey(ACCELCRYPT_ALG_RSA_SIGN, PublicOnly(key));
+  ASSERT_TRUE(sw.ok());
+  std::vector<uint8_t> digest = Digest("fork"), sig(256);
+  ASSERT_TRUE((*ops)->Sign(Pkcs1(), digest, absl::MakeSpan(sig)).ok());
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // Child: sign through the token (re-initialised), verify in software.
+    int code = 0;
+    for (int i = 0; i < 3 && code == 0; ++i) {
+      std::vector<uint8_t> s(256);
+      auto len = (*ops)->Sign(Pkcs1(), digest, absl::MakeSpan(s));
+      if (!len.ok()) {
+        code = 2;
+      } else if ((*ops)->last_backend() != "pkcs11") {
+        code = 3;
+      } else if (!(*sw)->Verify(Pkcs1(), digest, s).ok()) {
+        code = 4;
+      }
+    }
+    if (code == 0 &&
+        pkcs11_->Describe().find("reinit=1") == std::string::npos) {
+      code = 5;
+    }
+    _exit(code);
+  }
+  // The parent keeps signing meanwhile.
+  for (int i = 0; i < 5; ++i) {
+    auto len = (*ops)->Sign(Pkcs1(), digest, absl::MakeSpan(sig));
+    ASSERT_TRUE(len.ok()) << len.status();
+    EXPECT_TRUE((*sw)->Verify(Pkcs1(), digest, sig).ok());
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "child: 2 sign failed, 3 not served by pkcs11, 4 bad signature, "
+         "5 no re-initialisation";
+  EXPECT_EQ(Cell("software", ACCELCRYPT_ALG_RSA_SIGN).ops.load(), 0u);
+  EXPECT_NE(pkcs11_->Describe().find("reinit=0"), std::string::npos);
+}
+
+TEST_F(Pkcs11ClientTest, EightThreadsShareOneKey) {
+  KeyMaterial key = RsaKey(2048);
+  auto ops = core_->router().NewPublicKeyOps(key);
+  ASSERT_TRUE(ops.ok());
+  auto sw = software_->LoadKey(ACCELCRYPT_ALG_RSA_SIGN, PublicOnly(key));
+  ASSERT_TRUE(sw.ok());
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<uint8_t> digest = Digest("thread " + std::to_string(t));
+      for (int i = 0; i < 10; ++i) {
+        std::vector<uint8_t> sig(256);
+        auto len = (*ops)->Sign(t % 2 ? Pss() : Pkcs1(), digest,
+                                absl::MakeSpan(sig));
+        if (!len.ok() ||
+            !(*sw)->Verify(t % 2 ? Pss() : Pkcs1(), digest, sig).ok()) {
+          failures.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(Cell("pkcs11", ACCELCRYPT_ALG_RSA_SIGN).ops.load(), 80u);
+  EXPECT_EQ(Cell("pkcs11", ACCELCRYPT_ALG_RSA_SIGN).errors.load(), 0u);
+}
+
+TEST_F(Pkcs11ClientTest, SmallKeyIsRefusedClearly) {
+  KeyMaterial key = RsaKey(512);
+  ASSERT_EQ(key.bits(), 512u);
+  auto ops = core_->router().NewPublicKeyOps(key);
+  ASSERT_TRUE(ops.ok());
+  std::vector<uint8_t> digest = Digest("small"), sig(64);
+  auto len = (*ops)->Sign(Pkcs1(), digest, absl::MakeSpan(sig));
+  EXPECT_EQ(len.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(len.status().message()).find("512-bit"),
+            std::string::npos)
+      << len.status();
+}
+
+TEST_F(Pkcs11ClientTest, ShortBufferIsOutOfRangeAndNotRetried) {
+  KeyMaterial key = RsaKey(2048);
+  auto ops = core_->router().NewPublicKeyOps(key);
+  ASSERT_TRUE(ops.ok());
+  std::vector<uint8_t> digest = Digest("short"), sig(100);
+  auto len = (*ops)->Sign(Pkcs1(), digest, absl::MakeSpan(sig));
+  EXPECT_EQ(len.status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(Cell("software", ACCELCRYPT_ALG_RSA_SIGN).ops.load(), 0u);
+}
+
+// Only CKM_RSA_X_509 (the UltraSPARC T1/T2 shape): PKCS#1 v1.5 padding is
+// done by the backend, the token does the raw private-key operation.
+TEST_F(Pkcs11ClientTest, RawOnlyTokenGetsFrameworkPkcs1Padding) {
+  auto overrides = g_hsm->Overrides();
+  overrides["pkcs11.hide_mechanisms"] =
+      "CKM_RSA_PKCS, CKM_RSA_PKCS_PSS, CKM_RSA_PKCS_OAEP";
+  auto core = MakeCore(overrides);
+  ASSERT_TRUE(core.ok());
+  Backend* raw_only = (*core)->registry().Find("pkcs11");
+  ASSERT_NE(raw_only, nullptr);
+  const accelcrypt_capability* cap =
+      raw_only->Capability(ACCELCRYPT_ALG_RSA_SIGN);
+  ASSERT_NE(cap, nullptr);
+  EXPECT_TRUE(cap->flags & ACCELCRYPT_CAP_RSA_PKCS1);
+  EXPECT_FALSE(cap->flags & ACCELCRYPT_CAP_RSA_PSS);
+  KeyMaterial key = RsaKey(2048);
+  auto ops = (*core)->router().NewPublicKeyOps(key);
+  ASSERT_TRUE(ops.ok());
+  auto sw = software_->LoadKey(ACCELCRYPT_ALG_RSA_SIGN, PublicOnly(key));
+  ASSERT_TRUE(sw.ok());
+  std::vector<uint8_t> digest = Digest("t2"), sig(256);
+  auto len = (*ops)->Sign(Pkcs1(), digest, absl::MakeSpan(sig));
+  ASSERT_TRUE(len.ok()) << len.status();
+  EXPECT_EQ((*ops)->last_backend(), "pkcs11");
+  EXPECT_TRUE((*sw)->Verify(Pkcs1(), digest, sig).ok());
+  EXPECT_TRUE((*ops)->Verify(Pkcs1(), digest, sig).ok());
+  sig[0] ^= 1;
+  EXPECT_EQ(GetStatusDetail((*ops)->Verify(Pkcs1(), digest, sig)),
+            StatusDetail::kAuthFailed);
+  // PSS is not declared: the router sends it to software.
+  std::vector<uint8_t> pss_sig(256);
+  ASSERT_TRUE((*ops)->Sign(Pss(), digest, absl::MakeSpan(pss_sig)).ok());
+  EXPECT_EQ((*ops)->last_backend(), "software");
+}
+
+std::string LoadMessage(const Core& core) {
+  std::string out;
+  for (const LoadEvent& e : const_cast<Core&>(core).registry().events()) {
+    out += e.backend + ": " + e.message + "\n";
+  }
+  return out;
+}
+
+TEST_F(Pkcs11ClientTest, BadConfigurationsDeclineWithClearErrors) {
+  struct Case {
+    std::map<std::string, std::string> change;
+    std::string expect;
+  };
+  std::string not_a_module = "/usr/lib/x86_64-linux-gnu/libz.so.1";
+  std::string wrong_pin = g_hsm->dir() + "/wrong-pin";
+  { std::ofstream(wrong_pin) << "0000\n"; }
+  // Login state is per process and module: no other core may be logged in
+  // for the wrong PIN to be seen.
+  core_.reset();
+  pkcs11_ = software_ = nullptr;
+  std::vector<Case> cases = {
+      {{{"pkcs11.module", "/nonexistent/libnothing.so"}}, "cannot load module"},
+      {{{"pkcs11.module", not_a_module}}, "not a PKCS#11 module"},
+      {{{"pkcs11.pin_file", wrong_pin}}, "CKR_PIN_INCORRECT"},
+      {{{"pkcs11.token_label", "no-such-token"}}, "no initialised token"},
+      {{{"pkcs11.pin", "1234"}}, "PIN in the configuration is refused"},
+  };
+  for (const Case& c : cases) {
+    auto overrides = g_hsm->Overrides();
+    for (const auto& [k, v] : c.change) overrides[k] = v;
+    auto core = MakeCore(overrides);
+    ASSERT_TRUE(core.ok()) << core.status();
+    EXPECT_EQ((*core)->registry().Find("pkcs11"), nullptr);
+    EXPECT_NE(LoadMessage(**core).find(c.expect), std::string::npos)
+        << "want '" << c.expect << "' in:\n"
+        << LoadMessage(**core);
+    // The software backend still serves RSA.
+    EXPECT_NE((*core)->registry().Find("software"), nullptr);
+  }
+  // No module configured at all: declines with that reason.
+  auto core = MakeCore({{"backends", "pkcs11, software"}});
+  ASSERT_TRUE(core.ok());
+  EXPECT_NE(LoadMessage(**core).find("no module configured"),
+            std::string::npos)
+      << LoadMessage(**core);
+}
+
+}  // namespace
+}  // namespace accelcrypt::testing
