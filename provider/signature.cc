@@ -209,8 +209,9 @@ absl::Status Check(const SigCtx& ctx, size_t tbs_len, bool sign) {
       ctx.params.md == 0) {
     return BadParam("RSA-PSS needs a digest (set digest)");
   }
-  if (ctx.params.md != 0 && ctx.rsa &&
-      ctx.params.padding != ACCELCRYPT_PAD_NONE &&
+  // As OpenSSL: with a digest set, the input must be a digest of that size.
+  if (ctx.params.md != 0 &&
+      (!ctx.rsa || ctx.params.padding != ACCELCRYPT_PAD_NONE) &&
       tbs_len != internal::DigestLen(ctx.params.md)) {
     return BadParam(absl::StrFormat(
         "input of %u bytes is not a %s digest (%u bytes)", tbs_len,
@@ -407,13 +408,96 @@ int DigestVerifyFinal(void* vctx, const unsigned char* sig, size_t siglen) {
   });
 }
 
-// AlgorithmId DER-encodes the signature AlgorithmIdentifier for PKCS#1 v1.5
-// (RFC 8017 A.2.4: parameters NULL) and DSA (RFC 3279 2.2.2: absent). PSS
-// needs RSASSA-PSS-params and is not offered here.
+// DigestAlgor returns an AlgorithmIdentifier for a digest (parameters
+// absent, as OpenSSL writes SHA-2 identifiers). Caller frees.
+X509_ALGOR* DigestAlgor(accelcrypt_alg md) {
+  const AlgorithmInfo* info = FindAlgorithm(md);
+  if (info == nullptr) return nullptr;
+  std::string_view names = info->openssl_names;
+  std::string oid(names.substr(names.rfind(':') + 1));
+  X509_ALGOR* algor = X509_ALGOR_new();
+  if (algor == nullptr) return nullptr;
+  X509_ALGOR_set0(algor, OBJ_txt2obj(oid.c_str(), 1), V_ASN1_UNDEF, nullptr);
+  return algor;
+}
+
+// DerOf encodes an X509_ALGOR and frees it.
+absl::StatusOr<std::string> DerOf(X509_ALGOR* algor) {
+  if (algor == nullptr) return absl::ResourceExhaustedError("X509_ALGOR");
+  unsigned char* der = nullptr;
+  const int len = i2d_X509_ALGOR(algor, &der);
+  X509_ALGOR_free(algor);
+  if (len <= 0) return absl::InternalError("AlgorithmIdentifier encoding");
+  std::string out(reinterpret_cast<char*>(der), len);
+  OPENSSL_free(der);
+  return out;
+}
+
+// PssAlgorithmId encodes id-RSASSA-PSS with RSASSA-PSS-params (RFC 8017
+// A.2.3; RFC 4055 section 3.1 defaults SHA-1, MGF1-SHA-1, salt 20 are
+// omitted). The salt is resolved as signing resolves it.
+absl::StatusOr<std::string> PssAlgorithmId(const SigCtx& ctx) {
+  const accelcrypt_alg md = ctx.params.md;
+  const accelcrypt_alg mgf1 = ctx.params.mgf1_md != 0 ? ctx.params.mgf1_md : md;
+  const int h_len = static_cast<int>(internal::DigestLen(md));
+  const int em_len = static_cast<int>((ctx.key->material().bits() - 1 + 7) / 8);
+  int salt = ctx.params.salt_len;
+  if (salt == ACCELCRYPT_PSS_SALT_DIGEST) salt = h_len;
+  if (salt == ACCELCRYPT_PSS_SALT_MAX || salt == ACCELCRYPT_PSS_SALT_AUTO) {
+    salt = em_len - h_len - 2;
+  }
+  if (salt < 0) return BadParam("PSS salt does not fit this key");
+  RSA_PSS_PARAMS* pss = RSA_PSS_PARAMS_new();
+  if (pss == nullptr) return absl::ResourceExhaustedError("RSA_PSS_PARAMS");
+  bool ok = true;
+  if (md != ACCELCRYPT_ALG_SHA1) {
+    pss->hashAlgorithm = DigestAlgor(md);
+    ok = ok && pss->hashAlgorithm != nullptr;
+  }
+  if (ok && mgf1 != ACCELCRYPT_ALG_SHA1) {
+    absl::StatusOr<std::string> inner = DerOf(DigestAlgor(mgf1));
+    ASN1_STRING* seq = ASN1_STRING_new();
+    pss->maskGenAlgorithm = X509_ALGOR_new();
+    ok = inner.ok() && seq != nullptr && pss->maskGenAlgorithm != nullptr &&
+         ASN1_STRING_set(seq, inner->data(), static_cast<int>(inner->size()));
+    if (ok) {
+      X509_ALGOR_set0(pss->maskGenAlgorithm, OBJ_nid2obj(NID_mgf1),
+                      V_ASN1_SEQUENCE, seq);
+    } else {
+      ASN1_STRING_free(seq);
+    }
+  }
+  if (ok && salt != 20) {
+    pss->saltLength = ASN1_INTEGER_new();
+    ok = pss->saltLength != nullptr && ASN1_INTEGER_set(pss->saltLength, salt);
+  }
+  unsigned char* der = nullptr;
+  const int len = ok ? i2d_RSA_PSS_PARAMS(pss, &der) : 0;
+  RSA_PSS_PARAMS_free(pss);
+  if (len <= 0) return absl::InternalError("RSASSA-PSS-params encoding");
+  ASN1_STRING* params = ASN1_STRING_new();
+  const bool set = params != nullptr && ASN1_STRING_set(params, der, len);
+  OPENSSL_free(der);
+  X509_ALGOR* algor = set ? X509_ALGOR_new() : nullptr;
+  if (algor == nullptr) {
+    ASN1_STRING_free(params);
+    return absl::ResourceExhaustedError("X509_ALGOR");
+  }
+  X509_ALGOR_set0(algor, OBJ_nid2obj(NID_rsassaPss), V_ASN1_SEQUENCE, params);
+  return DerOf(algor);
+}
+
+// AlgorithmId DER-encodes the signature AlgorithmIdentifier: PKCS#1 v1.5
+// (RFC 8017 A.2.4: parameters NULL), PSS (above) and DSA (RFC 3279 2.2.2:
+// absent). Needs a digest; raw signatures have no identifier.
 absl::StatusOr<std::string> AlgorithmId(const SigCtx& ctx) {
-  if (ctx.params.md == 0 ||
-      (ctx.rsa && ctx.params.padding != ACCELCRYPT_PAD_PKCS1)) {
-    return absl::UnimplementedError("no AlgorithmIdentifier for these params");
+  if (ctx.params.md == 0 || ctx.key == nullptr ||
+      (ctx.rsa && ctx.params.padding == ACCELCRYPT_PAD_NONE)) {
+    return absl::UnimplementedError(
+        "signature AlgorithmIdentifier needs a digest and a padding");
+  }
+  if (ctx.rsa && ctx.params.padding == ACCELCRYPT_PAD_PSS) {
+    return PssAlgorithmId(ctx);
   }
   const AlgorithmInfo* info = FindAlgorithm(ctx.params.md);
   std::string_view names = info->openssl_names;
@@ -427,13 +511,7 @@ absl::StatusOr<std::string> AlgorithmId(const SigCtx& ctx) {
   if (algor == nullptr) return absl::ResourceExhaustedError("X509_ALGOR");
   X509_ALGOR_set0(algor, OBJ_nid2obj(sig_nid),
                   ctx.rsa ? V_ASN1_NULL : V_ASN1_UNDEF, nullptr);
-  unsigned char* der = nullptr;
-  const int len = i2d_X509_ALGOR(algor, &der);
-  X509_ALGOR_free(algor);
-  if (len <= 0) return absl::InternalError("AlgorithmIdentifier encoding");
-  std::string out(reinterpret_cast<char*>(der), len);
-  OPENSSL_free(der);
-  return out;
+  return DerOf(algor);
 }
 
 int GetCtxParams(void* vctx, OSSL_PARAM params[]) {
@@ -441,11 +519,11 @@ int GetCtxParams(void* vctx, OSSL_PARAM params[]) {
   return Guard(ctx->prov, [&] {
     OSSL_PARAM* p = OSSL_PARAM_locate(params, OSSL_SIGNATURE_PARAM_ALGORITHM_ID);
     if (p != nullptr) {
+      // Asked for and not available (PSS): say so rather than answer an
+      // empty identifier that libcrypto would fail to decode.
       absl::StatusOr<std::string> der = AlgorithmId(*ctx);
-      if (der.ok() &&
-          !OSSL_PARAM_set_octet_string(p, der->data(), der->size())) {
-        return 0;
-      }
+      if (!der.ok()) return RaiseError(ctx->prov, der.status());
+      if (!OSSL_PARAM_set_octet_string(p, der->data(), der->size())) return 0;
     }
     p = OSSL_PARAM_locate(params, OSSL_SIGNATURE_PARAM_DIGEST);
     if (p != nullptr && ctx->params.md != 0) {

@@ -197,6 +197,18 @@ case "$CASE" in
       -out "$WORK/dp.sig" "$WORK/msg"
     check "default verifies dgst pss" dflt dgst -sha256 -verify "$WORK/pub.pem" \
       -sigopt rsa_padding_mode:pss -signature "$WORK/dp.sig" "$WORK/msg"
+    # Certificates: libcrypto asks the signature for its AlgorithmIdentifier.
+    for sigopts in "" "-sigopt rsa_padding_mode:pss" \
+      "-sigopt rsa_padding_mode:pss -sigopt rsa_pss_saltlen:digest -sigopt rsa_mgf1_md:sha1" \
+      "-sha512 -sigopt rsa_padding_mode:pss -sigopt rsa_pss_saltlen:20"; do
+      # shellcheck disable=SC2086
+      check "req -x509 $sigopts by accelcrypt" ours x509 req -new -x509 \
+        -key "$WORK/key.pem" -subj /CN=accelcrypt -days 1 $sigopts \
+        -out "$WORK/cert.pem"
+      check "req -x509 $sigopts: RSA-SIGN by accelcrypt" served x509 RSA-SIGN
+      check "req -x509 $sigopts: default verifies the certificate" dflt verify \
+        -CAfile "$WORK/cert.pem" "$WORK/cert.pem"
+    done
     ;;
 
   rsa_crypt)
@@ -272,6 +284,14 @@ case "$CASE" in
     check "default verifies pkeyutl DSA" dflt pkeyutl -verify -pubin \
       -inkey "$WORK/pub.pem" -in "$WORK/h32" -sigfile "$WORK/pu.sig" \
       -pkeyopt digest:sha256
+    check "DSA certificate by accelcrypt" ours x509 req -new -x509 \
+      -key "$WORK/key.pem" -subj /CN=accelcrypt -days 1 -out "$WORK/cert.pem"
+    check "DSA certificate verifies with default" dflt verify \
+      -CAfile "$WORK/cert.pem" "$WORK/cert.pem"
+    out="$(ours pl pkeyutl -sign -inkey "$WORK/key.pem" -in "$WORK/h20" \
+      -pkeyopt digest:sha256 2>&1)"
+    check "DSA: 20-byte input with digest sha256 refused" test $? -ne 0
+    check "DSA: accelcrypt explains" grep -q "not a SHA2-256 digest" <<<"$out"
     ;;
 
   speed)
@@ -354,11 +374,11 @@ case "$CASE" in
       --pin 1234 >"$WORK/init.log" 2>&1 || { fail "token init"; finish; }
     printf '1234\n' >"$WORK/pin"
     chmod 600 "$WORK/pin"
-    awk -v extra="pkcs11.module = $module
-pkcs11.token_label = accelcrypt-pk
-pkcs11.pin_file = $WORK/pin
-route.rsa = pkcs11, software
-route.dsa = pkcs11, software" \
+    # The token settings live in an accelcrypt config file named by the
+    # provider section's `conf` key; the PIN comes from a file.
+    printf '[accelcrypt]\npkcs11.module = %s\npkcs11.token_label = accelcrypt-pk\npkcs11.pin_file = %s\nroute.rsa = pkcs11, software\nroute.rsa-crypt = pkcs11, software\nroute.dsa = pkcs11, software\n' \
+      "$module" "$WORK/pin" >"$WORK/accelcrypt.conf"
+    awk -v extra="conf = $WORK/accelcrypt.conf" \
       '{print} /^\[accelcrypt_sect\]/{print extra}' "$CNF" >"$WORK/p11.cnf"
     CNF="$WORK/p11.cnf"
     dflt genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 \
