@@ -11,7 +11,7 @@
 #
 # Usage: bench_x86.sh [--module PATH] [--cli PATH] [--backend-dir DIR]
 #                     [--seconds N] [--rounds N] [--alg CASE]... [--fastest]
-#                     [--markdown FILE]
+#                     [--cpu-time] [--markdown FILE]
 #   --module       accelcrypt.so (default: $ACCELCRYPT_MODULE, else build/lib)
 #   --cli          accelcrypt binary for --fastest (default: next to the
 #                  module's ../bin, else `accelcrypt` on PATH)
@@ -21,6 +21,8 @@
 #   --alg          aes-128-ctr, aes-128-gcm, aes-128-cbc, aes-128-cbc-dec,
 #                  sha256 (default: all five; -dec runs `openssl speed -decrypt`)
 #   --fastest      also run with policy = fastest (calibrates first, ~20 s)
+#   --cpu-time     drop -elapsed: openssl speed divides by its CPU time, which
+#                  on a shared, busy machine is steadier than wall-clock time
 #   --markdown     also write the table as Markdown to FILE
 # Exit codes: 0 ran (ratios are reported, not judged), 1 a run failed or did
 # not go through the expected backend, 2 usage.
@@ -35,6 +37,7 @@ rounds=2
 cases=()
 fastest=0
 markdown=""
+timing=-elapsed
 while [ $# -gt 0 ]; do
   case "$1" in
     --module) module=$2; shift 2 ;;
@@ -44,8 +47,9 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift 2 ;;
     --alg) cases+=("$2"); shift 2 ;;
     --fastest) fastest=1; shift ;;
+    --cpu-time) timing=""; shift ;;
     --markdown) markdown=$2; shift 2 ;;
-    -h|--help) sed -n '3,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench_x86.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -110,7 +114,7 @@ speed_run() {
   local conf=$1 settings=$2 case=$3 out=$4 alg=$3 extra=()
   if [ "$case" = aes-128-cbc-dec ]; then alg=aes-128-cbc; extra=(-decrypt); fi
   if ! OPENSSL_CONF=$conf ACCELCRYPT_CONF=$settings \
-       openssl speed -mr -elapsed -seconds "$seconds" "${extra[@]}" -evp "$alg" \
+       openssl speed -mr $timing -seconds "$seconds" "${extra[@]}" -evp "$alg" \
        > "$out.raw" 2>&1; then
     echo "bench_x86.sh: openssl speed ${extra[*]} -evp $alg failed:" >&2
     tail -n 5 "$out.raw" >&2
@@ -161,7 +165,7 @@ if [ "$fastest" = 1 ]; then
   sed 's/^/  /' "$tmp/calibrate.out" | sed '/^  $/d' | sed '/^  wrote/,$d'
 fi
 
-echo "accelcrypt x86 bench: openssl speed -elapsed -seconds $seconds -evp ALG, $rounds round(s), alternating"
+echo "accelcrypt x86 bench: openssl speed ${timing:+$timing }-seconds $seconds -evp ALG, $rounds round(s), alternating"
 echo "  x86:        $module, backends = x86, software, policy = priority"
 [ "$fastest" = 0 ] || echo "  fastest:    the same with policy = fastest (calibration above)"
 echo "  default:    OpenSSL's default provider only"
