@@ -2,10 +2,13 @@
 // The PKCS#11 client backend against a real SoftHSMv2 token, through the
 // core's router (Router::NewPublicKeyOps) and cross-checked with the
 // software backend.
+#include <dlfcn.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <fstream>
 #include <memory>
 #include <regex>
@@ -458,6 +461,94 @@ TEST_F(Pkcs11ClientTest, BadConfigurationsDeclineWithClearErrors) {
   EXPECT_NE(LoadMessage(**core).find("no module configured"),
             std::string::npos)
       << LoadMessage(**core);
+}
+
+TEST_F(Pkcs11ClientTest, PerKeySizeRoutesOverrideTheOrder) {
+  core_.reset();
+  auto overrides = g_hsm->Overrides();
+  overrides["route.dsa-2048"] = "software";
+  overrides["route.rsa-3072"] = "only:software";
+  auto core = MakeCore(overrides);
+  ASSERT_TRUE(core.ok());
+  std::vector<uint8_t> digest = Digest("routes");
+  PkeyParams dsa_params;
+  dsa_params.md = ACCELCRYPT_ALG_SHA256;
+  struct Case {
+    KeyMaterial key;
+    PkeyParams params;
+    const char* want;
+  } cases[] = {{DsaKeyFromVectors(), dsa_params, "software"},
+               {RsaKey(3072), Pkcs1(), "software"},
+               {RsaKey(2048), Pkcs1(), "pkcs11"}};
+  for (const Case& c : cases) {
+    auto ops = (*core)->router().NewPublicKeyOps(c.key);
+    ASSERT_TRUE(ops.ok());
+    std::vector<uint8_t> sig((*ops)->SignatureSize());
+    ASSERT_TRUE((*ops)->Sign(c.params, digest, absl::MakeSpan(sig)).ok());
+    EXPECT_EQ((*ops)->last_backend(), c.want) << c.key.bits();
+  }
+}
+
+// The token fails mid-run (the latency shim injects CKR_DEVICE_REMOVED and
+// CKR_SESSION_HANDLE_INVALID): callers see no failure, signatures stay
+// correct, the breaker opens, and after the cool-down the token is probed
+// and serves again.
+TEST_F(Pkcs11ClientTest, TokenFailuresFallBackAndTheBreakerReprobes) {
+  core_.reset();
+  setenv("ACCELCRYPT_SHIM_MODULE", SoftHsm::kModule, 1);
+  auto overrides = g_hsm->Overrides();
+  overrides["pkcs11.module"] = ACCELCRYPT_LATENCY_SHIM;
+  overrides["breaker_threshold"] = "3";
+  overrides["breaker_cooldown_ms"] = "100";
+  auto core = MakeCore(overrides);
+  ASSERT_TRUE(core.ok());
+  ASSERT_NE((*core)->registry().Find("pkcs11"), nullptr)
+      << LoadMessage(**core);
+  void* shim = dlopen(ACCELCRYPT_LATENCY_SHIM, RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(shim, nullptr);
+  auto control = reinterpret_cast<long (*)(const char*)>(
+      dlsym(shim, "accelcrypt_shim_control"));
+  ASSERT_NE(control, nullptr);
+  KeyMaterial key = RsaKey(2048);
+  auto ops = (*core)->router().NewPublicKeyOps(key);
+  ASSERT_TRUE(ops.ok());
+  auto verifier =
+      (*core)->registry().Find("software")->LoadKey(ACCELCRYPT_ALG_RSA_SIGN,
+                                                    PublicOnly(key));
+  ASSERT_TRUE(verifier.ok());
+  Stats& stats = (*core)->stats();
+  const AlgorithmInfo& info = *FindAlgorithm(ACCELCRYPT_ALG_RSA_SIGN);
+  Counter& tok = stats.Cell(stats.RegisterBackend("pkcs11"), info);
+  Counter& soft = stats.Cell(stats.RegisterBackend("software"), info);
+  std::vector<uint8_t> digest = Digest("faults");
+  auto sign_ok = [&](const char* want) {
+    std::vector<uint8_t> sig(256);
+    auto len = (*ops)->Sign(Pkcs1(), digest, absl::MakeSpan(sig));
+    ASSERT_TRUE(len.ok()) << len.status();
+    EXPECT_TRUE((*verifier)->Verify(Pkcs1(), digest, sig).ok());
+    EXPECT_EQ((*ops)->last_backend(), want);
+  };
+  sign_ok("pkcs11");
+  control("fail=CKR_DEVICE_REMOVED,count=3");
+  for (int i = 0; i < 3; ++i) sign_ok("software");
+  EXPECT_EQ(tok.errors.load(), 3u);
+  EXPECT_EQ(tok.fallbacks.load(), 3u);
+  // Breaker open: the token is not asked (the shim sees no new call).
+  long calls = control(nullptr);
+  for (int i = 0; i < 3; ++i) sign_ok("software");
+  EXPECT_EQ(control(nullptr), calls);
+  // After the cool-down one probe goes to the token, which works again.
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  sign_ok("pkcs11");
+  sign_ok("pkcs11");
+  // A session the token dropped: that session is closed, the call falls
+  // back, the next one runs on a fresh session.
+  control("fail=CKR_SESSION_HANDLE_INVALID,count=1");
+  sign_ok("software");
+  sign_ok("pkcs11");
+  EXPECT_EQ(tok.errors.load(), 4u);
+  EXPECT_EQ(soft.ops.load(), 7u);
+  EXPECT_EQ(tok.ops.load(), 4u);
 }
 
 }  // namespace

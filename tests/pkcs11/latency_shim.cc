@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: Apache-2.0
+// latency_shim.so: a test-only PKCS#11 module that forwards every call to a
+// real module (SoftHSMv2) and, on the signing/decrypting calls, adds a
+// configured delay per mechanism and injects configured failures. It
+// reproduces an accelerator's shape (RSA fast, DSA slow) and a token that
+// fails or disappears mid-run, which SoftHSMv2 never does on its own.
+//
+// Configuration, read at C_GetFunctionList and changeable at run time
+// through accelcrypt_shim_control():
+//   ACCELCRYPT_SHIM_MODULE  path of the real module (required)
+//   ACCELCRYPT_SHIM_DELAY   "CKM_RSA_PKCS=100,CKM_DSA=2000" (microseconds)
+//   control "fail=<CKR name or hex>,count=<n>": the next n C_Sign/C_Decrypt
+//   calls fail with that code (before reaching the real module).
+#include <p11-kit-1/p11-kit/pkcs11.h>
+#include <dlfcn.h>
+#include <time.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+
+#define SHIM_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+CK_FUNCTION_LIST g_list;
+CK_FUNCTION_LIST* g_real = nullptr;
+std::mutex g_mu;
+std::map<CK_SESSION_HANDLE, CK_MECHANISM_TYPE> g_session_mech;  // g_mu
+std::map<CK_MECHANISM_TYPE, long> g_delay_us;                     // g_mu
+std::atomic<CK_RV> g_fail_rv{CKR_OK};
+std::atomic<long> g_fail_count{0};
+std::atomic<long> g_calls{0};
+
+CK_MECHANISM_TYPE MechByName(const std::string& name) {
+  if (name == "CKM_RSA_PKCS") return CKM_RSA_PKCS;
+  if (name == "CKM_RSA_PKCS_PSS") return CKM_RSA_PKCS_PSS;
+  if (name == "CKM_RSA_PKCS_OAEP") return CKM_RSA_PKCS_OAEP;
+  if (name == "CKM_RSA_X_509") return CKM_RSA_X_509;
+  if (name == "CKM_DSA") return CKM_DSA;
+  return static_cast<CK_MECHANISM_TYPE>(-1);
+}
+
+CK_RV RvByName(const std::string& name) {
+  if (name == "CKR_DEVICE_REMOVED") return CKR_DEVICE_REMOVED;
+  if (name == "CKR_DEVICE_ERROR") return CKR_DEVICE_ERROR;
+  if (name == "CKR_SESSION_HANDLE_INVALID") return CKR_SESSION_HANDLE_INVALID;
+  if (name == "CKR_GENERAL_ERROR") return CKR_GENERAL_ERROR;
+  if (name == "CKR_OK") return CKR_OK;
+  return std::strtoul(name.c_str(), nullptr, 0);
+}
+
+void ParseDelays(const char* spec) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_delay_us.clear();
+  std::string s = spec != nullptr ? spec : "";
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t end = s.find(',', pos);
+    if (end == std::string::npos) end = s.size();
+    std::string item = s.substr(pos, end - pos);
+    size_t eq = item.find('=');
+    if (eq != std::string::npos) {
+      g_delay_us[MechByName(item.substr(0, eq))] =
+          std::strtol(item.c_str() + eq + 1, nullptr, 10);
+    }
+    pos = end + 1;
+  }
+}
+
+void Delay(CK_SESSION_HANDLE s) {
+  long us = 0;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto m = g_session_mech.find(s);
+    if (m != g_session_mech.end()) {
+      auto d = g_delay_us.find(m->second);
+      if (d != g_delay_us.end()) us = d->second;
+    }
+  }
+  if (us > 0) {
+    struct timespec ts{us / 1000000, (us % 1000000) * 1000};
+    nanosleep(&ts, nullptr);
+  }
+}
+
+// Injected returns the failure to inject for this call, or CKR_OK.
+CK_RV Injected() {
+  g_calls.fetch_add(1);
+  long left = g_fail_count.load();
+  while (left > 0) {
+    if (g_fail_count.compare_exchange_weak(left, left - 1)) {
+      return g_fail_rv.load();
+    }
+  }
+  return CKR_OK;
+}
+
+void Remember(CK_SESSION_HANDLE s, CK_MECHANISM_PTR m) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (m != nullptr) g_session_mech[s] = m->mechanism;
+}
+
+CK_RV ShimSignInit(CK_SESSION_HANDLE s, CK_MECHANISM_PTR m,
+                   CK_OBJECT_HANDLE k) {
+  Remember(s, m);
+  return g_real->C_SignInit(s, m, k);
+}
+
+CK_RV ShimSign(CK_SESSION_HANDLE s, CK_BYTE_PTR d, CK_ULONG dl, CK_BYTE_PTR sig,
+               CK_ULONG_PTR sl) {
+  if (sig != nullptr) {
+    CK_RV fail = Injected();
+    if (fail != CKR_OK) {
+      // Terminate the real operation as a failing C_Sign would.
+      CK_BYTE scratch[1024];
+      CK_ULONG len = sizeof(scratch);
+      g_real->C_Sign(s, d, dl, scratch, &len);
+      return fail;
+    }
+    Delay(s);
+  }
+  return g_real->C_Sign(s, d, dl, sig, sl);
+}
+
+CK_RV ShimDecryptInit(CK_SESSION_HANDLE s, CK_MECHANISM_PTR m,
+                      CK_OBJECT_HANDLE k) {
+  Remember(s, m);
+  return g_real->C_DecryptInit(s, m, k);
+}
+
+CK_RV ShimDecrypt(CK_SESSION_HANDLE s, CK_BYTE_PTR in, CK_ULONG il,
+                  CK_BYTE_PTR out, CK_ULONG_PTR ol) {
+  if (out != nullptr) {
+    CK_RV fail = Injected();
+    if (fail != CKR_OK) {
+      CK_BYTE scratch[1024];
+      CK_ULONG len = sizeof(scratch);
+      g_real->C_Decrypt(s, in, il, scratch, &len);
+      return fail;
+    }
+    Delay(s);
+  }
+  return g_real->C_Decrypt(s, in, il, out, ol);
+}
+
+}  // namespace
+
+SHIM_EXPORT CK_RV C_GetFunctionList(CK_FUNCTION_LIST_PTR_PTR out) {
+  if (out == nullptr) return CKR_ARGUMENTS_BAD;
+  if (g_real == nullptr) {
+    const char* path = std::getenv("ACCELCRYPT_SHIM_MODULE");
+    if (path == nullptr) return CKR_GENERAL_ERROR;
+    void* dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (dl == nullptr) return CKR_GENERAL_ERROR;
+    auto get = reinterpret_cast<CK_RV (*)(CK_FUNCTION_LIST_PTR_PTR)>(
+        dlsym(dl, "C_GetFunctionList"));
+    if (get == nullptr || get(&g_real) != CKR_OK) return CKR_GENERAL_ERROR;
+    ParseDelays(std::getenv("ACCELCRYPT_SHIM_DELAY"));
+    g_list = *g_real;  // everything else goes straight to the real module
+    g_list.C_SignInit = ShimSignInit;
+    g_list.C_Sign = ShimSign;
+    g_list.C_DecryptInit = ShimDecryptInit;
+    g_list.C_Decrypt = ShimDecrypt;
+  }
+  *out = &g_list;
+  return CKR_OK;
+}
+
+// accelcrypt_shim_control changes the shim at run time:
+//   "fail=CKR_DEVICE_REMOVED,count=10"  the next 10 C_Sign/C_Decrypt fail
+//   "delay=CKM_DSA=2000"                replace the delays
+// Returns the number of C_Sign/C_Decrypt calls seen so far.
+SHIM_EXPORT long accelcrypt_shim_control(const char* command) {
+  if (command != nullptr) {
+    std::string c = command;
+    if (c.rfind("fail=", 0) == 0) {
+      size_t comma = c.find(",count=");
+      g_fail_rv = RvByName(c.substr(5, comma - 5));
+      g_fail_count = comma == std::string::npos
+                         ? 1
+                         : std::strtol(c.c_str() + comma + 7, nullptr, 10);
+    } else if (c.rfind("delay=", 0) == 0) {
+      ParseDelays(c.c_str() + 6);
+    }
+  }
+  return g_calls.load();
+}
