@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "core/backend.h"
 #include "core/core.h"
 #include "core/pkey.h"
@@ -549,6 +550,57 @@ TEST_F(Pkcs11ClientTest, TokenFailuresFallBackAndTheBreakerReprobes) {
   EXPECT_EQ(tok.errors.load(), 4u);
   EXPECT_EQ(soft.ops.load(), 7u);
   EXPECT_EQ(tok.ops.load(), 4u);
+}
+
+// A key generated on the token (pkcs11-tool, as an administrator would) is
+// used in place through its RFC 7512 URI: nothing is imported, software
+// cannot serve it, the token signs and verifies.
+TEST_F(Pkcs11ClientTest, TokenKeyByUriIsUsedInPlace) {
+  if (access("/usr/bin/pkcs11-tool", X_OK) != 0) {
+    GTEST_SKIP() << "pkcs11-tool (Debian package opensc) is not installed";
+  }
+  std::string cmd = absl::StrFormat(
+      "pkcs11-tool --module %s --token-label %s --login --pin %s "
+      "--keypairgen --key-type rsa:2048 --label 'tok key' --id 4711 "
+      ">%s/keygen.log 2>&1",
+      SoftHsm::kModule, SoftHsm::kLabel, SoftHsm::kPin, g_hsm->dir());
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << "see " << g_hsm->dir();
+  uint64_t before = Created(*pkcs11_);
+  KeyMaterial key;
+  key.uri = absl::StrFormat("pkcs11:token=%s;object=tok%%20key",
+                            SoftHsm::kLabel);
+  auto ops = core_->router().NewPublicKeyOps(key);
+  ASSERT_TRUE(ops.ok()) << ops.status();
+  std::vector<uint8_t> digest = Digest("in place"), sig(512);
+  for (const PkeyParams& params : {Pkcs1(), Pss()}) {
+    auto len = (*ops)->Sign(params, digest, absl::MakeSpan(sig));
+    ASSERT_TRUE(len.ok()) << len.status();
+    EXPECT_EQ(*len, 256u);
+    EXPECT_EQ((*ops)->last_backend(), "pkcs11");
+    std::vector<uint8_t> s(sig.begin(), sig.begin() + *len);
+    EXPECT_TRUE((*ops)->Verify(params, digest, s).ok());
+    s[7] ^= 1;
+    EXPECT_EQ(GetStatusDetail((*ops)->Verify(params, digest, s)),
+              StatusDetail::kAuthFailed);
+  }
+  EXPECT_EQ(Created(*pkcs11_), before);  // used in place, never imported
+  // By id as well; a URI for another token or object is not served.
+  KeyMaterial by_id;
+  by_id.uri = "pkcs11:id=%47%11";
+  auto id_ops = core_->router().NewPublicKeyOps(by_id);
+  ASSERT_TRUE(id_ops.ok());
+  EXPECT_TRUE((*id_ops)->Sign(Pkcs1(), digest, absl::MakeSpan(sig)).ok());
+  for (const char* uri : {"pkcs11:token=other;object=tok%20key",
+                          "pkcs11:object=missing"}) {
+    KeyMaterial other;
+    other.uri = uri;
+    auto other_ops = core_->router().NewPublicKeyOps(other);
+    ASSERT_TRUE(other_ops.ok());
+    auto st = (*other_ops)->Sign(Pkcs1(), digest, absl::MakeSpan(sig));
+    EXPECT_FALSE(st.ok()) << uri;
+    EXPECT_EQ(st.status().code(), absl::StatusCode::kUnimplemented)
+        << uri << ": " << st.status();
+  }
 }
 
 }  // namespace
