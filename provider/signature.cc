@@ -277,8 +277,15 @@ int DoSign(SigCtx* ctx, unsigned char* sig, size_t* siglen, size_t sigsize,
     *siglen = (*ops)->SignatureSize();
     return 1;
   }
+  // OpenSSL's "auto" salt means the largest salt when signing; the core
+  // ABI keeps ACCELCRYPT_PSS_SALT_AUTO for verification only, so a backend
+  // (a token) that cannot recover a salt still takes the signature.
+  PkeyParams params = ctx->params;
+  if (params.salt_len == ACCELCRYPT_PSS_SALT_AUTO) {
+    params.salt_len = ACCELCRYPT_PSS_SALT_MAX;
+  }
   absl::StatusOr<size_t> n = (*ops)->Sign(
-      ctx->params, absl::MakeConstSpan(tbs, tbslen), absl::MakeSpan(sig, sigsize));
+      params, absl::MakeConstSpan(tbs, tbslen), absl::MakeSpan(sig, sigsize));
   if (!n.ok()) return RaiseError(ctx->prov, n.status());
   *siglen = *n;
   return 1;

@@ -381,6 +381,15 @@ case "$CASE" in
     awk -v extra="conf = $WORK/accelcrypt.conf" \
       '{print} /^\[accelcrypt_sect\]/{print extra}' "$CNF" >"$WORK/p11.cnf"
     CNF="$WORK/p11.cnf"
+    # Precondition: OpenSSL with the token configured but no RSA/DSA work at
+    # all must load and unload cleanly; otherwise the PKCS#11 client backend
+    # itself is broken and nothing here would say anything about the
+    # provider.
+    OPENSSL_CONF="$CNF" "$OPENSSL" list -providers >"$WORK/list.log" 2>&1
+    rc=$?
+    [ "$rc" -lt 128 ] || skip "PKCS#11 client backend: 'openssl list -providers' with the token configured dies with signal $((rc - 128)) (crash in its teardown at exit, before any RSA/DSA op)"
+    grep -q "status: active" "$WORK/list.log" ||
+      { fail "accelcrypt not active with the token configured"; finish; }
     dflt genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 \
       -out "$WORK/key.pem" 2>/dev/null
     dflt pkey -in "$WORK/key.pem" -pubout -out "$WORK/pub.pem"
