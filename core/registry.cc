@@ -71,7 +71,8 @@ absl::StatusOr<std::unique_ptr<Registry>> Registry::Create(
                  const std::string& origin) {
     if (!created.ok()) {
       registry->events_.push_back(
-          {origin, "", std::string(created.status().message()), false});
+          {origin, "", std::string(created.status().message()), false,
+           created.status().code() == absl::StatusCode::kUnavailable});
       return;
     }
     std::unique_ptr<Backend> backend = *std::move(created);

@@ -21,6 +21,8 @@ struct LoadEvent {
   std::string algorithm;  // empty for whole-backend events
   std::string message;
   bool ok;
+  // declined: the backend found no device here (not an error).
+  bool declined = false;
 };
 
 // Registry loads and owns the backends: the built-in ones (linked in, listed

@@ -219,7 +219,15 @@ const OSSL_DISPATCH kSeedDispatch[] = {
 }  // namespace
 
 void AppendRandAlgorithms(ProvCtx& ctx, std::vector<OSSL_ALGORITHM>* out) {
-  if (!ctx.core().router().Supports(ACCELCRYPT_ALG_RNG_ENTROPY)) return;
+  // Published only when a hardware noise source is present; the software
+  // backend's getrandom entropy is then the fallback behind it, never a
+  // reason on its own to replace OpenSSL's seed source.
+  bool hardware = false;
+  for (const auto& backend : ctx.core().registry().backends()) {
+    hardware |= backend->hardware() &&
+                backend->Capability(ACCELCRYPT_ALG_RNG_ENTROPY) != nullptr;
+  }
+  if (!hardware) return;
   out->push_back(OSSL_ALGORITHM{"SEED-SRC:ACCELCRYPT-SEED-SRC", kProperties,
                                 kSeedDispatch,
                                 "accelcrypt hardware entropy seed source"});

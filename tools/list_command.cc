@@ -180,7 +180,7 @@ int RunList(const ListOptions& options) {
       ++hidden;
       continue;
     }
-    event_rows.push_back({event.ok ? "ok" : "FAILED", event.backend,
+    event_rows.push_back({event.ok ? "ok" : event.declined ? "declined" : "FAILED", event.backend,
                           event.algorithm.empty() ? "-" : event.algorithm,
                           event.message});
   }

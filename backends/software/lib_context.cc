@@ -229,6 +229,8 @@ absl::Status LibContext::LookUp() {
     caps_.push_back(
         accelcrypt_capability{ACCELCRYPT_ALG_RNG_RANDOM, 0, 1, 0, 0});
   }
+  // The kernel's entropy (getrandom) as the last-resort seed source.
+  caps_.push_back(accelcrypt_capability{ACCELCRYPT_ALG_RNG_ENTROPY, 0, 1, 0, 0});
   ERR_clear_error();
 
   description_ = absl::StrFormat(

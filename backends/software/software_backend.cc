@@ -3,6 +3,10 @@
 // ABI codes and where no exception may pass.
 #include "backends/software/software_backend.h"
 
+#include <openssl/crypto.h>
+#include <sys/random.h>
+
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -259,11 +263,36 @@ accelcrypt_status RandomBytes(void* backend, uint8_t* out, size_t len,
   });
 }
 
-// No entropy function: the software backend has no noise source of its own.
+// Entropy: the kernel's getrandom(2), the same source OpenSSL's own seed
+// source uses. The software backend comes last in priority, so this only
+// serves when every hardware noise source has failed (e.g. a PadLock xstore
+// taken out of service by its health tests mid-process): seeding then
+// continues instead of failing closed.
+accelcrypt_status Entropy(void* backend, uint8_t* out, size_t len,
+                          size_t* entropy_bits, accelcrypt_error* err) {
+  if (backend == nullptr || entropy_bits == nullptr ||
+      (out == nullptr && len != 0)) {
+    return NullArgument("argument", err);
+  }
+  size_t done = 0;
+  while (done < len) {
+    ssize_t n = getrandom(out + done, len - done, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      OPENSSL_cleanse(out, len);
+      return WriteAbiError(ACCELCRYPT_ERR_UNAVAILABLE,
+                           "software: getrandom failed", err);
+    }
+    done += static_cast<size_t>(n);
+  }
+  *entropy_bits = 8 * len;
+  return ACCELCRYPT_OK;
+}
+
 constexpr accelcrypt_rng_table kRngTable = {
     sizeof(accelcrypt_rng_table),
     RandomBytes,
-    nullptr,
+    Entropy,
 };
 
 // RSA and DSA families (one table shape; DSA has no encrypt/decrypt).
