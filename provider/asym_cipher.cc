@@ -131,7 +131,8 @@ absl::Status ApplyParams(CipherCtx& ctx, const OSSL_PARAM params[]) {
       }
     } else {
       int value = 0;
-      if (!OSSL_PARAM_get_int(p, &value)) return BadParam("pad-mode: not an int");
+      if (!OSSL_PARAM_get_int(p, &value))
+        return BadParam("pad-mode: not an int");
       shown = std::to_string(value);
       for (const PadMode& m : kPadModes) {
         if (m.openssl == value) mode = &m;
@@ -162,7 +163,8 @@ absl::Status ApplyParams(CipherCtx& ctx, const OSSL_PARAM params[]) {
     const auto* bytes = static_cast<const uint8_t*>(data);
     ctx.params.label.assign(bytes, bytes + len);
   }
-  p = OSSL_PARAM_locate_const(params, OSSL_ASYM_CIPHER_PARAM_TLS_CLIENT_VERSION);
+  p = OSSL_PARAM_locate_const(params,
+                              OSSL_ASYM_CIPHER_PARAM_TLS_CLIENT_VERSION);
   if (p != nullptr && !OSSL_PARAM_get_uint(p, &ctx.tls_client_version)) {
     return BadParam("tls-client-version: not an unsigned integer");
   }
@@ -179,10 +181,10 @@ int Init(void* vctx, void* keydata, const OSSL_PARAM params[], Op op) {
   return Guard(ctx->prov, [&] {
     auto* key = static_cast<PkeyKey*>(keydata);
     if (key == nullptr || !key->rsa()) {
-      return RaiseError(ctx->prov,
-                        ProviderError(Reason::kNoKeySet,
-                                      absl::StatusCode::kFailedPrecondition,
-                                      "RSA encryption init without an RSA key"));
+      return RaiseError(
+          ctx->prov, ProviderError(Reason::kNoKeySet,
+                                   absl::StatusCode::kFailedPrecondition,
+                                   "RSA encryption init without an RSA key"));
     }
     if (op == Op::kDecrypt && !key->has_private()) {
       return RaiseError(ctx->prov,
@@ -261,10 +263,9 @@ int TlsDecrypt(CipherCtx* ctx, PublicKeyOps* ops, unsigned char* out,
   }
   const size_t k = ops->SignatureSize();
   if (k < kPremasterLen + 11 || outsize < kPremasterLen) {
-    return RaiseError(ctx->prov,
-                      absl::OutOfRangeError(absl::StrFormat(
-                          "TLS padding: output room %u, need %u", outsize,
-                          kPremasterLen)));
+    return RaiseError(ctx->prov, absl::OutOfRangeError(absl::StrFormat(
+                                     "TLS padding: output room %u, need %u",
+                                     outsize, kPremasterLen)));
   }
   uint8_t random[kPremasterLen];
   if (RAND_bytes_ex(ctx->prov->libctx(), random, sizeof(random), 0) != 1) {
@@ -276,14 +277,14 @@ int TlsDecrypt(CipherCtx* ctx, PublicKeyOps* ops, unsigned char* out,
   raw.md = 0;
   raw.mgf1_md = 0;
   std::vector<uint8_t> em(k);
-  absl::StatusOr<size_t> n = ops->Decrypt(raw, absl::MakeConstSpan(in, inlen),
-                                          absl::MakeSpan(em));
+  absl::StatusOr<size_t> n =
+      ops->Decrypt(raw, absl::MakeConstSpan(in, inlen), absl::MakeSpan(em));
   int ok = 1;
   if (!n.ok()) {
     ok = RaiseError(ctx->prov, n.status());
   } else if (*n != k) {
-    ok = RaiseError(ctx->prov, absl::InternalError(
-                                   "raw RSA decryption shorter than k"));
+    ok = RaiseError(ctx->prov,
+                    absl::InternalError("raw RSA decryption shorter than k"));
   } else {
     TlsPremaster(em, ctx->tls_client_version, ctx->tls_negotiated_version,
                  random, out);
@@ -299,12 +300,12 @@ int Run(void* vctx, unsigned char* out, size_t* outlen, size_t outsize,
   auto* ctx = static_cast<CipherCtx*>(vctx);
   return Guard(ctx->prov, [&] {
     if (ctx->op != op || ctx->key == nullptr) {
-      return RaiseError(ctx->prov,
-                        ProviderError(Reason::kOutOfOrder,
-                                      absl::StatusCode::kFailedPrecondition,
-                                      op == Op::kEncrypt
-                                          ? "encrypt without encrypt_init"
-                                          : "decrypt without decrypt_init"));
+      return RaiseError(
+          ctx->prov,
+          ProviderError(Reason::kOutOfOrder,
+                        absl::StatusCode::kFailedPrecondition,
+                        op == Op::kEncrypt ? "encrypt without encrypt_init"
+                                           : "decrypt without decrypt_init"));
     }
     absl::StatusOr<PublicKeyOps*> ops = ctx->key->Ops();
     if (!ops.ok()) return RaiseError(ctx->prov, ops.status());
@@ -328,7 +329,8 @@ int Run(void* vctx, unsigned char* out, size_t* outlen, size_t outsize,
                               absl::MakeSpan(out, outsize));
     if (!n.ok()) {
       absl::Status st = n.status();
-      if (op == Op::kDecrypt && st.code() == absl::StatusCode::kInvalidArgument) {
+      if (op == Op::kDecrypt &&
+          st.code() == absl::StatusCode::kInvalidArgument) {
         st = ProviderError(Reason::kBadDecrypt, st.code(), st.message());
       }
       return RaiseError(ctx->prov, st);
@@ -379,9 +381,8 @@ int GetCtxParams(void* vctx, OSSL_PARAM params[]) {
       if (!OSSL_PARAM_set_utf8_string(p, name.c_str())) return 0;
     }
     p = OSSL_PARAM_locate(params, OSSL_ASYM_CIPHER_PARAM_OAEP_LABEL);
-    if (p != nullptr &&
-        !OSSL_PARAM_set_octet_ptr(p, ctx->params.label.data(),
-                                  ctx->params.label.size())) {
+    if (p != nullptr && !OSSL_PARAM_set_octet_ptr(p, ctx->params.label.data(),
+                                                  ctx->params.label.size())) {
       return 0;
     }
     p = OSSL_PARAM_locate(params, OSSL_ASYM_CIPHER_PARAM_TLS_CLIENT_VERSION);

@@ -40,14 +40,14 @@ const KeyField kDsaFields[] = {
 const char* const kDsaDomain[] = {OSSL_PKEY_PARAM_FFC_P, OSSL_PKEY_PARAM_FFC_Q,
                                   OSSL_PKEY_PARAM_FFC_G};
 
-const KeyFormat kDsa = {KeyMaterial::Type::kDsa, "DSA", kDsaFields, {},
-                        kDsaDomain, {}};
+const KeyFormat kDsa = {
+    KeyMaterial::Type::kDsa, "DSA", kDsaFields, {}, kDsaDomain, {}};
 
-#define ACCELCRYPT_DSA_KEY_TYPES                            \
-  OSSL_PARAM_BN(OSSL_PKEY_PARAM_FFC_P, nullptr, 0),         \
-      OSSL_PARAM_BN(OSSL_PKEY_PARAM_FFC_Q, nullptr, 0),     \
-      OSSL_PARAM_BN(OSSL_PKEY_PARAM_FFC_G, nullptr, 0),     \
-      OSSL_PARAM_BN(OSSL_PKEY_PARAM_PUB_KEY, nullptr, 0),   \
+#define ACCELCRYPT_DSA_KEY_TYPES                          \
+  OSSL_PARAM_BN(OSSL_PKEY_PARAM_FFC_P, nullptr, 0),       \
+      OSSL_PARAM_BN(OSSL_PKEY_PARAM_FFC_Q, nullptr, 0),   \
+      OSSL_PARAM_BN(OSSL_PKEY_PARAM_FFC_G, nullptr, 0),   \
+      OSSL_PARAM_BN(OSSL_PKEY_PARAM_PUB_KEY, nullptr, 0), \
       OSSL_PARAM_BN(OSSL_PKEY_PARAM_PRIV_KEY, nullptr, 0)
 
 const OSSL_PARAM kDsaKeyTypes[] = {ACCELCRYPT_DSA_KEY_TYPES, OSSL_PARAM_END};
@@ -104,10 +104,10 @@ int DsaGenSetParams(void* vctx, const OSSL_PARAM params[]) {
   auto* gen = static_cast<DsaGenCtx*>(vctx);
   return Guard(gen->prov, [&] {
     auto bad = [&](const char* what) {
-      return RaiseError(gen->prov,
-                        ProviderError(Reason::kBadParameter,
-                                      absl::StatusCode::kInvalidArgument,
-                                      absl::StrFormat("DSA paramgen: %s", what)));
+      return RaiseError(
+          gen->prov, ProviderError(Reason::kBadParameter,
+                                   absl::StatusCode::kInvalidArgument,
+                                   absl::StrFormat("DSA paramgen: %s", what)));
     };
     const OSSL_PARAM* p =
         OSSL_PARAM_locate_const(params, OSSL_PKEY_PARAM_FFC_PBITS);
@@ -132,8 +132,8 @@ int DsaGenSetParams(void* vctx, const OSSL_PARAM params[]) {
 }
 
 void* DsaGenInit(void* provctx, int selection, const OSSL_PARAM params[]) {
-  auto* gen = new (std::nothrow)
-      DsaGenCtx{static_cast<ProvCtx*>(provctx), selection};
+  auto* gen =
+      new (std::nothrow) DsaGenCtx{static_cast<ProvCtx*>(provctx), selection};
   if (gen == nullptr) return nullptr;
   if (!DsaGenSetParams(gen, params)) {
     delete gen;
@@ -146,10 +146,10 @@ int DsaGenSetTemplate(void* vctx, void* templ) {
   auto* gen = static_cast<DsaGenCtx*>(vctx);
   const auto* key = static_cast<const PkeyKey*>(templ);
   if (key == nullptr || !key->has_domain()) {
-    return RaiseError(gen->prov,
-                      ProviderError(Reason::kBadParameter,
-                                    absl::StatusCode::kInvalidArgument,
-                                    "DSA keygen: template has no p, q, g"));
+    return RaiseError(
+        gen->prov,
+        ProviderError(Reason::kBadParameter, absl::StatusCode::kInvalidArgument,
+                      "DSA keygen: template has no p, q, g"));
   }
   gen->p = key->material().dsa_p;
   gen->q = key->material().dsa_q;
@@ -179,9 +179,9 @@ absl::StatusOr<PkeyPtr> DomainFromTemplate(OSSL_LIB_CTX* lib,
                               internal::ToParams(kDsa, m, kDom));
   PkeyCtxPtr ctx(EVP_PKEY_CTX_new_from_name(lib, "DSA", "provider=default"));
   EVP_PKEY* raw = nullptr;
-  const bool ok = ctx != nullptr && EVP_PKEY_fromdata_init(ctx.get()) == 1 &&
-                  EVP_PKEY_fromdata(ctx.get(), &raw, EVP_PKEY_KEY_PARAMETERS,
-                                    params) == 1;
+  const bool ok =
+      ctx != nullptr && EVP_PKEY_fromdata_init(ctx.get()) == 1 &&
+      EVP_PKEY_fromdata(ctx.get(), &raw, EVP_PKEY_KEY_PARAMETERS, params) == 1;
   internal::ClearFreeParams(params);
   if (!ok) {
     return internal::LibcryptoError(absl::StatusCode::kInvalidArgument,
@@ -236,8 +236,8 @@ absl::StatusOr<PkeyKey*> DsaGenerate(DsaGenCtx& gen) {
   PkeyPtr result = std::move(domain);
   int selection = kDom;
   if ((gen.selection & OSSL_KEYMGMT_SELECT_KEYPAIR) != 0) {
-    PkeyCtxPtr ctx(EVP_PKEY_CTX_new_from_pkey(lib, result.get(),
-                                              "provider=default"));
+    PkeyCtxPtr ctx(
+        EVP_PKEY_CTX_new_from_pkey(lib, result.get(), "provider=default"));
     EVP_PKEY* raw = nullptr;
     if (ctx == nullptr || EVP_PKEY_keygen_init(ctx.get()) != 1 ||
         EVP_PKEY_generate(ctx.get(), &raw) != 1) {
@@ -248,8 +248,8 @@ absl::StatusOr<PkeyKey*> DsaGenerate(DsaGenCtx& gen) {
     selection = OSSL_KEYMGMT_SELECT_KEYPAIR;
   }
   auto* key = new PkeyKey(gen.prov, KeyMaterial::Type::kDsa);
-  absl::Status st =
-      internal::FromPkey(kDsa, result.get(), selection, &key->mutable_material());
+  absl::Status st = internal::FromPkey(kDsa, result.get(), selection,
+                                       &key->mutable_material());
   if (!st.ok()) {
     PkeyKey::Unref(key);
     return st;

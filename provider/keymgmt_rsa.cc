@@ -50,17 +50,17 @@ const char* const kRsaRefused[] = {OSSL_PKEY_PARAM_RSA_FACTOR3,
                                    OSSL_PKEY_PARAM_RSA_EXPONENT3,
                                    OSSL_PKEY_PARAM_RSA_COEFFICIENT2};
 
-const KeyFormat kRsa = {KeyMaterial::Type::kRsa, "RSA", kRsaFields,
-                        kRsaRequired, {}, kRsaRefused};
+const KeyFormat kRsa = {
+    KeyMaterial::Type::kRsa, "RSA", kRsaFields, kRsaRequired, {}, kRsaRefused};
 
-#define ACCELCRYPT_RSA_KEY_TYPES                                   \
-  OSSL_PARAM_BN(OSSL_PKEY_PARAM_RSA_N, nullptr, 0),                \
-      OSSL_PARAM_BN(OSSL_PKEY_PARAM_RSA_E, nullptr, 0),            \
-      OSSL_PARAM_BN(OSSL_PKEY_PARAM_RSA_D, nullptr, 0),            \
-      OSSL_PARAM_BN(OSSL_PKEY_PARAM_RSA_FACTOR1, nullptr, 0),      \
-      OSSL_PARAM_BN(OSSL_PKEY_PARAM_RSA_FACTOR2, nullptr, 0),      \
-      OSSL_PARAM_BN(OSSL_PKEY_PARAM_RSA_EXPONENT1, nullptr, 0),    \
-      OSSL_PARAM_BN(OSSL_PKEY_PARAM_RSA_EXPONENT2, nullptr, 0),    \
+#define ACCELCRYPT_RSA_KEY_TYPES                                \
+  OSSL_PARAM_BN(OSSL_PKEY_PARAM_RSA_N, nullptr, 0),             \
+      OSSL_PARAM_BN(OSSL_PKEY_PARAM_RSA_E, nullptr, 0),         \
+      OSSL_PARAM_BN(OSSL_PKEY_PARAM_RSA_D, nullptr, 0),         \
+      OSSL_PARAM_BN(OSSL_PKEY_PARAM_RSA_FACTOR1, nullptr, 0),   \
+      OSSL_PARAM_BN(OSSL_PKEY_PARAM_RSA_FACTOR2, nullptr, 0),   \
+      OSSL_PARAM_BN(OSSL_PKEY_PARAM_RSA_EXPONENT1, nullptr, 0), \
+      OSSL_PARAM_BN(OSSL_PKEY_PARAM_RSA_EXPONENT2, nullptr, 0), \
       OSSL_PARAM_BN(OSSL_PKEY_PARAM_RSA_COEFFICIENT1, nullptr, 0)
 
 const OSSL_PARAM kRsaKeyTypes[] = {ACCELCRYPT_RSA_KEY_TYPES, OSSL_PARAM_END};
@@ -136,8 +136,8 @@ int RsaGenSetParams(void* vctx, const OSSL_PARAM params[]) {
 }
 
 void* RsaGenInit(void* provctx, int selection, const OSSL_PARAM params[]) {
-  auto* gen = new (std::nothrow)
-      RsaGenCtx{static_cast<ProvCtx*>(provctx), selection};
+  auto* gen =
+      new (std::nothrow) RsaGenCtx{static_cast<ProvCtx*>(provctx), selection};
   if (gen == nullptr) return nullptr;
   if (!RsaGenSetParams(gen, params)) {
     delete gen;
@@ -181,23 +181,20 @@ void* RsaGen(void* vctx, OSSL_CALLBACK*, void*) {
         OSSL_PARAM_construct_size_t(OSSL_PKEY_PARAM_RSA_BITS, &bits),
         OSSL_PARAM_END};
     EVP_PKEY* raw = nullptr;
-    const bool generated =
-        EVP_PKEY_CTX_set_params(ctx.get(), params) == 1 &&
-        EVP_PKEY_CTX_set_params(ctx.get(), *e_param) == 1 &&
-        EVP_PKEY_generate(ctx.get(), &raw) == 1;
+    const bool generated = EVP_PKEY_CTX_set_params(ctx.get(), params) == 1 &&
+                           EVP_PKEY_CTX_set_params(ctx.get(), *e_param) == 1 &&
+                           EVP_PKEY_generate(ctx.get(), &raw) == 1;
     OSSL_PARAM_free(*e_param);
     if (!generated) {
       return RaiseError(
-          gen->prov,
-          internal::LibcryptoError(
-              absl::StatusCode::kInvalidArgument,
-              absl::StrFormat("RSA keygen (%u bits)", gen->bits)));
+          gen->prov, internal::LibcryptoError(
+                         absl::StatusCode::kInvalidArgument,
+                         absl::StrFormat("RSA keygen (%u bits)", gen->bits)));
     }
     std::unique_ptr<EVP_PKEY, PkeyFree> pkey(raw);
     auto* key = new PkeyKey(gen->prov, KeyMaterial::Type::kRsa);
-    st = internal::FromPkey(kRsa, pkey.get(),
-                                         OSSL_KEYMGMT_SELECT_KEYPAIR,
-                                         &key->mutable_material());
+    st = internal::FromPkey(kRsa, pkey.get(), OSSL_KEYMGMT_SELECT_KEYPAIR,
+                            &key->mutable_material());
     if (!st.ok()) {
       PkeyKey::Unref(key);
       return RaiseError(gen->prov, st);

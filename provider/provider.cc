@@ -23,10 +23,10 @@
 #include "core/config.h"
 #include "core/core.h"
 #include "core/status.h"
+#include "provider/algorithm_table.h"
 #include "provider/ciphers.h"
 #include "provider/digests.h"
 #include "provider/errors.h"
-#include "provider/algorithm_table.h"
 #include "provider/pkey.h"
 #include "provider/provider_ctx.h"
 #include "provider/rand.h"
@@ -76,22 +76,25 @@ void AppendPkeyAlgorithms(ProvCtx& ctx, std::vector<OSSL_ALGORITHM>* keymgmt,
   if (rsa_info != nullptr && (rsa_sign || rsa_crypt)) {
     const char* names = rsa_info->openssl_names.data();
     keymgmt->push_back(OSSL_ALGORITHM{names, kProperties, kRsaKeymgmtFunctions,
-                        "accelcrypt RSA keys"});
+                                      "accelcrypt RSA keys"});
     if (rsa_sign) {
-      signature->push_back(OSSL_ALGORITHM{names, kProperties, kRsaSignatureFunctions,
-                            "accelcrypt routed RSA signatures"});
+      signature->push_back(OSSL_ALGORITHM{names, kProperties,
+                                          kRsaSignatureFunctions,
+                                          "accelcrypt routed RSA signatures"});
     }
     if (rsa_crypt) {
-      asym_cipher->push_back(OSSL_ALGORITHM{names, kProperties, kRsaAsymCipherFunctions,
-                              "accelcrypt routed RSA encryption"});
+      asym_cipher->push_back(
+          OSSL_ALGORITHM{names, kProperties, kRsaAsymCipherFunctions,
+                         "accelcrypt routed RSA encryption"});
     }
   }
   if (dsa_info != nullptr && dsa) {
     const char* names = dsa_info->openssl_names.data();
     keymgmt->push_back(OSSL_ALGORITHM{names, kProperties, kDsaKeymgmtFunctions,
-                        "accelcrypt DSA keys"});
-    signature->push_back(OSSL_ALGORITHM{names, kProperties, kDsaSignatureFunctions,
-                          "accelcrypt routed DSA signatures"});
+                                      "accelcrypt DSA keys"});
+    signature->push_back(OSSL_ALGORITHM{names, kProperties,
+                                        kDsaSignatureFunctions,
+                                        "accelcrypt routed DSA signatures"});
   }
 }
 

@@ -4,7 +4,6 @@
 
 #include <openssl/core.h>
 #include <openssl/core_dispatch.h>
-
 #include <openssl/types.h>
 
 #include <memory>

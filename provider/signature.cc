@@ -101,8 +101,7 @@ void* DupCtx(void* vctx) {
 }
 
 absl::Status SetMd(SigCtx& ctx, const char* name, accelcrypt_alg* out) {
-  ACCELCRYPT_ASSIGN_OR_RETURN(accelcrypt_alg md,
-                              internal::DigestByName(name));
+  ACCELCRYPT_ASSIGN_OR_RETURN(accelcrypt_alg md, internal::DigestByName(name));
   if (ctx.digest != nullptr && out == &ctx.params.md && md != ctx.params.md) {
     return BadParam("the digest cannot change during digest_sign/verify");
   }
@@ -112,7 +111,8 @@ absl::Status SetMd(SigCtx& ctx, const char* name, accelcrypt_alg* out) {
 
 absl::Status ApplyParams(SigCtx& ctx, const OSSL_PARAM params[]) {
   if (params == nullptr) return absl::OkStatus();
-  const OSSL_PARAM* p = OSSL_PARAM_locate_const(params, OSSL_SIGNATURE_PARAM_DIGEST);
+  const OSSL_PARAM* p =
+      OSSL_PARAM_locate_const(params, OSSL_SIGNATURE_PARAM_DIGEST);
   if (p != nullptr) {
     const char* name = nullptr;
     if (!OSSL_PARAM_get_utf8_string_ptr(p, &name)) {
@@ -139,7 +139,8 @@ absl::Status ApplyParams(SigCtx& ctx, const OSSL_PARAM params[]) {
       }
     } else {
       int value = 0;
-      if (!OSSL_PARAM_get_int(p, &value)) return BadParam("pad-mode: not an int");
+      if (!OSSL_PARAM_get_int(p, &value))
+        return BadParam("pad-mode: not an int");
       for (const PadMode& m : kPadModes) {
         if (m.openssl == value) mode = &m;
       }
@@ -213,10 +214,10 @@ absl::Status Check(const SigCtx& ctx, size_t tbs_len, bool sign) {
   if (ctx.params.md != 0 &&
       (!ctx.rsa || ctx.params.padding != ACCELCRYPT_PAD_NONE) &&
       tbs_len != internal::DigestLen(ctx.params.md)) {
-    return BadParam(absl::StrFormat(
-        "input of %u bytes is not a %s digest (%u bytes)", tbs_len,
-        internal::DigestName(ctx.params.md),
-        internal::DigestLen(ctx.params.md)));
+    return BadParam(
+        absl::StrFormat("input of %u bytes is not a %s digest (%u bytes)",
+                        tbs_len, internal::DigestName(ctx.params.md),
+                        internal::DigestLen(ctx.params.md)));
   }
   if (ctx.rsa && ctx.params.padding == ACCELCRYPT_PAD_NONE &&
       ctx.params.md != 0) {
@@ -229,9 +230,10 @@ int Init(SigCtx* ctx, void* keydata, const OSSL_PARAM params[], Op op) {
   return Guard(ctx->prov, [&] {
     auto* key = static_cast<PkeyKey*>(keydata);
     if (key == nullptr && ctx->key == nullptr) {
-      return RaiseError(ctx->prov, ProviderError(Reason::kNoKeySet,
-                                                 absl::StatusCode::kFailedPrecondition,
-                                                 "signature init without a key"));
+      return RaiseError(ctx->prov,
+                        ProviderError(Reason::kNoKeySet,
+                                      absl::StatusCode::kFailedPrecondition,
+                                      "signature init without a key"));
     }
     if (key != nullptr && key->rsa() != ctx->rsa) {
       return RaiseError(ctx->prov, BadParam("key type does not match"));
@@ -252,10 +254,10 @@ int Init(SigCtx* ctx, void* keydata, const OSSL_PARAM params[], Op op) {
     absl::Status st = ApplyParams(*ctx, params);
     if (!st.ok()) return RaiseError(ctx->prov, st);
     if (op == Op::kSign && !ctx->key->has_private()) {
-      return RaiseError(ctx->prov, ProviderError(
-                                       Reason::kNoKeySet,
-                                       absl::StatusCode::kFailedPrecondition,
-                                       "signing needs a private key"));
+      return RaiseError(ctx->prov,
+                        ProviderError(Reason::kNoKeySet,
+                                      absl::StatusCode::kFailedPrecondition,
+                                      "signing needs a private key"));
     }
     ctx->op = op;
     return 1;
@@ -308,8 +310,9 @@ int DoVerify(SigCtx* ctx, const unsigned char* sig, size_t siglen,
              const unsigned char* tbs, size_t tbslen) {
   absl::StatusOr<PublicKeyOps*> ops = ctx->key->Ops();
   if (!ops.ok()) return RaiseError(ctx->prov, ops.status());
-  absl::Status st = (*ops)->Verify(ctx->params, absl::MakeConstSpan(tbs, tbslen),
-                                   absl::MakeConstSpan(sig, siglen));
+  absl::Status st =
+      (*ops)->Verify(ctx->params, absl::MakeConstSpan(tbs, tbslen),
+                     absl::MakeConstSpan(sig, siglen));
   if (st.ok()) return 1;
   if (GetStatusDetail(st) == StatusDetail::kAuthFailed) {
     st = ProviderError(Reason::kBadSignature, st.code(), st.message());
@@ -524,7 +527,8 @@ absl::StatusOr<std::string> AlgorithmId(const SigCtx& ctx) {
 int GetCtxParams(void* vctx, OSSL_PARAM params[]) {
   auto* ctx = static_cast<SigCtx*>(vctx);
   return Guard(ctx->prov, [&] {
-    OSSL_PARAM* p = OSSL_PARAM_locate(params, OSSL_SIGNATURE_PARAM_ALGORITHM_ID);
+    OSSL_PARAM* p =
+        OSSL_PARAM_locate(params, OSSL_SIGNATURE_PARAM_ALGORITHM_ID);
     if (p != nullptr) {
       // Asked for and not available (PSS): say so rather than answer an
       // empty identifier that libcrypto would fail to decode.
@@ -564,7 +568,8 @@ int GetCtxParams(void* vctx, OSSL_PARAM params[]) {
         if (!OSSL_PARAM_set_int(p, salt)) return 0;
       } else {
         std::string value =
-            salt == ACCELCRYPT_PSS_SALT_DIGEST ? OSSL_PKEY_RSA_PSS_SALT_LEN_DIGEST
+            salt == ACCELCRYPT_PSS_SALT_DIGEST
+                ? OSSL_PKEY_RSA_PSS_SALT_LEN_DIGEST
             : salt == ACCELCRYPT_PSS_SALT_MAX  ? OSSL_PKEY_RSA_PSS_SALT_LEN_MAX
             : salt == ACCELCRYPT_PSS_SALT_AUTO ? OSSL_PKEY_RSA_PSS_SALT_LEN_AUTO
                                                : std::to_string(salt);
@@ -614,28 +619,29 @@ const OSSL_PARAM* DsaSettable(void*, void*) { return kDsaSettable; }
 
 using Fn = void (*)(void);
 
-#define ACCELCRYPT_SIGNATURE_COMMON                                          \
-  {OSSL_FUNC_SIGNATURE_SIGN_INIT, reinterpret_cast<Fn>(&SignInit)},          \
-      {OSSL_FUNC_SIGNATURE_SIGN, reinterpret_cast<Fn>(&Sign)},               \
-      {OSSL_FUNC_SIGNATURE_VERIFY_INIT, reinterpret_cast<Fn>(&VerifyInit)},  \
-      {OSSL_FUNC_SIGNATURE_VERIFY, reinterpret_cast<Fn>(&Verify)},           \
-      {OSSL_FUNC_SIGNATURE_DIGEST_SIGN_INIT,                                 \
-       reinterpret_cast<Fn>(&DigestSignInit)},                               \
-      {OSSL_FUNC_SIGNATURE_DIGEST_SIGN_UPDATE,                               \
-       reinterpret_cast<Fn>(&DigestUpdate)},                                 \
-      {OSSL_FUNC_SIGNATURE_DIGEST_SIGN_FINAL,                                \
-       reinterpret_cast<Fn>(&DigestSignFinal)},                              \
-      {OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_INIT,                               \
-       reinterpret_cast<Fn>(&DigestVerifyInit)},                             \
-      {OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_UPDATE,                             \
-       reinterpret_cast<Fn>(&DigestUpdate)},                                 \
-      {OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_FINAL,                              \
-       reinterpret_cast<Fn>(&DigestVerifyFinal)},                            \
-      {OSSL_FUNC_SIGNATURE_FREECTX, reinterpret_cast<Fn>(&FreeCtx)},         \
-      {OSSL_FUNC_SIGNATURE_DUPCTX, reinterpret_cast<Fn>(&DupCtx)},           \
-      {OSSL_FUNC_SIGNATURE_GET_CTX_PARAMS, reinterpret_cast<Fn>(&GetCtxParams)}, \
-  {                                                                          \
-    OSSL_FUNC_SIGNATURE_SET_CTX_PARAMS, reinterpret_cast<Fn>(&SetCtxParams)  \
+#define ACCELCRYPT_SIGNATURE_COMMON                                         \
+  {OSSL_FUNC_SIGNATURE_SIGN_INIT, reinterpret_cast<Fn>(&SignInit)},         \
+      {OSSL_FUNC_SIGNATURE_SIGN, reinterpret_cast<Fn>(&Sign)},              \
+      {OSSL_FUNC_SIGNATURE_VERIFY_INIT, reinterpret_cast<Fn>(&VerifyInit)}, \
+      {OSSL_FUNC_SIGNATURE_VERIFY, reinterpret_cast<Fn>(&Verify)},          \
+      {OSSL_FUNC_SIGNATURE_DIGEST_SIGN_INIT,                                \
+       reinterpret_cast<Fn>(&DigestSignInit)},                              \
+      {OSSL_FUNC_SIGNATURE_DIGEST_SIGN_UPDATE,                              \
+       reinterpret_cast<Fn>(&DigestUpdate)},                                \
+      {OSSL_FUNC_SIGNATURE_DIGEST_SIGN_FINAL,                               \
+       reinterpret_cast<Fn>(&DigestSignFinal)},                             \
+      {OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_INIT,                              \
+       reinterpret_cast<Fn>(&DigestVerifyInit)},                            \
+      {OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_UPDATE,                            \
+       reinterpret_cast<Fn>(&DigestUpdate)},                                \
+      {OSSL_FUNC_SIGNATURE_DIGEST_VERIFY_FINAL,                             \
+       reinterpret_cast<Fn>(&DigestVerifyFinal)},                           \
+      {OSSL_FUNC_SIGNATURE_FREECTX, reinterpret_cast<Fn>(&FreeCtx)},        \
+      {OSSL_FUNC_SIGNATURE_DUPCTX, reinterpret_cast<Fn>(&DupCtx)},          \
+      {OSSL_FUNC_SIGNATURE_GET_CTX_PARAMS,                                  \
+       reinterpret_cast<Fn>(&GetCtxParams)},                                \
+  {                                                                         \
+    OSSL_FUNC_SIGNATURE_SET_CTX_PARAMS, reinterpret_cast<Fn>(&SetCtxParams) \
   }
 
 }  // namespace

@@ -21,8 +21,8 @@
 namespace accelcrypt::provider::internal {
 namespace {
 
-constexpr int kKeySelections = OSSL_KEYMGMT_SELECT_KEYPAIR |
-                               OSSL_KEYMGMT_SELECT_DOMAIN_PARAMETERS;
+constexpr int kKeySelections =
+    OSSL_KEYMGMT_SELECT_KEYPAIR | OSSL_KEYMGMT_SELECT_DOMAIN_PARAMETERS;
 
 // Minimal returns `v` without leading zero bytes, for comparisons.
 absl::Span<const uint8_t> Minimal(const std::vector<uint8_t>& v) {
@@ -100,8 +100,8 @@ int KeymgmtMatch(const KeyFormat& format, const void* keydata1,
     // As OpenSSL: compare the public parts when selected and present,
     // otherwise the private parts; something must have been compared.
     bool checked = false;
-    for (int part : {OSSL_KEYMGMT_SELECT_PUBLIC_KEY,
-                     OSSL_KEYMGMT_SELECT_PRIVATE_KEY}) {
+    for (int part :
+         {OSSL_KEYMGMT_SELECT_PUBLIC_KEY, OSSL_KEYMGMT_SELECT_PRIVATE_KEY}) {
       if (checked || (selection & part) == 0) continue;
       bool present = false;
       for (const KeyField& f : format.fields) {
@@ -126,13 +126,13 @@ int KeymgmtImport(const KeyFormat& format, void* keydata, int selection,
     if ((selection & kKeySelections) == 0) return 1;
     for (const char* name : format.refused) {
       if (OSSL_PARAM_locate_const(params, name) != nullptr) {
-        return RaiseError(key->prov(),
-                          ProviderError(Reason::kNotSupported,
-                                        absl::StatusCode::kUnimplemented,
-                                        absl::StrFormat(
-                                            "%s: parameter %s (multi-prime "
-                                            "keys) is not supported",
-                                            format.name, name)));
+        return RaiseError(
+            key->prov(),
+            ProviderError(Reason::kNotSupported,
+                          absl::StatusCode::kUnimplemented,
+                          absl::StrFormat("%s: parameter %s (multi-prime "
+                                          "keys) is not supported",
+                                          format.name, name)));
       }
     }
     KeyMaterial fresh;
@@ -193,9 +193,8 @@ int KeymgmtExport(const KeyFormat& format, void* keydata, int selection,
   return Guard(key->prov(), [&] {
     if ((selection & OSSL_KEYMGMT_SELECT_PRIVATE_KEY) != 0 &&
         !key->material().uri.empty() && !key->has_private()) {
-      return RaiseError(key->prov(),
-                        absl::FailedPreconditionError(
-                            "the private key stays on its token"));
+      return RaiseError(key->prov(), absl::FailedPreconditionError(
+                                         "the private key stays on its token"));
     }
     absl::StatusOr<OSSL_PARAM*> params =
         ToParams(format, key->material(), selection);
@@ -271,8 +270,8 @@ int KeymgmtGetParams(const KeyFormat& format, void* keydata,
   });
 }
 
-int KeymgmtValidate(const KeyFormat& format, const void* keydata,
-                    int selection, int checktype) {
+int KeymgmtValidate(const KeyFormat& format, const void* keydata, int selection,
+                    int checktype) {
   const auto* key = static_cast<const PkeyKey*>(keydata);
   if (key == nullptr) return 0;
   ProvCtx* prov = key->prov();
@@ -293,7 +292,8 @@ int KeymgmtValidate(const KeyFormat& format, const void* keydata,
     if ((selection & OSSL_KEYMGMT_SELECT_PUBLIC_KEY) != 0) {
       kind = EVP_PKEY_PUBLIC_KEY;
     }
-    if ((selection & OSSL_KEYMGMT_SELECT_PRIVATE_KEY) != 0) kind = EVP_PKEY_KEYPAIR;
+    if ((selection & OSSL_KEYMGMT_SELECT_PRIVATE_KEY) != 0)
+      kind = EVP_PKEY_KEYPAIR;
     const bool made = ctx != nullptr &&
                       EVP_PKEY_fromdata_init(ctx.get()) == 1 &&
                       EVP_PKEY_fromdata(ctx.get(), &raw, kind, *params) == 1;

@@ -57,8 +57,8 @@ int KeymgmtGetParams(const KeyFormat& format, void* keydata,
                      OSSL_PARAM params[]);
 // KeymgmtValidate checks the key with libcrypto's own checks in the
 // provider's private library context.
-int KeymgmtValidate(const KeyFormat& format, const void* keydata,
-                    int selection, int checktype);
+int KeymgmtValidate(const KeyFormat& format, const void* keydata, int selection,
+                    int checktype);
 
 // ToPkeyParams builds the OpenSSL parameter array of the key's integers in
 // `selection` (free with OSSL_PARAM_free).

@@ -86,7 +86,8 @@ int PkeyKey::SecurityBits() {
     // value is the one the default provider reports for the same key.
     OSSL_LIB_CTX* lib = prov_->private_libctx();
     ParamBuilder builder;
-    if (lib != nullptr && builder.Add(OSSL_PKEY_PARAM_RSA_N, material_.n).ok() &&
+    if (lib != nullptr &&
+        builder.Add(OSSL_PKEY_PARAM_RSA_N, material_.n).ok() &&
         builder.Add(OSSL_PKEY_PARAM_RSA_E, material_.e).ok()) {
       absl::StatusOr<OSSL_PARAM*> params = builder.Build();
       if (params.ok()) {
@@ -175,9 +176,8 @@ absl::Status SetParamBytes(OSSL_PARAM params[], const char* name,
   const int ok = OSSL_PARAM_set_BN(p, bn);
   BN_clear_free(bn);
   if (!ok) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("key parameter %s: buffer too small or wrong type",
-                        name));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "key parameter %s: buffer too small or wrong type", name));
   }
   return absl::OkStatus();
 }
@@ -204,9 +204,9 @@ absl::Status LibcryptoError(absl::StatusCode code, std::string_view what) {
     if (!detail.empty()) detail += "; ";
     detail += buf;
   }
-  return absl::Status(code, absl::StrFormat("%s%s%s", what,
-                                            detail.empty() ? "" : ": ",
-                                            detail));
+  return absl::Status(
+      code,
+      absl::StrFormat("%s%s%s", what, detail.empty() ? "" : ": ", detail));
 }
 
 absl::StatusOr<accelcrypt_alg> DigestByName(std::string_view name) {

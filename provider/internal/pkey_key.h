@@ -72,7 +72,6 @@ class PkeyKey {
   std::atomic<int> security_bits_{-1};
 };
 
-
 // ParamBytes reads the integer parameter `name` from `params` into `out`
 // (big-endian, minimal). Returns false when absent; kInvalidArgument when
 // present but not an integer.

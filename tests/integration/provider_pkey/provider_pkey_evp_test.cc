@@ -155,8 +155,8 @@ TEST_F(PkeyEvpTest, DigestSignFinalTwiceAndPssDup) {
   for (int pad : {RSA_PKCS1_PADDING, RSA_PKCS1_PSS_PADDING}) {
     MdCtx md(EVP_MD_CTX_new());
     EVP_PKEY_CTX* pctx = nullptr;
-    ASSERT_EQ(EVP_DigestSignInit_ex(md.get(), &pctx, "SHA256", nullptr,
-                                    nullptr, rsa_, nullptr),
+    ASSERT_EQ(EVP_DigestSignInit_ex(md.get(), &pctx, "SHA256", nullptr, nullptr,
+                                    rsa_, nullptr),
               1);
     ASSERT_EQ(EVP_PKEY_CTX_set_rsa_padding(pctx, pad), 1);
     const std::string part1(1000, 'a'), part2 = "tail";
@@ -175,15 +175,16 @@ TEST_F(PkeyEvpTest, DigestSignFinalTwiceAndPssDup) {
     Pkey pub = InDefault(rsa_, EVP_PKEY_PUBLIC_KEY);
     MdCtx vmd(EVP_MD_CTX_new());
     EVP_PKEY_CTX* vctx = nullptr;
-    ASSERT_EQ(EVP_DigestVerifyInit_ex(vmd.get(), &vctx, "SHA256",
-                                      default_lib_, nullptr, pub.get(), nullptr),
+    ASSERT_EQ(EVP_DigestVerifyInit_ex(vmd.get(), &vctx, "SHA256", default_lib_,
+                                      nullptr, pub.get(), nullptr),
               1);
     ASSERT_EQ(EVP_PKEY_CTX_set_rsa_padding(vctx, pad), 1);
     const std::string whole = part1 + part2;
-    EXPECT_EQ(EVP_DigestVerify(vmd.get(), sig2.data(), len2,
-                               reinterpret_cast<const unsigned char*>(whole.data()),
-                               whole.size()),
-              1);
+    EXPECT_EQ(
+        EVP_DigestVerify(vmd.get(), sig2.data(), len2,
+                         reinterpret_cast<const unsigned char*>(whole.data()),
+                         whole.size()),
+        1);
   }
 }
 
@@ -191,7 +192,8 @@ TEST_F(PkeyEvpTest, DecryptSizeQueryAndShortBuffer) {
   Pkey pub = InDefault(rsa_, EVP_PKEY_PUBLIC_KEY);
   Ctx ectx(EVP_PKEY_CTX_new_from_pkey(default_lib_, pub.get(), nullptr));
   ASSERT_EQ(EVP_PKEY_encrypt_init(ectx.get()), 1);
-  ASSERT_EQ(EVP_PKEY_CTX_set_rsa_padding(ectx.get(), RSA_PKCS1_OAEP_PADDING), 1);
+  ASSERT_EQ(EVP_PKEY_CTX_set_rsa_padding(ectx.get(), RSA_PKCS1_OAEP_PADDING),
+            1);
   const unsigned char pt[] = "sixteen byte msg";
   unsigned char ct[256];
   size_t ct_len = sizeof(ct);
@@ -199,7 +201,8 @@ TEST_F(PkeyEvpTest, DecryptSizeQueryAndShortBuffer) {
 
   Ctx dctx(EVP_PKEY_CTX_new_from_pkey(nullptr, rsa_, nullptr));
   ASSERT_EQ(EVP_PKEY_decrypt_init(dctx.get()), 1);
-  ASSERT_EQ(EVP_PKEY_CTX_set_rsa_padding(dctx.get(), RSA_PKCS1_OAEP_PADDING), 1);
+  ASSERT_EQ(EVP_PKEY_CTX_set_rsa_padding(dctx.get(), RSA_PKCS1_OAEP_PADDING),
+            1);
   size_t out_len = 0;
   ASSERT_EQ(EVP_PKEY_decrypt(dctx.get(), nullptr, &out_len, ct, ct_len), 1);
   EXPECT_EQ(out_len, 256u);
