@@ -89,7 +89,10 @@ void BuildCaps(Instance* in) {
     // With only CKM_RSA_X_509, EMSA-PKCS1-v1_5 is done in this backend.
     sign |= ACCELCRYPT_CAP_RSA_PKCS1;
   }
-  if (has(CKM_RSA_PKCS_PSS, CKF_SIGN)) sign |= ACCELCRYPT_CAP_RSA_PSS;
+  if (has(CKM_RSA_PKCS_PSS, CKF_SIGN) || has(CKM_RSA_X_509, CKF_SIGN)) {
+    // With only CKM_RSA_X_509, EMSA-PSS is done in this backend too.
+    sign |= ACCELCRYPT_CAP_RSA_PSS;
+  }
   if (has(CKM_RSA_X_509, CKF_SIGN)) sign |= ACCELCRYPT_CAP_RSA_RAW;
   if (has(CKM_RSA_PKCS, CKF_DECRYPT)) crypt |= ACCELCRYPT_CAP_RSA_PKCS1;
   if (has(CKM_RSA_PKCS_OAEP, CKF_DECRYPT)) crypt |= ACCELCRYPT_CAP_RSA_OAEP;

@@ -3,6 +3,7 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 
 #include <algorithm>
 #include <cstring>
@@ -11,8 +12,8 @@
 #include "backends/pkcs11/ck_status.h"
 
 namespace accelcrypt::pkcs11_client {
-namespace {
 
+// MdInfo is one digest as the padding code needs it.
 struct MdInfo {
   accelcrypt_alg md;
   CK_MECHANISM_TYPE ckm;
@@ -21,27 +22,30 @@ struct MdInfo {
   // DER DigestInfo prefix (RFC 8017 section 9.2, note 1).
   const char* prefix;
   size_t prefix_len;
+  const char* ossl_name;  // for EVP_MD_fetch
 };
+
+namespace {
 
 constexpr MdInfo kMds[] = {
     {ACCELCRYPT_ALG_SHA1, CKM_SHA_1, CKG_MGF1_SHA1, 20,
-     "\x30\x21\x30\x09\x06\x05\x2b\x0e\x03\x02\x1a\x05\x00\x04\x14", 15},
+     "\x30\x21\x30\x09\x06\x05\x2b\x0e\x03\x02\x1a\x05\x00\x04\x14", 15, "SHA1"},
     {ACCELCRYPT_ALG_SHA224, CKM_SHA224, CKG_MGF1_SHA224, 28,
      "\x30\x2d\x30\x0d\x06\x09\x60\x86\x48\x01\x65\x03\x04\x02\x04\x05\x00\x04"
      "\x1c",
-     19},
+     19, "SHA2-224"},
     {ACCELCRYPT_ALG_SHA256, CKM_SHA256, CKG_MGF1_SHA256, 32,
      "\x30\x31\x30\x0d\x06\x09\x60\x86\x48\x01\x65\x03\x04\x02\x01\x05\x00\x04"
      "\x20",
-     19},
+     19, "SHA2-256"},
     {ACCELCRYPT_ALG_SHA384, CKM_SHA384, CKG_MGF1_SHA384, 48,
      "\x30\x41\x30\x0d\x06\x09\x60\x86\x48\x01\x65\x03\x04\x02\x02\x05\x00\x04"
      "\x30",
-     19},
+     19, "SHA2-384"},
     {ACCELCRYPT_ALG_SHA512, CKM_SHA512, CKG_MGF1_SHA512, 64,
      "\x30\x51\x30\x0d\x06\x09\x60\x86\x48\x01\x65\x03\x04\x02\x03\x05\x00\x04"
      "\x40",
-     19},
+     19, "SHA2-512"},
 };
 
 const MdInfo* FindMd(accelcrypt_alg md) {
@@ -167,6 +171,42 @@ bool DecodeDsa(const uint8_t* der, size_t n, size_t q_len,
          ReadInt(der, n, &pos, q_len, rs->data() + q_len) && pos == n;
 }
 
+
+// Hash runs `md` over the concatenation of `parts` in the backend's private
+// library context.
+bool Hash(OSSL_LIB_CTX* libctx, const MdInfo& md,
+          std::initializer_list<std::pair<const uint8_t*, size_t>> parts,
+          uint8_t* out) {
+  EVP_MD* evp = EVP_MD_fetch(libctx, md.ossl_name, nullptr);
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  bool ok = evp != nullptr && ctx != nullptr &&
+            EVP_DigestInit_ex(ctx, evp, nullptr) == 1;
+  for (const auto& [p, n] : parts) {
+    ok = ok && EVP_DigestUpdate(ctx, p, n) == 1;
+  }
+  ok = ok && EVP_DigestFinal_ex(ctx, out, nullptr) == 1;
+  EVP_MD_CTX_free(ctx);
+  EVP_MD_free(evp);
+  return ok;
+}
+
+// Mgf1Xor XORs MGF1(seed) (RFC 8017 appendix B.2.1) into out[0..len).
+bool Mgf1Xor(OSSL_LIB_CTX* libctx, const MdInfo& md, const uint8_t* seed,
+             size_t seed_len, uint8_t* out, size_t len) {
+  uint8_t block[64];
+  size_t done = 0;
+  for (uint32_t counter = 0; done < len; ++counter) {
+    uint8_t c[4] = {static_cast<uint8_t>(counter >> 24),
+                    static_cast<uint8_t>(counter >> 16),
+                    static_cast<uint8_t>(counter >> 8),
+                    static_cast<uint8_t>(counter)};
+    if (!Hash(libctx, md, {{seed, seed_len}, {c, 4}}, block)) return false;
+    for (size_t i = 0; i < md.len && done < len; ++i) out[done++] ^= block[i];
+  }
+  OPENSSL_cleanse(block, sizeof(block));
+  return true;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<PkeyPkcs11Client>> PkeyPkcs11Client::Load(
@@ -174,6 +214,7 @@ absl::StatusOr<std::unique_ptr<PkeyPkcs11Client>> PkeyPkcs11Client::Load(
     const accelcrypt_key_desc& desc) {
   std::unique_ptr<PkeyPkcs11Client> k(new PkeyPkcs11Client());
   k->token_ = token;
+  k->libctx_ = libctx;
   k->rsa_ = desc.alg != ACCELCRYPT_ALG_DSA_SIGN;
   const bool has_material = k->rsa_ ? desc.n.len != 0 : desc.dsa_p.len != 0;
   if (desc.uri != nullptr && *desc.uri != '\0') {
@@ -436,12 +477,17 @@ absl::Status PkeyPkcs11Client::Sign(const accelcrypt_pkey_params& params,
       if (md == nullptr) {
         return absl::InvalidArgumentError("pkcs11: PSS needs a digest");
       }
-      if (!token_->mech(CKM_RSA_PKCS_PSS).present) {
-        return absl::UnimplementedError("pkcs11: token has no CKM_RSA_PKCS_PSS");
-      }
       const MdInfo* mgf = params.mgf1_md != 0 ? FindMd(params.mgf1_md) : md;
       if (mgf == nullptr) {
         return absl::InvalidArgumentError("pkcs11: unsupported MGF1 digest");
+      }
+      if (!token_->mech(CKM_RSA_PKCS_PSS).present) {
+        if (!token_->mech(CKM_RSA_X_509).present) {
+          return absl::UnimplementedError("pkcs11: no PSS signing");
+        }
+        absl::Status st = SignPssFramework(*md, *mgf, params.salt_len, tbs, sig);
+        if (st.ok()) *sig_len = mod_len_;
+        return st;
       }
       size_t mod_bits = n_.empty() ? mod_len_ * 8 : BitLength(n_);
       size_t em_len = (mod_bits - 1 + 7) / 8;  // RFC 8017 section 8.1.1
@@ -525,6 +571,101 @@ absl::Status PkeyPkcs11Client::RawPublic(const uint8_t* in, size_t in_len,
   });
 }
 
+size_t PkeyPkcs11Client::ModBits() const {
+  return n_.empty() ? mod_len_ * 8 : BitLength(n_);
+}
+
+// EMSA-PSS-ENCODE (RFC 8017 section 9.1.1) here, RSASP1 on the token: for
+// tokens with raw RSA only. The salt comes from the private library
+// context's DRBG.
+absl::Status PkeyPkcs11Client::SignPssFramework(const MdInfo& md,
+                                                const MdInfo& mgf,
+                                                int32_t salt_param,
+                                                const uint8_t* m_hash,
+                                                uint8_t* sig) {
+  const size_t em_bits = ModBits() - 1;
+  const size_t em_len = (em_bits + 7) / 8;
+  long salt_len = salt_param;
+  if (salt_len == ACCELCRYPT_PSS_SALT_DIGEST) {
+    salt_len = static_cast<long>(md.len);
+  } else if (salt_len == ACCELCRYPT_PSS_SALT_MAX) {
+    salt_len = static_cast<long>(em_len) - static_cast<long>(md.len) - 2;
+  }
+  if (salt_len < 0 || em_len < md.len + static_cast<size_t>(salt_len) + 2) {
+    return absl::InvalidArgumentError("pkcs11: PSS salt length does not fit");
+  }
+  std::vector<uint8_t> salt(static_cast<size_t>(salt_len));
+  if (!salt.empty() &&
+      RAND_bytes_ex(libctx_, salt.data(), salt.size(), 0) != 1) {
+    return absl::UnavailableError("pkcs11: no random salt");
+  }
+  const uint8_t zeros[8] = {};
+  std::vector<uint8_t> em(mod_len_, 0);
+  uint8_t* out = em.data() + (mod_len_ - em_len);
+  const size_t db_len = em_len - md.len - 1;
+  uint8_t* h = out + db_len;
+  if (!Hash(libctx_, md,
+            {{zeros, 8}, {m_hash, md.len}, {salt.data(), salt.size()}}, h)) {
+    return absl::InternalError("pkcs11: PSS hash failed");
+  }
+  out[db_len - salt.size() - 1] = 0x01;
+  std::copy(salt.begin(), salt.end(), out + db_len - salt.size());
+  if (!Mgf1Xor(libctx_, mgf, h, md.len, out, db_len)) {
+    return absl::InternalError("pkcs11: MGF1 failed");
+  }
+  out[0] &= static_cast<uint8_t>(0xff >> (8 * em_len - em_bits));
+  out[em_len - 1] = 0xbc;
+  return RawPrivate(em.data(), em.size(), sig);
+}
+
+// EMSA-PSS-VERIFY (RFC 8017 section 9.1.2) over RSAVP1 done on the token.
+// Everything here is public: no constant time needed.
+absl::Status PkeyPkcs11Client::VerifyPssFramework(
+    const MdInfo& md, const MdInfo& mgf, int32_t salt_param,
+    const uint8_t* m_hash, const uint8_t* sig, size_t sig_len) {
+  if (sig_len != mod_len_) return AuthFailed("RSA-PSS");
+  std::vector<uint8_t> em(mod_len_);
+  absl::Status st = RawPublic(sig, sig_len, em.data());
+  if (!st.ok()) {
+    return st.code() == absl::StatusCode::kInvalidArgument
+               ? AuthFailed("RSA-PSS")
+               : st;
+  }
+  const size_t em_bits = ModBits() - 1;
+  const size_t em_len = (em_bits + 7) / 8;
+  for (size_t i = 0; i < mod_len_ - em_len; ++i) {
+    if (em[i] != 0) return AuthFailed("RSA-PSS");
+  }
+  uint8_t* e = em.data() + (mod_len_ - em_len);
+  if (em_len < md.len + 2 || e[em_len - 1] != 0xbc) {
+    return AuthFailed("RSA-PSS");
+  }
+  const size_t db_len = em_len - md.len - 1;
+  const uint8_t* h = e + db_len;
+  const size_t spare = 8 * em_len - em_bits;
+  if (spare != 0 && (e[0] >> (8 - spare)) != 0) return AuthFailed("RSA-PSS");
+  if (!Mgf1Xor(libctx_, mgf, h, md.len, e, db_len)) {
+    return absl::InternalError("pkcs11: MGF1 failed");
+  }
+  e[0] &= static_cast<uint8_t>(0xff >> spare);
+  size_t one = 0;
+  while (one < db_len && e[one] == 0) ++one;
+  if (one == db_len || e[one] != 0x01) return AuthFailed("RSA-PSS");
+  const size_t salt_len = db_len - one - 1;
+  if ((salt_param >= 0 && salt_len != static_cast<size_t>(salt_param)) ||
+      (salt_param == ACCELCRYPT_PSS_SALT_DIGEST && salt_len != md.len)) {
+    return AuthFailed("RSA-PSS");
+  }
+  const uint8_t zeros[8] = {};
+  uint8_t h2[64];
+  if (!Hash(libctx_, md,
+            {{zeros, 8}, {m_hash, md.len}, {e + one + 1, salt_len}}, h2)) {
+    return absl::InternalError("pkcs11: PSS hash failed");
+  }
+  return std::memcmp(h2, h, md.len) == 0 ? absl::OkStatus()
+                                         : AuthFailed("RSA-PSS");
+}
+
 absl::Status PkeyPkcs11Client::Verify(const accelcrypt_pkey_params& params,
                                       const uint8_t* tbs, size_t tbs_len,
                                       const uint8_t* sig, size_t sig_len) {
@@ -587,12 +728,16 @@ absl::Status PkeyPkcs11Client::Verify(const accelcrypt_pkey_params& params,
       if (md == nullptr) {
         return absl::InvalidArgumentError("pkcs11: PSS needs a digest");
       }
-      if (!token_->mech(CKM_RSA_PKCS_PSS).present) {
-        return absl::UnimplementedError("pkcs11: token has no CKM_RSA_PKCS_PSS");
-      }
       const MdInfo* mgf = params.mgf1_md != 0 ? FindMd(params.mgf1_md) : md;
       if (mgf == nullptr) {
         return absl::InvalidArgumentError("pkcs11: unsupported MGF1 digest");
+      }
+      if (!token_->mech(CKM_RSA_PKCS_PSS).present) {
+        if (!token_->mech(CKM_RSA_X_509).present) {
+          return absl::UnimplementedError("pkcs11: no PSS verification");
+        }
+        return VerifyPssFramework(*md, *mgf, params.salt_len, tbs, sig,
+                                  sig_len);
       }
       long salt = params.salt_len;
       if (salt == ACCELCRYPT_PSS_SALT_DIGEST) {

@@ -18,6 +18,8 @@
 
 namespace accelcrypt::pkcs11_client {
 
+struct MdInfo;
+
 // KeyLimits are the key sizes the backend declared per family.
 struct KeyLimits {
   size_t rsa_min = 0, rsa_max = 0, dsa_min = 0, dsa_max = 0;
@@ -56,11 +58,21 @@ class PkeyPkcs11Client {
   // handles drop the cache entry so the next call imports again.
   template <typename Fn>
   absl::Status Run(const char* what, Fn&& fn);
+  size_t ModBits() const;
+  // PSS done here over raw RSA on the token (tokens without
+  // CKM_RSA_PKCS_PSS).
+  absl::Status SignPssFramework(const MdInfo& md, const MdInfo& mgf,
+                                int32_t salt_len, const uint8_t* m_hash,
+                                uint8_t* sig);
+  absl::Status VerifyPssFramework(const MdInfo& md, const MdInfo& mgf,
+                                  int32_t salt_len, const uint8_t* m_hash,
+                                  const uint8_t* sig, size_t sig_len);
   absl::Status CheckBelowModulus(const uint8_t* in, size_t in_len) const;
   absl::Status RawPrivate(const uint8_t* in, size_t in_len, uint8_t* out);
   absl::Status RawPublic(const uint8_t* in, size_t in_len, uint8_t* out);
 
   Token* token_ = nullptr;
+  OSSL_LIB_CTX* libctx_ = nullptr;
   bool rsa_ = true;
   bool private_ = false;
   size_t mod_len_ = 0;  // RSA modulus bytes

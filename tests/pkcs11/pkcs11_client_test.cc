@@ -382,8 +382,9 @@ TEST_F(Pkcs11ClientTest, ShortBufferIsOutOfRangeAndNotRetried) {
   EXPECT_EQ(Cell("software", ACCELCRYPT_ALG_RSA_SIGN).ops.load(), 0u);
 }
 
-// Only CKM_RSA_X_509 (the UltraSPARC T1/T2 shape): PKCS#1 v1.5 padding is
-// done by the backend, the token does the raw private-key operation.
+// Only CKM_RSA_X_509 (the UltraSPARC T1/T2 shape): PKCS#1 v1.5 and PSS
+// padding are done by the backend, the token does the raw RSA operations;
+// OAEP is not offered and goes to software.
 TEST_F(Pkcs11ClientTest, RawOnlyTokenGetsFrameworkPkcs1Padding) {
   auto overrides = g_hsm->Overrides();
   overrides["pkcs11.hide_mechanisms"] =
@@ -396,7 +397,7 @@ TEST_F(Pkcs11ClientTest, RawOnlyTokenGetsFrameworkPkcs1Padding) {
       raw_only->Capability(ACCELCRYPT_ALG_RSA_SIGN);
   ASSERT_NE(cap, nullptr);
   EXPECT_TRUE(cap->flags & ACCELCRYPT_CAP_RSA_PKCS1);
-  EXPECT_FALSE(cap->flags & ACCELCRYPT_CAP_RSA_PSS);
+  EXPECT_TRUE(cap->flags & ACCELCRYPT_CAP_RSA_PSS);
   KeyMaterial key = RsaKey(2048);
   auto ops = (*core)->router().NewPublicKeyOps(key);
   ASSERT_TRUE(ops.ok());
@@ -411,9 +412,33 @@ TEST_F(Pkcs11ClientTest, RawOnlyTokenGetsFrameworkPkcs1Padding) {
   sig[0] ^= 1;
   EXPECT_EQ(GetStatusDetail((*ops)->Verify(Pkcs1(), digest, sig)),
             StatusDetail::kAuthFailed);
-  // PSS is not declared: the router sends it to software.
-  std::vector<uint8_t> pss_sig(256);
-  ASSERT_TRUE((*ops)->Sign(Pss(), digest, absl::MakeSpan(pss_sig)).ok());
+  for (int32_t salt : {ACCELCRYPT_PSS_SALT_DIGEST, 0, 20, ACCELCRYPT_PSS_SALT_MAX}) {
+    PkeyParams pss = Pss();
+    pss.salt_len = salt;
+    std::vector<uint8_t> pss_sig(256);
+    ASSERT_TRUE((*ops)->Sign(pss, digest, absl::MakeSpan(pss_sig)).ok());
+    EXPECT_EQ((*ops)->last_backend(), "pkcs11");
+    if (salt == ACCELCRYPT_PSS_SALT_MAX) pss.salt_len = ACCELCRYPT_PSS_SALT_AUTO;
+    EXPECT_TRUE((*sw)->Verify(pss, digest, pss_sig).ok()) << salt;
+    EXPECT_TRUE((*ops)->Verify(pss, digest, pss_sig).ok()) << salt;
+    EXPECT_EQ((*ops)->last_backend(), "pkcs11");
+    pss_sig[100] ^= 4;
+    EXPECT_EQ(GetStatusDetail((*ops)->Verify(pss, digest, pss_sig)),
+              StatusDetail::kAuthFailed);
+  }
+  // Software-made PSS signatures verify through the framework path.
+  auto sw_priv = software_->LoadKey(ACCELCRYPT_ALG_RSA_SIGN, key);
+  ASSERT_TRUE(sw_priv.ok());
+  std::vector<uint8_t> sw_sig(256);
+  ASSERT_TRUE((*sw_priv)->Sign(Pss(), digest, absl::MakeSpan(sw_sig)).ok());
+  EXPECT_TRUE((*ops)->Verify(Pss(), digest, sw_sig).ok());
+  // OAEP is not offered by this token: software decrypts.
+  PkeyParams oaep;
+  oaep.padding = ACCELCRYPT_PAD_OAEP;
+  oaep.md = ACCELCRYPT_ALG_SHA1;
+  std::vector<uint8_t> ct(256), pt(256);
+  ASSERT_TRUE((*ops)->Encrypt(oaep, digest, absl::MakeSpan(ct)).ok());
+  ASSERT_TRUE((*ops)->Decrypt(oaep, ct, absl::MakeSpan(pt)).ok());
   EXPECT_EQ((*ops)->last_backend(), "software");
 }
 

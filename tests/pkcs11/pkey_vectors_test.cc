@@ -25,6 +25,9 @@ namespace {
 struct Env {
   std::unique_ptr<SoftHsm> hsm;
   std::unique_ptr<Core> core;
+  // The same token run as a raw-RSA-only one (hide_mechanisms): PKCS#1 v1.5
+  // and PSS padding in the backend over CKM_RSA_X_509.
+  std::unique_ptr<Core> raw_core;
   std::string note;
 };
 
@@ -41,6 +44,13 @@ Env& SharedEnv() {
     }
     auto core = MakeCore(overrides);
     if (core.ok()) e->core = *std::move(core);
+    if (e->hsm != nullptr) {
+      overrides["backends"] = "pkcs11";
+      overrides["pkcs11.hide_mechanisms"] =
+          "CKM_RSA_PKCS, CKM_RSA_PKCS_PSS, CKM_RSA_PKCS_OAEP";
+      auto raw = MakeCore(overrides);
+      if (raw.ok()) e->raw_core = *std::move(raw);
+    }
     return e;
   }();
   return *env;
@@ -48,11 +58,14 @@ Env& SharedEnv() {
 
 std::vector<const Backend*> Claiming(accelcrypt_alg alg, uint32_t flag) {
   std::vector<const Backend*> out;
-  for (const auto& b : SharedEnv().core->registry().backends()) {
-    const accelcrypt_capability* cap = b->Capability(alg);
-    if (cap != nullptr && (cap->flags & flag) == flag &&
-        (cap->flags & ACCELCRYPT_CAP_KEY_IMPORT)) {
-      out.push_back(b.get());
+  for (Core* core : {SharedEnv().core.get(), SharedEnv().raw_core.get()}) {
+    if (core == nullptr) continue;
+    for (const auto& b : core->registry().backends()) {
+      const accelcrypt_capability* cap = b->Capability(alg);
+      if (cap != nullptr && (cap->flags & flag) == flag &&
+          (cap->flags & ACCELCRYPT_CAP_KEY_IMPORT)) {
+        out.push_back(b.get());
+      }
     }
   }
   return out;
@@ -113,6 +126,8 @@ class PkeyVectorsTest : public ::testing::Test {
     } else {
       ASSERT_NE(SharedEnv().core->registry().Find("pkcs11"), nullptr)
           << "SoftHSMv2 is here but the pkcs11 backend did not load";
+      ASSERT_NE(SharedEnv().raw_core, nullptr);
+      ASSERT_NE(SharedEnv().raw_core->registry().Find("pkcs11"), nullptr);
     }
   }
 };
@@ -160,6 +175,10 @@ TEST_F(PkeyVectorsTest, RsaPkcs1SigGen15Verifies) {
   VectorFile file = Load("rsa/SigGen15_186-3.rsp");
   auto backends = Claiming(ACCELCRYPT_ALG_RSA_SIGN, ACCELCRYPT_CAP_RSA_PKCS1);
   ASSERT_FALSE(backends.empty());
+  // software, pkcs11 with CKM_RSA_PKCS, pkcs11 raw-only with our padding.
+  if (SharedEnv().hsm != nullptr) {
+    EXPECT_EQ(backends.size(), 3u);
+  }
   for (const Backend* b : backends) {
     size_t checked = 0;
     std::string e, n;  // e is given once per section, with its first record
@@ -198,6 +217,9 @@ TEST_F(PkeyVectorsTest, RsaPssSigVerResults) {
   VectorFile file = Load("rsa/SigVerPSS_186-3.rsp");
   auto backends = Claiming(ACCELCRYPT_ALG_RSA_SIGN, ACCELCRYPT_CAP_RSA_PSS);
   ASSERT_FALSE(backends.empty());
+  if (SharedEnv().hsm != nullptr) {
+    EXPECT_EQ(backends.size(), 3u);
+  }
   for (const Backend* b : backends) {
     size_t pass = 0, fail = 0;
     for (const VectorRecord& r : file.records) {
