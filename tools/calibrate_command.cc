@@ -13,8 +13,8 @@
 #include <map>
 #include <memory>
 #include <set>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -82,7 +82,8 @@ absl::Status OneOp(const AlgorithmInfo& alg, Measurement& m, Buffers& buf,
 absl::Status Reinit(Measurement& m, Buffers& buf) {
   if (m.encrypt == nullptr) return absl::OkStatus();
   absl::Status st = m.encrypt->Init(true, buf.key, buf.iv);
-  if (st.ok() && m.decrypt != nullptr) st = m.decrypt->Init(false, buf.key, buf.iv);
+  if (st.ok() && m.decrypt != nullptr)
+    st = m.decrypt->Init(false, buf.key, buf.iv);
   return st;
 }
 
@@ -148,14 +149,15 @@ std::string FormatNs(double ns) {
 
 int RunCalibrate(const CalibrateOptions& options) {
   if (!(options.seconds_per_cell > 0) || options.seconds_per_cell > 60) {
-    std::cerr << "accelcrypt calibrate: --seconds-per-cell must be in (0, 60]\n";
+    std::cerr
+        << "accelcrypt calibrate: --seconds-per-cell must be in (0, 60]\n";
     return kExitUsage;
   }
   std::vector<const AlgorithmInfo*> filter;
   for (const std::string& name : options.algorithms) {
     const AlgorithmInfo* info = FindAlgorithmByName(name);
-    if (info == nullptr || (info->family != Family::kCipher &&
-                            info->family != Family::kDigest)) {
+    if (info == nullptr ||
+        (info->family != Family::kCipher && info->family != Family::kDigest)) {
       std::cerr << "accelcrypt calibrate: '" << name
                 << "' is not a cipher or digest accelcrypt knows (see "
                    "`accelcrypt list`)\n";
@@ -195,6 +197,10 @@ int RunCalibrate(const CalibrateOptions& options) {
       std::cerr << "accelcrypt calibrate: keeping the other algorithms' "
                    "entries of "
                 << output << "\n";
+    } else if (old.ok()) {
+      std::cerr << "accelcrypt calibrate: " << output
+                << " was made on another CPU or with other backend versions; "
+                   "its other algorithms' entries are dropped\n";
     }
   }
 
@@ -256,8 +262,8 @@ int RunCalibrate(const CalibrateOptions& options) {
         } else {
           st = enc.status();
         }
-        if (st.ok() && (alg.mode == CipherMode::kEcb ||
-                        alg.mode == CipherMode::kCbc)) {
+        if (st.ok() &&
+            (alg.mode == CipherMode::kEcb || alg.mode == CipherMode::kCbc)) {
           auto dec = backend->NewCipher(alg.id);
           if (dec.ok()) {
             m.decrypt = std::move(*dec);
@@ -340,10 +346,10 @@ int RunCalibrate(const CalibrateOptions& options) {
       }
       std::sort(ranked.begin(), ranked.end());
       row.push_back(ranked.empty() ? "-" : ranked[0].second);
-      row.push_back(ranked.size() < 2 ? std::string("-")
-                                      : absl::StrFormat("%.2fx",
-                                                        ranked[1].first /
-                                                            ranked[0].first));
+      row.push_back(
+          ranked.size() < 2
+              ? std::string("-")
+              : absl::StrFormat("%.2fx", ranked[1].first / ranked[0].first));
       table.push_back(std::move(row));
     }
   }

@@ -38,7 +38,8 @@ void PrintRoutingPolicy(std::ostream& out, const Router& router) {
   std::ostringstream table;
   PrintTable(table, header, rows);
   std::istringstream lines(table.str());
-  for (std::string line; std::getline(lines, line);) out << "  " << line << "\n";
+  for (std::string line; std::getline(lines, line);)
+    out << "  " << line << "\n";
 }
 
 nlohmann::json RoutingPolicyJson(const Router& router) {

@@ -55,8 +55,8 @@ class RouterFastestTest : public ::testing::Test {
     ASSERT_OK_AND_ASSIGN(auto core, MakeCoreWith({}));
     for (const char* name : {"failing", "software"}) {
       const Backend* b = core->registry().Find(name);
-      ASSERT_NE(b, nullptr) << name << " backend not loaded from "
-                            << TestBackendDir();
+      ASSERT_NE(b, nullptr)
+          << name << " backend not loaded from " << TestBackendDir();
       versions_[name] = std::string(b->version());
     }
   }
@@ -189,11 +189,11 @@ TEST_F(RouterFastestTest, RoutesBySizeAsCalibrated) {
     // One-shot digests by their size.
     Bytes md(32);
     const uint64_t before = FailingCalls(*core);
-    ASSERT_OK(core->router().DigestOneShot(ACCELCRYPT_ALG_SHA256,
-                                           Bytes(kSmall, 1), absl::MakeSpan(md)));
+    ASSERT_OK(core->router().DigestOneShot(
+        ACCELCRYPT_ALG_SHA256, Bytes(kSmall, 1), absl::MakeSpan(md)));
     EXPECT_EQ(FailingCalls(*core), before + 1);
-    ASSERT_OK(core->router().DigestOneShot(ACCELCRYPT_ALG_SHA256,
-                                           Bytes(kLarge, 1), absl::MakeSpan(md)));
+    ASSERT_OK(core->router().DigestOneShot(
+        ACCELCRYPT_ALG_SHA256, Bytes(kLarge, 1), absl::MakeSpan(md)));
     EXPECT_EQ(FailingCalls(*core), before + 1);
     EXPECT_EQ(Ops(*core, "failing", "SHA2-256"), 1u);
     EXPECT_EQ(Ops(*core, "software", "SHA2-256"), 1u);
@@ -202,8 +202,7 @@ TEST_F(RouterFastestTest, RoutesBySizeAsCalibrated) {
 
 TEST_F(RouterFastestTest, UncalibratedAlgorithmKeepsPriorityOrder) {
   WriteCalibration(CpuSignature(), versions_);
-  ASSERT_OK_AND_ASSIGN(auto core,
-                       MakeCoreWith(Fastest("software,failing")));
+  ASSERT_OK_AND_ASSIGN(auto core, MakeCoreWith(Fastest("software,failing")));
   const AlgorithmInfo& cbc = *FindAlgorithm(ACCELCRYPT_ALG_AES_128_CBC);
   EXPECT_FALSE(core->router().SizeRouted(cbc));
   EXPECT_EQ(core->router().Preferred(cbc, 16), nullptr);
@@ -216,8 +215,7 @@ TEST_F(RouterFastestTest, UncalibratedAlgorithmKeepsPriorityOrder) {
 }
 
 TEST_F(RouterFastestTest, FileFromAnotherCpuIsRefused) {
-  WriteCalibration("GenuineNotThis 99/99/9 Imaginary CPU @ 9.99GHz",
-                   versions_);
+  WriteCalibration("GenuineNotThis 99/99/9 Imaginary CPU @ 9.99GHz", versions_);
   ASSERT_OK_AND_ASSIGN(auto core, MakeCoreWith(Fastest()));
   EXPECT_EQ(core->router().policy(), "fastest");
   EXPECT_THAT(NotesOf(*core), HasSubstr("another CPU"));
@@ -288,10 +286,8 @@ TEST_F(RouterFastestTest, BreakerOpenBackendIsSkipped) {
   const AlgorithmInfo& ctr = *FindAlgorithm(ACCELCRYPT_ALG_AES_128_CTR);
   // Preferred skips the open breaker: software for both algorithms.
   ASSERT_NE(core->router().Preferred(sha, kSmall), nullptr);
-  EXPECT_EQ(core->router().Preferred(sha, kSmall)->backend->name(),
-            "software");
-  EXPECT_EQ(core->router().Preferred(ctr, kSmall)->backend->name(),
-            "software");
+  EXPECT_EQ(core->router().Preferred(sha, kSmall)->backend->name(), "software");
+  EXPECT_EQ(core->router().Preferred(ctr, kSmall)->backend->name(), "software");
   // Small operations no longer touch failing.so.
   ASSERT_OK(core->router().DigestOneShot(ACCELCRYPT_ALG_SHA256,
                                          Bytes(kSmall, 1), absl::MakeSpan(md)));
