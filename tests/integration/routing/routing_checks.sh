@@ -12,11 +12,18 @@
 #   list       `list` shows policy = fastest, the note that the calibration
 #              was used, and per-bucket winners equal to the file's; a file
 #              from another CPU is refused with a note
+#   provider   through the real openssl binary and the provider (PROVIDER
+#              argument): with a calibration saying software is fastest for
+#              AES-128-CTR, `openssl enc` is served by software although x86
+#              comes first in priority order; saying x86, by x86
+#   routing_checks.sh provider ACCELCRYPT_BIN BACKEND_DIR PROVIDER_MODULE
+# Exit 77 = skipped, with the reason printed.
 set -euo pipefail
 
 check=$1
 cli=$2
 backend_dir=$3
+module=${4:-}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/accelcrypt-routing-test.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -136,6 +143,67 @@ PY
   ACCELCRYPT_CONF=$tmp/fastest.cnf "$cli" list > "$tmp/list.txt" || fail "list failed"
   grep -q 'no calibration file' "$tmp/list.txt" || { cat "$tmp/list.txt" >&2; fail "missing file has no note"; }
   pass "list shows the policy, the notes and the file's winners per size"
+  ;;
+provider)
+  [ -f "$module" ] || fail "provider module $module missing"
+  [ -f "$backend_dir/x86.so" ] || { echo "SKIP: no x86 backend built"; exit 77; }
+  printf '[accelcrypt]\nbackend_dir = %s\nbackends = x86, software\npolicy = fastest\ncalibration_file = %s\n' \
+    "$backend_dir" "$tmp/cal.json" > "$tmp/fastest.cnf"
+  export ACCELCRYPT_CONF=$tmp/fastest.cnf
+  "$cli" list > "$tmp/list.txt" 2>&1 || fail "list failed"
+  grep -q '^  AES-128-CTR  *x86, software' "$tmp/list.txt" ||
+    { echo "SKIP: the x86 backend does not serve AES-128-CTR here (no AES-NI?)"; exit 77; }
+  # This machine's CPU signature and backend versions, from a real (short)
+  # calibration; then the measurements are replaced by chosen ones.
+  "$cli" calibrate --seconds-per-cell 0.001 --alg aes-128-ctr -o "$tmp/cal.json" \
+    > /dev/null 2> "$tmp/err" || { cat "$tmp/err" >&2; fail "calibrate failed"; }
+  cat > "$tmp/openssl.cnf" <<CNF
+openssl_conf = openssl_init
+[openssl_init]
+providers = provider_sect
+alg_section = algorithm_sect
+[provider_sect]
+default = default_sect
+accelcrypt = accelcrypt_sect
+[default_sect]
+activate = 1
+[accelcrypt_sect]
+module = $module
+activate = 1
+[algorithm_sect]
+default_properties = ?provider=accelcrypt
+CNF
+  head -c 3000 /dev/urandom > "$tmp/plain"
+  openssl enc -aes-128-ctr -K 000102030405060708090a0b0c0d0e0f \
+    -iv 0f0e0d0c0b0a09080706050403020100 -in "$tmp/plain" -out "$tmp/ref" ||
+    fail "default openssl enc failed"
+  for want in software x86; do
+    python3 - "$tmp/cal.json" "$want" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+for bucket, cells in c["algorithms"]["aes-128-ctr"].items():
+    for backend in cells:
+        cells[backend] = 1.0 if backend == sys.argv[2] else 1000.0
+json.dump(c, open(sys.argv[1], "w"))
+PY
+    rm -rf "$tmp/stats"; mkdir -p "$tmp/stats"
+    OPENSSL_CONF=$tmp/openssl.cnf ACCELCRYPT_STATS_DIR=$tmp/stats openssl enc -aes-128-ctr \
+      -K 000102030405060708090a0b0c0d0e0f -iv 0f0e0d0c0b0a09080706050403020100 \
+      -in "$tmp/plain" -out "$tmp/out" || fail "openssl enc through accelcrypt failed"
+    cmp -s "$tmp/ref" "$tmp/out" || fail "output differs from the default provider's (want $want)"
+    got=$(python3 - "$tmp/stats" <<'PY'
+import glob, json, sys
+seen = set()
+for f in glob.glob(sys.argv[1] + "/*.json"):
+    for backend, algs in json.load(open(f)).get("backends", {}).items():
+        if algs.get("AES-128-CTR", {}).get("bytes", 0) > 0:
+            seen.add(backend)
+print(",".join(sorted(seen)))
+PY
+)
+    [ "$got" = "$want" ] || fail "calibration says $want is fastest, but AES-128-CTR was served by '${got:-nothing}'"
+  done
+  pass "openssl enc through the provider follows the calibration (software, then x86)"
   ;;
 *)
   fail "unknown check '$check'"
