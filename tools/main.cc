@@ -163,8 +163,8 @@ int main(int argc, char** argv) {
   AddCoreOptions(calibrate_cmd, &calibrate.core);
   calibrate_cmd
       ->add_option("--seconds-per-cell", calibrate.seconds_per_cell,
-                   "measuring time per backend, algorithm and size (split "
-                   "into 3 alternating rounds; the best counts)")
+                   "CPU time per backend, algorithm and size (split "
+                   "into 5 alternating rounds; the best counts)")
       ->capture_default_str()
       ->check(CLI::Range(0.001, 60.0));
   calibrate_cmd->add_option("--alg,--algorithms", calibrate.algorithms,
