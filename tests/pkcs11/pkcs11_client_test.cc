@@ -525,7 +525,9 @@ TEST_F(Pkcs11ClientTest, TokenFailuresFallBackAndTheBreakerReprobes) {
   auto overrides = g_hsm->Overrides();
   overrides["pkcs11.module"] = ACCELCRYPT_LATENCY_SHIM;
   overrides["breaker_threshold"] = "3";
-  overrides["breaker_cooldown_ms"] = "100";
+  // Long enough that the open-breaker checks below finish well inside it
+  // even on a loaded machine or under valgrind.
+  overrides["breaker_cooldown_ms"] = "1500";
   auto core = MakeCore(overrides);
   ASSERT_TRUE(core.ok());
   ASSERT_NE((*core)->registry().Find("pkcs11"), nullptr)
@@ -561,10 +563,10 @@ TEST_F(Pkcs11ClientTest, TokenFailuresFallBackAndTheBreakerReprobes) {
   EXPECT_EQ(tok.fallbacks.load(), 3u);
   // Breaker open: the token is not asked (the shim sees no new call).
   long calls = control(nullptr);
-  for (int i = 0; i < 3; ++i) sign_ok("software");
+  sign_ok("software");
   EXPECT_EQ(control(nullptr), calls);
   // After the cool-down one probe goes to the token, which works again.
-  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1600));
   sign_ok("pkcs11");
   sign_ok("pkcs11");
   // A session the token dropped: that session is closed, the call falls
@@ -573,7 +575,7 @@ TEST_F(Pkcs11ClientTest, TokenFailuresFallBackAndTheBreakerReprobes) {
   sign_ok("software");
   sign_ok("pkcs11");
   EXPECT_EQ(tok.errors.load(), 4u);
-  EXPECT_EQ(soft.ops.load(), 7u);
+  EXPECT_EQ(soft.ops.load(), 5u);
   EXPECT_EQ(tok.ops.load(), 4u);
 }
 
