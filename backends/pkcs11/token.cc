@@ -38,19 +38,28 @@ constexpr std::pair<const char*, CK_MECHANISM_TYPE> kMechNames[] = {
 
 // Module initialisations per process: several Token objects (several
 // cores in one process) may share one dlopen'ed module; C_Finalize only
-// when the last one that initialised it goes. Never destroyed.
+// when the last one that initialised it goes. Plain zero-initialised
+// statics (no constructor or destructor runs, nothing to leak when this
+// object is unloaded); a process uses a handful of modules at most.
 struct ModuleUse {
-  pid_t pid = 0;
-  int users = 0;
-  bool ours = false;  // we called C_Initialize (not someone else)
+  CK_FUNCTION_LIST* fl;
+  pid_t pid;
+  int users;
+  bool ours;  // we called C_Initialize (not someone else)
 };
-absl::Mutex* ModuleMutex() {
-  static absl::Mutex* mu = new absl::Mutex();
-  return mu;
-}
-std::map<CK_FUNCTION_LIST*, ModuleUse>& ModuleUses() {
-  static auto* uses = new std::map<CK_FUNCTION_LIST*, ModuleUse>();
-  return *uses;
+ABSL_CONST_INIT absl::Mutex g_module_mu(absl::kConstInit);
+ModuleUse g_module_uses[16] ABSL_GUARDED_BY(g_module_mu);
+
+// UseOf returns the entry for `fl` (creating it), or nullptr when full.
+ModuleUse* UseOf(CK_FUNCTION_LIST* fl)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(g_module_mu) {
+  ModuleUse* free_slot = nullptr;
+  for (ModuleUse& u : g_module_uses) {
+    if (u.fl == fl) return &u;
+    if (u.fl == nullptr && free_slot == nullptr) free_slot = &u;
+  }
+  if (free_slot != nullptr) *free_slot = ModuleUse{fl, 0, 0, false};
+  return free_slot;
 }
 
 std::string Padded(const unsigned char* field, size_t len) {
@@ -210,10 +219,14 @@ absl::Status Token::Start() {
   args.flags = CKF_OS_LOCKING_OK;
   CK_RV rv = CKR_OK;
   {
-    absl::MutexLock lock(ModuleMutex());
-    ModuleUse& use = ModuleUses()[fl_];
+    absl::MutexLock lock(&g_module_mu);
+    ModuleUse* slot = UseOf(fl_);
+    if (slot == nullptr) {
+      return absl::ResourceExhaustedError("pkcs11: too many PKCS#11 modules");
+    }
+    ModuleUse& use = *slot;
     const bool forked = use.pid != 0 && use.pid != getpid();
-    if (forked) use = ModuleUse{};  // the parent's users are not here
+    if (forked) use = ModuleUse{fl_, 0, 0, false};  // parent's users gone
     if (use.users == 0) {
       rv = fl_->C_Initialize(&args);
       if (rv == CKR_CRYPTOKI_ALREADY_INITIALIZED && forked) {
@@ -332,11 +345,11 @@ Token::~Token() {
       // the login (PKCS#11 v2.40 section 5.6).
       if (anchor_ != CK_INVALID_HANDLE) fl_->C_CloseSession(anchor_);
       if (we_initialised_) {
-        absl::MutexLock module_lock(ModuleMutex());
-        ModuleUse& use = ModuleUses()[fl_];
-        if (use.pid == getpid() && --use.users == 0 && use.ours) {
-          fl_->C_Finalize(nullptr);
-          use = ModuleUse{};
+        absl::MutexLock module_lock(&g_module_mu);
+        ModuleUse* use = UseOf(fl_);
+        if (use != nullptr && use->pid == getpid() && --use->users == 0) {
+          if (use->ours) fl_->C_Finalize(nullptr);
+          *use = ModuleUse{};
         }
       }
     }
