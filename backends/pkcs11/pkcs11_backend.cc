@@ -94,8 +94,13 @@ void BuildCaps(Instance* in) {
     sign |= ACCELCRYPT_CAP_RSA_PSS;
   }
   if (has(CKM_RSA_X_509, CKF_SIGN)) sign |= ACCELCRYPT_CAP_RSA_RAW;
-  if (has(CKM_RSA_PKCS, CKF_DECRYPT)) crypt |= ACCELCRYPT_CAP_RSA_PKCS1;
-  if (has(CKM_RSA_PKCS_OAEP, CKF_DECRYPT)) crypt |= ACCELCRYPT_CAP_RSA_OAEP;
+  // With only CKM_RSA_X_509, both encryption paddings are done here.
+  if (has(CKM_RSA_PKCS, CKF_DECRYPT) || has(CKM_RSA_X_509, CKF_DECRYPT)) {
+    crypt |= ACCELCRYPT_CAP_RSA_PKCS1;
+  }
+  if (has(CKM_RSA_PKCS_OAEP, CKF_DECRYPT) || has(CKM_RSA_X_509, CKF_DECRYPT)) {
+    crypt |= ACCELCRYPT_CAP_RSA_OAEP;
+  }
   if (has(CKM_RSA_X_509, CKF_DECRYPT)) crypt |= ACCELCRYPT_CAP_RSA_RAW;
   uint32_t lo, hi;
   Range(t, {CKM_RSA_PKCS, CKM_RSA_PKCS_PSS, CKM_RSA_PKCS_OAEP, CKM_RSA_X_509},

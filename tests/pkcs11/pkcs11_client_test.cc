@@ -432,14 +432,53 @@ TEST_F(Pkcs11ClientTest, RawOnlyTokenGetsFrameworkPkcs1Padding) {
   std::vector<uint8_t> sw_sig(256);
   ASSERT_TRUE((*sw_priv)->Sign(Pss(), digest, absl::MakeSpan(sw_sig)).ok());
   EXPECT_TRUE((*ops)->Verify(Pss(), digest, sw_sig).ok());
-  // OAEP is not offered by this token: software decrypts.
+  // Encryption paddings done here too (OAEP with any SHA and a label,
+  // PKCS#1 v1.5), cross-checked with software both ways.
+  auto sw_crypt = software_->LoadKey(ACCELCRYPT_ALG_RSA_CRYPT, key);
+  ASSERT_TRUE(sw_crypt.ok());
   PkeyParams oaep;
   oaep.padding = ACCELCRYPT_PAD_OAEP;
-  oaep.md = ACCELCRYPT_ALG_SHA1;
+  oaep.md = ACCELCRYPT_ALG_SHA256;
+  oaep.label = {'t', '2'};
+  PkeyParams pkcs1;
+  pkcs1.padding = ACCELCRYPT_PAD_PKCS1;
+  for (const PkeyParams& params : {oaep, pkcs1}) {
+    std::vector<uint8_t> ct(256), pt(256), sw_ct(256);
+    auto ct_len = (*ops)->Encrypt(params, digest, absl::MakeSpan(ct));
+    ASSERT_TRUE(ct_len.ok()) << ct_len.status();
+    EXPECT_EQ((*ops)->last_backend(), "pkcs11");
+    auto sw_pt = (*sw_crypt)->Decrypt(params, ct, absl::MakeSpan(pt));
+    ASSERT_TRUE(sw_pt.ok()) << sw_pt.status();
+    EXPECT_EQ(std::vector<uint8_t>(pt.begin(), pt.begin() + *sw_pt), digest);
+    auto sw_len = (*sw_crypt)->Encrypt(params, digest, absl::MakeSpan(sw_ct));
+    ASSERT_TRUE(sw_len.ok());
+    std::fill(pt.begin(), pt.end(), 0);
+    auto pt_len = (*ops)->Decrypt(params, sw_ct, absl::MakeSpan(pt));
+    ASSERT_TRUE(pt_len.ok()) << pt_len.status();
+    EXPECT_EQ((*ops)->last_backend(), "pkcs11");
+    EXPECT_EQ(std::vector<uint8_t>(pt.begin(), pt.begin() + *pt_len), digest);
+    // Corrupted: a caller error from the token path, no fallback.
+    sw_ct[5] ^= 0x20;
+    uint64_t fallbacks =
+        (*core)->stats()
+            .Cell((*core)->stats().RegisterBackend("pkcs11"),
+                  *FindAlgorithm(ACCELCRYPT_ALG_RSA_CRYPT))
+            .fallbacks.load();
+    auto bad = (*ops)->Decrypt(params, sw_ct, absl::MakeSpan(pt));
+    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument)
+        << bad.status();
+    EXPECT_EQ((*core)->stats()
+                  .Cell((*core)->stats().RegisterBackend("pkcs11"),
+                        *FindAlgorithm(ACCELCRYPT_ALG_RSA_CRYPT))
+                  .fallbacks.load(),
+              fallbacks);
+  }
+  // A wrong OAEP label is refused.
   std::vector<uint8_t> ct(256), pt(256);
   ASSERT_TRUE((*ops)->Encrypt(oaep, digest, absl::MakeSpan(ct)).ok());
-  ASSERT_TRUE((*ops)->Decrypt(oaep, ct, absl::MakeSpan(pt)).ok());
-  EXPECT_EQ((*ops)->last_backend(), "software");
+  oaep.label = {'x'};
+  EXPECT_EQ((*ops)->Decrypt(oaep, ct, absl::MakeSpan(pt)).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 std::string LoadMessage(const Core& core) {
