@@ -378,6 +378,11 @@ typedef struct accelcrypt_pkey_params {
   size_t label_len;
 } accelcrypt_pkey_params;
 
+/* Threading: one accelcrypt_pkey may be used by several threads at once
+ * (the core shares a prepared key between them); every function of this
+ * table must be thread-safe on the same key. DSA signatures cross this ABI
+ * DER-encoded (Dss-Sig-Value, as OpenSSL makes them); a backend whose device
+ * works on r||s converts. */
 typedef struct accelcrypt_pkey_table {
   uint32_t struct_size;
   /* load_key prepares `key` for this backend. UNIMPLEMENTED when the backend
