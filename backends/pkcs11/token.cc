@@ -2,6 +2,9 @@
 #include "backends/pkcs11/token.h"
 
 #include <dlfcn.h>
+
+#include <atomic>
+#include <cstdlib>
 #include <openssl/crypto.h>
 #include <unistd.h>
 
@@ -49,6 +52,18 @@ struct ModuleUse {
 };
 ABSL_CONST_INIT absl::Mutex g_module_mu(absl::kConstInit);
 ModuleUse g_module_uses[16] ABSL_GUARDED_BY(g_module_mu);
+
+// Process exit. A PKCS#11 module written in C++ (SoftHSMv2) registers its
+// static destructors when it is dlopen'ed; OpenSSL's own exit handler, which
+// unloads the provider and so tears this backend down, was registered
+// earlier and therefore runs later, when the module's objects are already
+// gone: any C_* call then crashes. An exit handler registered right after
+// the module's dlopen runs before the module's destructors and records that
+// the process is exiting; teardown then leaves the module alone (the
+// process is going away: the OS reclaims sessions and memory).
+std::atomic<bool> g_exiting{false};
+std::atomic<bool> g_exit_hook{false};
+void MarkExiting() { g_exiting.store(true, std::memory_order_relaxed); }
 
 // UseOf returns the entry for `fl` (creating it), or nullptr when full.
 ModuleUse* UseOf(CK_FUNCTION_LIST* fl)
@@ -194,6 +209,7 @@ absl::StatusOr<std::unique_ptr<Token>> Token::Create(TokenConfig config) {
         "pkcs11: cannot load module %s: %s", t->config_.module,
         why ? why : "?"));
   }
+  if (!g_exit_hook.exchange(true)) std::atexit(MarkExiting);
   auto get_list = reinterpret_cast<CK_RV (*)(CK_FUNCTION_LIST_PTR_PTR)>(
       dlsym(t->dl_, "C_GetFunctionList"));
   if (get_list == nullptr) {
@@ -337,6 +353,7 @@ void Token::ReadMechanisms() {
 }
 
 Token::~Token() {
+  if (g_exiting.load(std::memory_order_relaxed)) return;  // see MarkExiting
   if (fl_ != nullptr) {
     absl::MutexLock lock(&mu_);
     if (pid_ == getpid()) {
