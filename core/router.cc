@@ -1124,6 +1124,18 @@ void Router::PkeyOrder(const AlgorithmInfo& alg, size_t key_bits,
       out->push_back(slot);
     }
   }
+  // policy = fastest: the measured fastest first, unless a configured route
+  // for this size already decided.
+  if (route != pkey_routes_.end() || pkey_fastest_.empty()) return;
+  const std::string fastest = PkeyFastest(
+      alg.family == Family::kDsa ? "dsa" : "rsa", key_bits, *out);
+  if (fastest.empty()) return;
+  for (auto it = out->begin(); it != out->end(); ++it) {
+    if ((*it)->backend->name() == fastest) {
+      std::rotate(out->begin(), it, it + 1);
+      break;
+    }
+  }
 }
 
 absl::StatusOr<std::unique_ptr<PublicKeyOps>> Router::NewPublicKeyOps(

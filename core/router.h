@@ -85,6 +85,9 @@ class Router {
   // PkeyOrder lists the candidate slots for `alg` with a key of `key_bits`
   // (`from_uri`: the key is a token reference), in routing order, skipping
   // open breakers as Order does. For PublicKeyOps and `accelcrypt list`.
+  // Under policy = fastest with a calibration covering the family ("rsa",
+  // "dsa"), the backend measured fastest for the key's bits comes first (a
+  // configured per-size route keeps precedence).
   void PkeyOrder(const AlgorithmInfo& alg, size_t key_bits, bool from_uri,
                  SlotList* out) const;
   // OrderFor is Order with, under policy = fastest, the backend measured
@@ -128,6 +131,15 @@ class Router {
   // Per algorithm (identity-table index): size bucket -> slot indices,
   // fastest first (measured backends only).
   std::vector<std::map<uint64_t, std::vector<size_t>>> size_routes_;
+  // Per public-key family ("rsa", "dsa"): key-bits bucket -> backend names,
+  // fastest first, from the calibration (policy = fastest only).
+  std::map<std::string, std::map<uint64_t, std::vector<std::string>>>
+      pkey_fastest_;
+  // PkeyFastest returns the backend measured fastest for `family` keys of
+  // `key_bits` (the nearest bucket >= key_bits, else the largest), among
+  // the names in `candidates` order; empty when nothing was measured.
+  std::string PkeyFastest(const std::string& family, size_t key_bits,
+                          const SlotList& candidates) const;
   std::vector<std::string> notes_;
   Stats* stats_ = nullptr;
   uint64_t breaker_threshold_ = 5;

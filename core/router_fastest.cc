@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // policy = fastest: size-bucketed routes from a calibration file.
 #include <algorithm>
+#include <iterator>
 
 #include "absl/strings/str_format.h"
 #include "core/calibration.h"
@@ -10,6 +11,7 @@ namespace accelcrypt {
 
 void Router::LoadCalibration(const Config& config) {
   size_routes_.clear();
+  pkey_fastest_.clear();
   if (policy_ != "fastest") return;
   std::string path = config.GetOr("calibration_file", DefaultCalibrationPath());
   auto cal = Calibration::Load(path);
@@ -57,6 +59,16 @@ void Router::LoadCalibration(const Config& config) {
     }
     if (!size_routes_[alg.index].empty()) ++covered;
   }
+  // RSA and DSA: bucket = key bits, value = ns per signature.
+  for (const char* family : {"rsa", "dsa"}) {
+    auto a = cal->ns.find(family);
+    if (a == cal->ns.end()) continue;
+    for (const auto& [bits, backends] : a->second) {
+      (void)backends;
+      pkey_fastest_[family][bits] = cal->Fastest(family, bits);
+    }
+    ++covered;
+  }
   notes_.push_back(absl::StrFormat(
       "policy = fastest: calibration %s covers %d algorithms", path, covered));
 }
@@ -93,6 +105,20 @@ void Router::OrderFor(const AlgorithmInfo& alg, uint64_t size,
   if (want == nullptr) return;
   auto it = std::find(out->begin(), out->end(), want);
   if (it != out->end()) std::rotate(out->begin(), it, it + 1);
+}
+
+std::string Router::PkeyFastest(const std::string& family, size_t key_bits,
+                                const SlotList& candidates) const {
+  auto f = pkey_fastest_.find(family);
+  if (f == pkey_fastest_.end() || f->second.empty()) return "";
+  auto b = f->second.lower_bound(key_bits);
+  if (b == f->second.end()) b = std::prev(f->second.end());
+  for (const std::string& name : b->second) {
+    for (const Slot* slot : candidates) {
+      if (slot->backend->name() == name) return name;
+    }
+  }
+  return "";
 }
 
 std::vector<std::string> Router::FastestFor(const AlgorithmInfo& alg,
