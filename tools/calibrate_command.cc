@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // `accelcrypt calibrate`: measures every loaded backend per cipher/digest and
-// input-size bucket and writes the calibration file `policy = fastest` reads.
+// input-size bucket, and per RSA/DSA signing key size, and writes the
+// calibration file `policy = fastest` reads.
 #include <time.h>
 
 #include <algorithm>
@@ -21,8 +22,15 @@
 #include "absl/types/span.h"
 #include "core/algorithms.h"
 #include "core/calibration.h"
+#include "core/backend.h"
+#include "core/pkey.h"
 #include "core/status.h"
+#include "openssl/bn.h"
+#include "openssl/core_names.h"
 #include "openssl/crypto.h"
+#include "openssl/dsa.h"
+#include "openssl/evp.h"
+#include "openssl/rsa.h"
 #include "tools/commands.h"
 
 namespace accelcrypt::tools {
@@ -145,6 +153,207 @@ std::string FormatNs(double ns) {
   return absl::StrFormat("%.1f", ns);
 }
 
+
+// WallNs is the monotonic clock in nanoseconds. RSA/DSA signing is timed by
+// the wall clock, not CPU time: an offloaded signature is mostly spent
+// waiting for the device (off this thread's CPU), and that wait is what
+// the caller sees.
+uint64_t WallNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull +
+         static_cast<uint64_t>(ts.tv_nsec);
+}
+
+constexpr int kRsaSizes[] = {1024, 2048, 3072, 4096};
+constexpr int kDsaSizes[] = {1024, 2048, 3072};
+
+std::vector<uint8_t> BnParam(const EVP_PKEY* pkey, const char* name) {
+  BIGNUM* bn = nullptr;
+  std::vector<uint8_t> out;
+  if (EVP_PKEY_get_bn_param(pkey, name, &bn) != 1) return out;
+  out.resize(static_cast<size_t>(BN_num_bytes(bn)));
+  BN_bn2bin(bn, out.data());
+  BN_clear_free(bn);
+  return out;
+}
+
+// GenerateKey makes a benchmark key of `bits` with libcrypto in a private
+// library context (whatever OPENSSL_CONF says, accelcrypt is not asked to
+// make its own benchmark keys).
+absl::StatusOr<KeyMaterial> GenerateKey(bool rsa, int bits) {
+  OSSL_LIB_CTX* lib = OSSL_LIB_CTX_new();
+  if (lib == nullptr) return absl::ResourceExhaustedError("OSSL_LIB_CTX_new");
+  EVP_PKEY* pkey = nullptr;
+  if (rsa) {
+    pkey = EVP_PKEY_Q_keygen(lib, nullptr, "RSA", static_cast<size_t>(bits));
+  } else {
+    EVP_PKEY* params = nullptr;
+    EVP_PKEY_CTX* pctx = EVP_PKEY_CTX_new_from_name(lib, "DSA", nullptr);
+    if (pctx != nullptr && EVP_PKEY_paramgen_init(pctx) == 1 &&
+        EVP_PKEY_CTX_set_dsa_paramgen_bits(pctx, bits) == 1 &&
+        EVP_PKEY_CTX_set_dsa_paramgen_q_bits(pctx, bits == 1024 ? 160 : 256) ==
+            1) {
+      EVP_PKEY_paramgen(pctx, &params);
+    }
+    EVP_PKEY_CTX_free(pctx);
+    if (params != nullptr) {
+      EVP_PKEY_CTX* kctx = EVP_PKEY_CTX_new_from_pkey(lib, params, nullptr);
+      if (kctx != nullptr && EVP_PKEY_keygen_init(kctx) == 1) {
+        EVP_PKEY_keygen(kctx, &pkey);
+      }
+      EVP_PKEY_CTX_free(kctx);
+      EVP_PKEY_free(params);
+    }
+  }
+  KeyMaterial k;
+  if (pkey != nullptr) {
+    if (rsa) {
+      k.type = KeyMaterial::Type::kRsa;
+      k.n = BnParam(pkey, OSSL_PKEY_PARAM_RSA_N);
+      k.e = BnParam(pkey, OSSL_PKEY_PARAM_RSA_E);
+      k.d = BnParam(pkey, OSSL_PKEY_PARAM_RSA_D);
+      k.p = BnParam(pkey, OSSL_PKEY_PARAM_RSA_FACTOR1);
+      k.q = BnParam(pkey, OSSL_PKEY_PARAM_RSA_FACTOR2);
+      k.dmp1 = BnParam(pkey, OSSL_PKEY_PARAM_RSA_EXPONENT1);
+      k.dmq1 = BnParam(pkey, OSSL_PKEY_PARAM_RSA_EXPONENT2);
+      k.iqmp = BnParam(pkey, OSSL_PKEY_PARAM_RSA_COEFFICIENT1);
+    } else {
+      k.type = KeyMaterial::Type::kDsa;
+      k.dsa_p = BnParam(pkey, OSSL_PKEY_PARAM_FFC_P);
+      k.dsa_q = BnParam(pkey, OSSL_PKEY_PARAM_FFC_Q);
+      k.dsa_g = BnParam(pkey, OSSL_PKEY_PARAM_FFC_G);
+      k.dsa_y = BnParam(pkey, OSSL_PKEY_PARAM_PUB_KEY);
+      k.dsa_x = BnParam(pkey, OSSL_PKEY_PARAM_PRIV_KEY);
+    }
+    EVP_PKEY_free(pkey);
+  }
+  OSSL_LIB_CTX_free(lib);
+  if (!k.has_private()) {
+    return absl::InternalError(absl::StrFormat(
+        "libcrypto could not generate a %d-bit %s key", bits,
+        rsa ? "RSA" : "DSA"));
+  }
+  return k;
+}
+
+// PkeySlice signs for about `seconds` (wall clock, at least two signatures)
+// and returns nanoseconds per signature.
+absl::StatusOr<double> PkeySlice(const BackendKey& key,
+                                 const PkeyParams& params,
+                                 absl::Span<const uint8_t> tbs,
+                                 std::vector<uint8_t>& sig, double seconds) {
+  const uint64_t budget = static_cast<uint64_t>(seconds * 1e9);
+  uint64_t ops = 0;
+  const uint64_t start = WallNs();
+  uint64_t now = start;
+  while (ops < 2 || now - start < budget) {
+    ACCELCRYPT_ASSIGN_OR_RETURN(size_t len,
+                                key.Sign(params, tbs, absl::MakeSpan(sig)));
+    (void)len;
+    ++ops;
+    now = WallNs();
+  }
+  return static_cast<double>(now - start) / static_cast<double>(ops);
+}
+
+// CalibratePkey measures RSA-SIGN ("rsa") or DSA-SIGN ("dsa") on every
+// backend declaring it with imported keys, for the key sizes each declares
+// (restricted to `sizes` when not empty), into cal->ns[family][bits].
+// Returns the number of backend/size pairs that could not be measured.
+int CalibratePkey(bool rsa, const Registry& registry,
+                  const std::vector<int>& sizes, double seconds_per_cell,
+                  Calibration* cal, std::set<std::string>* columns) {
+  const accelcrypt_alg alg =
+      rsa ? ACCELCRYPT_ALG_RSA_SIGN : ACCELCRYPT_ALG_DSA_SIGN;
+  const std::string family = rsa ? "rsa" : "dsa";
+  const absl::Span<const int> all =
+      rsa ? absl::Span<const int>(kRsaSizes) : absl::Span<const int>(kDsaSizes);
+  PkeyParams params;
+  params.padding = ACCELCRYPT_PAD_PKCS1;
+  params.md = ACCELCRYPT_ALG_SHA256;
+  std::vector<uint8_t> tbs(32);
+  for (size_t i = 0; i < tbs.size(); ++i) tbs[i] = static_cast<uint8_t>(i * 7);
+  int failures = 0;
+  for (int bits : all) {
+    if (!sizes.empty() &&
+        std::find(sizes.begin(), sizes.end(), bits) == sizes.end()) {
+      continue;
+    }
+    std::vector<const Backend*> backends;
+    for (const auto& backend : registry.backends()) {
+      const accelcrypt_capability* cap = backend->Capability(alg);
+      if (cap != nullptr && (cap->flags & ACCELCRYPT_CAP_KEY_IMPORT) != 0 &&
+          static_cast<uint32_t>(bits) >= cap->min_key_bits &&
+          static_cast<uint32_t>(bits) <= cap->max_key_bits) {
+        backends.push_back(backend.get());
+      }
+    }
+    if (backends.empty()) continue;
+    auto key = GenerateKey(rsa, bits);
+    if (!key.ok()) {
+      std::cerr << "accelcrypt calibrate: " << key.status().message() << "\n";
+      ++failures;
+      continue;
+    }
+    struct PkeyMeasurement {
+      const Backend* backend;
+      std::unique_ptr<BackendKey> key;
+      double best_ns = std::numeric_limits<double>::infinity();
+      std::string error;
+    };
+    std::vector<PkeyMeasurement> ms;
+    std::vector<uint8_t> sig(static_cast<size_t>(bits) / 8 + 64);
+    for (const Backend* backend : backends) {
+      PkeyMeasurement m{backend, nullptr};
+      auto loaded = backend->LoadKey(alg, *key);
+      if (!loaded.ok()) {
+        m.error = loaded.status().ToString();
+      } else {
+        m.key = std::move(*loaded);
+        // Warm-up: the first signature may set up sessions or tables.
+        auto first = m.key->Sign(params, tbs, absl::MakeSpan(sig));
+        if (!first.ok()) m.error = first.status().ToString();
+      }
+      ms.push_back(std::move(m));
+    }
+    for (int round = 0; round < kRounds; ++round) {
+      for (PkeyMeasurement& m : ms) {
+        if (!m.error.empty()) continue;
+        auto ns = PkeySlice(*m.key, params, tbs, sig,
+                            seconds_per_cell / kRounds);
+        if (!ns.ok()) {
+          m.error = ns.status().ToString();
+          continue;
+        }
+        m.best_ns = std::min(m.best_ns, *ns);
+      }
+    }
+    // The whole key goes: its material here, the backends' copies with
+    // their BackendKeys.
+    key = absl::InternalError("done");
+    cal->ns[family].erase(static_cast<uint64_t>(bits));
+    std::string line = absl::StrFormat("%s-%d sign:", rsa ? "RSA" : "DSA", bits);
+    for (const PkeyMeasurement& m : ms) {
+      const std::string name(m.backend->name());
+      columns->insert(name);
+      line += " " + name;
+      if (!m.error.empty() || !std::isfinite(m.best_ns)) {
+        line += " (failed: " + m.error + ")";
+        ++failures;
+        continue;
+      }
+      cal->ns[family][static_cast<uint64_t>(bits)][name] = m.best_ns;
+      line += absl::StrFormat(" %s ns", FormatNs(m.best_ns));
+    }
+    std::cerr << line << std::endl;
+  }
+  if (cal->ns.count(family) != 0 && cal->ns[family].empty()) {
+    cal->ns.erase(family);
+  }
+  return failures;
+}
+
 }  // namespace
 
 int RunCalibrate(const CalibrateOptions& options) {
@@ -154,13 +363,21 @@ int RunCalibrate(const CalibrateOptions& options) {
     return kExitUsage;
   }
   std::vector<const AlgorithmInfo*> filter;
+  // "rsa"/"dsa" in --alg select signing calibration; without --alg both run.
+  bool want_rsa = options.algorithms.empty();
+  bool want_dsa = options.algorithms.empty();
+  bool filtered = !options.algorithms.empty();
   for (const std::string& name : options.algorithms) {
+    if (name == "rsa" || name == "dsa") {
+      (name == "rsa" ? want_rsa : want_dsa) = true;
+      continue;
+    }
     const AlgorithmInfo* info = FindAlgorithmByName(name);
     if (info == nullptr ||
         (info->family != Family::kCipher && info->family != Family::kDigest)) {
       std::cerr << "accelcrypt calibrate: '" << name
                 << "' is not a cipher or digest accelcrypt knows (see "
-                   "`accelcrypt list`)\n";
+                   "`accelcrypt list`), nor rsa or dsa\n";
       return kExitUsage;
     }
     filter.push_back(info);
@@ -189,7 +406,7 @@ int RunCalibrate(const CalibrateOptions& options) {
   }
   // A filtered run keeps the other algorithms of a file this machine and
   // these backend versions wrote.
-  if (!filter.empty()) {
+  if (filtered || !options.pkey_sizes.empty()) {
     auto old = Calibration::Load(output);
     if (old.ok() && old->cpu == cal.cpu &&
         old->backend_versions == cal.backend_versions) {
@@ -219,7 +436,8 @@ int RunCalibrate(const CalibrateOptions& options) {
     if (alg.family != Family::kCipher && alg.family != Family::kDigest) {
       continue;
     }
-    if (!Wanted(alg, filter)) continue;
+    if (filtered && !Wanted(alg, filter)) continue;
+    if (filtered && filter.empty()) continue;  // only rsa/dsa asked for
     for (const auto& backend : registry.backends()) {
       if (backend->Capability(alg.id) != nullptr) {
         work.push_back(&alg);
@@ -227,14 +445,24 @@ int RunCalibrate(const CalibrateOptions& options) {
       }
     }
   }
-  if (work.empty()) {
+  std::set<std::string> columns;  // every measured backend, for the table
+  int failures = 0;
+  if (want_rsa) {
+    failures += CalibratePkey(true, registry, options.pkey_sizes,
+                              options.seconds_per_cell, &cal, &columns);
+  }
+  if (want_dsa) {
+    failures += CalibratePkey(false, registry, options.pkey_sizes,
+                              options.seconds_per_cell, &cal, &columns);
+  }
+  const bool pkey_measured = (want_rsa && cal.ns.count("rsa") != 0) ||
+                             (want_dsa && cal.ns.count("dsa") != 0);
+  if (work.empty() && !pkey_measured) {
     std::cerr << "accelcrypt calibrate: no loaded backend declares the "
                  "requested algorithms\n";
     return kExitFailure;
   }
 
-  std::set<std::string> columns;  // every measured backend, for the table
-  int failures = 0;
   const double slice = options.seconds_per_cell / kRounds;
   for (size_t w = 0; w < work.size(); ++w) {
     const AlgorithmInfo& alg = *work[w];
@@ -334,6 +562,32 @@ int RunCalibrate(const CalibrateOptions& options) {
         auto b = a->second.find(bucket);
         if (b != a->second.end()) cells = b->second;
       }
+      std::vector<std::pair<double, std::string>> ranked;
+      for (const std::string& c : columns) {
+        auto it = cells.find(c);
+        if (it == cells.end()) {
+          row.push_back("-");
+        } else {
+          row.push_back(FormatNs(it->second));
+          ranked.push_back({it->second, c});
+        }
+      }
+      std::sort(ranked.begin(), ranked.end());
+      row.push_back(ranked.empty() ? "-" : ranked[0].second);
+      row.push_back(
+          ranked.size() < 2
+              ? std::string("-")
+              : absl::StrFormat("%.2fx", ranked[1].first / ranked[0].first));
+      table.push_back(std::move(row));
+    }
+  }
+  for (const char* family : {"rsa", "dsa"}) {
+    if (!(family[0] == 'r' ? want_rsa : want_dsa)) continue;
+    auto a = cal.ns.find(family);
+    if (a == cal.ns.end()) continue;
+    for (const auto& [bits, cells] : a->second) {
+      std::vector<std::string> row = {std::string(family) + "-sign",
+                                      std::to_string(bits) + " bits"};
       std::vector<std::pair<double, std::string>> ranked;
       for (const std::string& c : columns) {
         auto it = cells.find(c);

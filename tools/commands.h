@@ -59,7 +59,9 @@ int RunBench(const BenchOptions& options);
 struct CalibrateOptions {
   CoreOptions core;
   double seconds_per_cell = 0.05;  // per backend x algorithm x size bucket
-  std::vector<std::string> algorithms;  // empty: every cipher and digest
+  std::vector<std::string> algorithms;  // empty: every cipher and digest,
+                                        // plus "rsa" and "dsa" (signing)
+  std::vector<int> pkey_sizes;  // empty: 1024..4096 (RSA), 1024..3072 (DSA)
   std::string output;  // empty: DefaultCalibrationPath()
 };
 int RunCalibrate(const CalibrateOptions& options);

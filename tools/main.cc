@@ -158,8 +158,9 @@ int main(int argc, char** argv) {
   CLI::App* calibrate_cmd = app.add_subcommand(
       "calibrate",
       "Measure every loaded backend on every cipher and digest it declares, "
-      "per input size (16 B to 16 KiB), print the table and write the "
-      "calibration file that `policy = fastest` routes by.");
+      "per input size (16 B to 16 KiB), and on RSA/DSA signing per key "
+      "size, print the table and write the calibration file that `policy = "
+      "fastest` routes by.");
   AddCoreOptions(calibrate_cmd, &calibrate.core);
   calibrate_cmd
       ->add_option("--seconds-per-cell", calibrate.seconds_per_cell,
@@ -171,6 +172,12 @@ int main(int argc, char** argv) {
                             "measure only these algorithms (repeatable or "
                             "comma list; the file keeps the others' entries)")
       ->delimiter(',');
+  calibrate_cmd->add_option("--pkey-sizes", calibrate.pkey_sizes,
+                            "RSA/DSA key sizes to measure (comma list of "
+                            "1024, 2048, 3072, 4096; default: all each "
+                            "backend declares)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({1024, 2048, 3072, 4096}));
   calibrate_cmd->add_option("-o,--output", calibrate.output,
                             "calibration file to write (default: "
                             "$ACCELCRYPT_CALIBRATION, else the per-user cache "

@@ -85,7 +85,7 @@ PY
   after=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["algorithms"]["sha256"])' "$tmp/cal.json")
   [ "$before" = "$after" ] || fail "a filtered calibrate changed sha256's entries"
   # Usage errors: exit 2, nothing written.
-  for bad in "--alg no-such-alg" "--alg rsa" "--seconds-per-cell 0" "--seconds-per-cell x"; do
+  for bad in "--alg no-such-alg" "--alg rsa-sign" "--pkey-sizes 512" "--seconds-per-cell 0" "--seconds-per-cell x"; do
     rc=0
     # shellcheck disable=SC2086
     "$cli" calibrate $bad -o "$tmp/bad.json" > "$tmp/out" 2>&1 || rc=$?
