@@ -110,6 +110,16 @@ class Router {
   // first, as the calibration measured them (for `accelcrypt list`).
   std::vector<std::string> FastestFor(const AlgorithmInfo& alg,
                                       uint64_t bucket) const;
+  // PkeyBuckets lists, under policy = fastest, the calibrated key sizes of
+  // `family` ("rsa", "dsa") with backend names fastest first (empty when
+  // not calibrated). For `accelcrypt list`.
+  std::map<uint64_t, std::vector<std::string>> PkeyBuckets(
+      const std::string& family) const {
+    auto it = pkey_fastest_.find(family);
+    return it == pkey_fastest_.end()
+               ? std::map<uint64_t, std::vector<std::string>>()
+               : it->second;
+  }
   void RecordSuccess(Slot* slot);
   void RecordDeviceError(Slot* slot, const AlgorithmInfo& alg);
   Stats* stats() const { return stats_; }

@@ -110,7 +110,9 @@ void Router::OrderFor(const AlgorithmInfo& alg, uint64_t size,
 std::string Router::PkeyFastest(const std::string& family, size_t key_bits,
                                 const SlotList& candidates) const {
   auto f = pkey_fastest_.find(family);
-  if (f == pkey_fastest_.end() || f->second.empty()) return "";
+  if (key_bits == 0 || f == pkey_fastest_.end() || f->second.empty()) {
+    return "";  // size unknown (a token key without its public part)
+  }
   auto b = f->second.lower_bound(key_bits);
   if (b == f->second.end()) b = std::prev(f->second.end());
   for (const std::string& name : b->second) {

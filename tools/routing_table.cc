@@ -10,11 +10,31 @@
 #include "tools/cli_common.h"
 
 namespace accelcrypt::tools {
+namespace {
+
+// JoinNames is "a > b > c" (fastest first).
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : " > ") + n;
+  return out;
+}
+
+}  // namespace
 
 void PrintRoutingPolicy(std::ostream& out, const Router& router) {
   out << "\nRouting policy: " << router.policy() << "\n";
   for (const std::string& note : router.notes()) out << "  " << note << "\n";
   if (router.policy() != "fastest") return;
+  for (const char* family : {"rsa", "dsa"}) {
+    const auto buckets = router.PkeyBuckets(family);
+    if (buckets.empty()) continue;
+    out << "  " << (family[0] == 'r' ? "RSA" : "DSA")
+        << " backend by key size (the nearest measured size >= the key's, "
+           "else the largest; route." << family << "-BITS wins):\n";
+    for (const auto& [bits, ranked] : buckets) {
+      out << "    " << bits << " bits: " << JoinNames(ranked) << "\n";
+    }
+  }
   std::vector<std::string> header = {"algorithm"};
   for (uint64_t bucket : Calibration::SizeBuckets()) {
     header.push_back("<=" + std::to_string(bucket) + " B");
@@ -47,6 +67,14 @@ nlohmann::json RoutingPolicyJson(const Router& router) {
   j["policy"] = router.policy();
   j["notes"] = nlohmann::json::array();
   for (const std::string& note : router.notes()) j["notes"].push_back(note);
+  j["fastest_pkey"] = nlohmann::json::object();
+  for (const char* family : {"rsa", "dsa"}) {
+    const auto buckets = router.PkeyBuckets(family);
+    if (buckets.empty()) continue;
+    nlohmann::json jb = nlohmann::json::object();
+    for (const auto& [bits, ranked] : buckets) jb[std::to_string(bits)] = ranked;
+    j["fastest_pkey"][family] = std::move(jb);
+  }
   j["fastest"] = nlohmann::json::object();
   for (const AlgorithmInfo& alg : AllAlgorithms()) {
     if (!router.SizeRouted(alg)) continue;

@@ -21,6 +21,7 @@
 #include "core/core.h"
 #include "core/pkey.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "tests/pkcs11/softhsm_fixture.h"
 #include "tests/support/test_env.h"
 
@@ -121,6 +122,22 @@ TEST(PkeyRoutingTest, CalibratedFastestSendsRsaAndDsaToTheirFastestBackend) {
   // The shim makes the token's DSA 20x slower than software: calibration
   // must see it.
   EXPECT_EQ(dsa_best, "software");
+
+  // `accelcrypt list` shows the RSA/DSA routes it will use.
+  const std::string list_json = dir + "/list.json";
+  ASSERT_EQ(std::system(absl::StrFormat("'%s' list --json --config '%s' > '%s'",
+                                        ACCELCRYPT_CLI, conf, list_json)
+                            .c_str()),
+            0);
+  const nlohmann::json listed =
+      nlohmann::json::parse(ReadFile(list_json), nullptr, false);
+  ASSERT_FALSE(listed.is_discarded());
+  ASSERT_TRUE(listed.contains("routing") &&
+              listed["routing"].contains("fastest_pkey"))
+      << listed.dump();
+  const nlohmann::json& pkey = listed["routing"]["fastest_pkey"];
+  EXPECT_EQ(pkey.value("/rsa/2048/0"_json_pointer, ""), rsa_best) << pkey;
+  EXPECT_EQ(pkey.value("/dsa/2048/0"_json_pointer, ""), dsa_best) << pkey;
 
   auto core = MakeCore(overrides);
   ASSERT_TRUE(core.ok()) << core.status();
