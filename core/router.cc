@@ -965,19 +965,22 @@ void Router::Order(const AlgorithmInfo& alg, SlotList* out) const {
   for (size_t i : route) {
     Slot* slot = slots_[i].get();
     if (BackendGuard::Inside(slot->backend)) continue;  // no re-entry
-    uint64_t until = slot->open_until_ns.load(std::memory_order_relaxed);
-    if (until != 0) {
-      if (now == 0) now = NowNs();
-      if (now < until) {
-        open.push_back(slot);
-        continue;
-      }
-      // Cool-down over: let this operation probe it (half-open).
+    if (BreakerOpen(*slot, &now)) {
+      open.push_back(slot);
+      continue;
     }
     out->push_back(slot);
   }
   // Every candidate out of rotation: try them anyway rather than fail.
   if (out->empty()) *out = std::move(open);
+}
+
+bool Router::BreakerOpen(const Slot& slot, uint64_t* now) const {
+  uint64_t until = slot.open_until_ns.load(std::memory_order_relaxed);
+  if (until == 0) return false;
+  if (*now == 0) *now = NowNs();
+  // Past the cool-down the breaker is half-open: this operation probes it.
+  return *now < until;
 }
 
 void Router::RecordSuccess(Slot* slot) {

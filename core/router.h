@@ -135,6 +135,9 @@ class Router {
   // (core/router_fastest.cc); a missing or foreign file leaves priority
   // routing in place and says so in notes().
   void LoadCalibration(const Config& config);
+  // BreakerOpen is true while `slot` is out of rotation; `*now` caches the
+  // monotonic clock across calls (0 = not read yet).
+  bool BreakerOpen(const Slot& slot, uint64_t* now) const;
   const Registry* registry_ = nullptr;
   size_t replay_max_ = 1024;
   std::string policy_ = "priority";

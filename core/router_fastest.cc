@@ -82,16 +82,8 @@ Router::Slot* Router::Preferred(const AlgorithmInfo& alg,
   uint64_t now = 0;
   for (size_t i : it->second) {
     Slot* slot = slots_[i].get();
-    if (BackendGuard::Inside(slot->backend)) continue;
-    uint64_t until = slot->open_until_ns.load(std::memory_order_relaxed);
-    if (until != 0) {
-      if (now == 0) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        now = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull +
-              static_cast<uint64_t>(ts.tv_nsec);
-      }
-      if (now < until) continue;
+    if (BackendGuard::Inside(slot->backend) || BreakerOpen(*slot, &now)) {
+      continue;
     }
     return slot;
   }

@@ -170,6 +170,20 @@ bool FitsKey(const accelcrypt_capability& cap, size_t bits) {
   return bits >= cap.min_key_bits && bits <= cap.max_key_bits;
 }
 
+// RsaPrivateKey is the known-answer RSA key with all its private parts.
+KeyMaterial RsaPrivateKey(const PkeyKat& kat) {
+  KeyMaterial priv;
+  priv.n = kat.n.vec();
+  priv.e = kat.e.vec();
+  priv.d = kat.d.vec();
+  priv.p = kat.p.vec();
+  priv.q = kat.q.vec();
+  priv.dmp1 = kat.dmp1.vec();
+  priv.dmq1 = kat.dmq1.vec();
+  priv.iqmp = kat.iqmp.vec();
+  return priv;
+}
+
 // RsaSignKat: the published PKCS#1 v1.5 signature verifies and a forged one
 // does not; the private key reproduces RSASP1's answer (raw) or, without
 // raw RSA, signs with PKCS#1 v1.5 what then verifies with the same key.
@@ -181,15 +195,7 @@ absl::Status RsaSignKat(const Backend& backend, const AlgorithmInfo& info,
   if (!(cap.flags & (ACCELCRYPT_CAP_RSA_PKCS1 | ACCELCRYPT_CAP_RSA_RAW))) {
     return Mismatch(backend, info, "neither PKCS#1 v1.5 nor raw is offered");
   }
-  KeyMaterial priv;
-  priv.n = kat.n.vec();
-  priv.e = kat.e.vec();
-  priv.d = kat.d.vec();
-  priv.p = kat.p.vec();
-  priv.q = kat.q.vec();
-  priv.dmp1 = kat.dmp1.vec();
-  priv.dmq1 = kat.dmq1.vec();
-  priv.iqmp = kat.iqmp.vec();
+  KeyMaterial priv = RsaPrivateKey(kat);
   if (!FitsKey(cap, priv.bits())) {
     return Mismatch(backend, info, "no known answer fits its key sizes");
   }
@@ -234,15 +240,7 @@ absl::Status RsaSignKat(const Backend& backend, const AlgorithmInfo& info,
 absl::Status RsaCryptKat(const Backend& backend, const AlgorithmInfo& info,
                          const accelcrypt_capability& cap, const PkeyKat& kat) {
   if (!(cap.flags & ACCELCRYPT_CAP_KEY_IMPORT)) return absl::OkStatus();
-  KeyMaterial priv;
-  priv.n = kat.n.vec();
-  priv.e = kat.e.vec();
-  priv.d = kat.d.vec();
-  priv.p = kat.p.vec();
-  priv.q = kat.q.vec();
-  priv.dmp1 = kat.dmp1.vec();
-  priv.dmq1 = kat.dmq1.vec();
-  priv.iqmp = kat.iqmp.vec();
+  KeyMaterial priv = RsaPrivateKey(kat);
   if (!FitsKey(cap, priv.bits())) {
     return Mismatch(backend, info, "no known answer fits its key sizes");
   }

@@ -7,6 +7,12 @@
 #include <array>
 #include <cstddef>
 #include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "core/algorithms.h"
+#include "provider/provider_ctx.h"
 
 namespace accelcrypt::provider {
 
@@ -34,6 +40,28 @@ constexpr std::array<const OSSL_DISPATCH*, sizeof...(I)> DispatchTablesImpl(
 template <template <size_t> class Table>
 constexpr std::array<const OSSL_DISPATCH*, kMaxAlgorithms> DispatchTables() {
   return DispatchTablesImpl<Table>(std::make_index_sequence<kMaxAlgorithms>());
+}
+
+// AppendRoutedAlgorithms publishes every row of `family` the router can
+// serve, each with its own dispatch table from `tables` (DispatchTables).
+// kInternal when a row lies beyond kMaxAlgorithms.
+inline absl::Status AppendRoutedAlgorithms(
+    ProvCtx& ctx, Family family,
+    const std::array<const OSSL_DISPATCH*, kMaxAlgorithms>& tables,
+    const char* description, std::vector<OSSL_ALGORITHM>* out) {
+  for (const AlgorithmInfo& info : AllAlgorithms()) {
+    if (info.family != family) continue;
+    if (info.index >= tables.size()) {
+      return absl::InternalError(
+          absl::StrFormat("identity table row %u (%s) beyond kMaxAlgorithms",
+                          info.index, info.name));
+    }
+    if (!ctx.core().router().Supports(info.id)) continue;
+    // openssl_names are string literals: NUL-terminated.
+    out->push_back(OSSL_ALGORITHM{info.openssl_names.data(), kProperties,
+                                  tables[info.index], description});
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace accelcrypt::provider

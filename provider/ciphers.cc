@@ -653,19 +653,8 @@ struct CipherTable {
 absl::Status AppendCipherAlgorithms(ProvCtx& ctx,
                                     std::vector<OSSL_ALGORITHM>* out) {
   static constexpr auto kTables = DispatchTables<CipherTable>();
-  for (const AlgorithmInfo& info : AllAlgorithms()) {
-    if (info.family != Family::kCipher) continue;
-    if (info.index >= kTables.size()) {
-      return absl::InternalError(
-          absl::StrFormat("identity table row %u (%s) beyond kMaxAlgorithms",
-                          info.index, info.name));
-    }
-    if (!ctx.core().router().Supports(info.id)) continue;
-    out->push_back(OSSL_ALGORITHM{info.openssl_names.data(), kProperties,
-                                  kTables[info.index],
-                                  "accelcrypt routed cipher"});
-  }
-  return absl::OkStatus();
+  return AppendRoutedAlgorithms(ctx, Family::kCipher, kTables,
+                                "accelcrypt routed cipher", out);
 }
 
 }  // namespace accelcrypt::provider

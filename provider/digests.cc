@@ -234,19 +234,8 @@ struct DigestTable {
 absl::Status AppendDigestAlgorithms(ProvCtx& ctx,
                                     std::vector<OSSL_ALGORITHM>* out) {
   static constexpr auto kTables = DispatchTables<DigestTable>();
-  for (const AlgorithmInfo& info : AllAlgorithms()) {
-    if (info.family != Family::kDigest) continue;
-    if (info.index >= kTables.size()) {
-      return absl::InternalError(
-          absl::StrFormat("identity table row %u (%s) beyond kMaxAlgorithms",
-                          info.index, info.name));
-    }
-    if (!ctx.core().router().Supports(info.id)) continue;
-    out->push_back(OSSL_ALGORITHM{info.openssl_names.data(), kProperties,
-                                  kTables[info.index],
-                                  "accelcrypt routed digest"});
-  }
-  return absl::OkStatus();
+  return AppendRoutedAlgorithms(ctx, Family::kDigest, kTables,
+                                "accelcrypt routed digest", out);
 }
 
 }  // namespace accelcrypt::provider
