@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: Apache-2.0
+#ifndef ACCELCRYPT_PKCS11_STORE_TOKEN_STORE_H_
+#define ACCELCRYPT_PKCS11_STORE_TOKEN_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "pkcs11/common/attributes.h"
+
+namespace accelcrypt::p11 {
+
+// TokenStore is one token's persistent state in one SQLite database
+// (<dir>/token.sqlite, WAL journal, busy timeout, every change in one
+// transaction), shared safely by concurrent processes: each sees the
+// others' committed changes (DataVersion tells when to reload), none can
+// corrupt it, a process killed mid-write leaves the last committed state.
+//
+// PINs and encryption at rest: the token has a random 256-bit data key
+// (the DEK). It is stored twice, wrapped (AES-256-GCM) under a key derived
+// from the SO PIN and under one derived from the user PIN (PBKDF2-HMAC-
+// SHA256 from a private OSSL_LIB_CTX, random salt per PIN, iteration count
+// stored). A PIN is verified by unwrapping (the GCM tag decides; no PIN
+// hash is stored). Every attribute value of a private object (CKA_PRIVATE
+// true) is stored encrypted under the DEK (AES-256-GCM, fresh IV, the
+// object id as AAD); public objects are stored in clear. C_SetPIN re-wraps
+// the DEK only; C_InitPIN (SO logged in, so the DEK is known) wraps it
+// under the new user PIN. A successful login writes nothing unless a
+// failure counter must be reset; a failed login increments its counter
+// (the only write). Errors carry exact CK_RVs (pkcs11/common/ck_error.h).
+// Thread-safe (one connection, serialised internally).
+class TokenStore {
+ public:
+  enum class User { kSo, kUser };
+
+  struct TokenInfo {
+    bool initialized = false;   // C_InitToken done
+    std::string label;          // as given (<= 32 bytes), unpadded
+    bool user_pin_initialized = false;
+    uint32_t so_failures = 0;   // consecutive wrong SO PINs
+    uint32_t user_failures = 0;
+    bool so_locked = false;     // failures reached max_pin_failures
+    bool user_locked = false;
+    bool so_pin_to_be_changed = false;
+    bool user_pin_to_be_changed = false;
+  };
+
+  struct StoredObject {
+    uint64_t id = 0;           // stable id in this store (never reused)
+    bool is_private = false;
+    // Decrypted attributes. For a private object loaded without the DEK:
+    // empty, and `locked` is true.
+    AttributeMap attributes;
+    bool locked = false;
+  };
+
+  struct Options {
+    uint32_t max_pin_failures = 10;  // then the PIN is locked (CKR_PIN_LOCKED)
+    uint32_t pbkdf2_iterations = 100000;
+    int busy_timeout_ms = 10000;
+  };
+
+  // Open opens or creates the store in `dir` (created with mode 0700 when
+  // missing). Errors: CKR_DEVICE_ERROR-carrying status with the path and
+  // SQLite's message.
+  static absl::StatusOr<std::unique_ptr<TokenStore>> Open(
+      const std::string& dir, const Options& options);
+  static absl::StatusOr<std::unique_ptr<TokenStore>> Open(
+      const std::string& dir) {
+    return Open(dir, Options());
+  }
+  ~TokenStore();
+
+  absl::StatusOr<TokenInfo> Info();
+
+  // InitToken (C_InitToken): on an initialised token `so_pin` must unwrap
+  // the DEK (CKR_PIN_INCORRECT, counted; CKR_PIN_LOCKED); then every object
+  // is destroyed, the user PIN removed, a new DEK made and wrapped under
+  // `so_pin`, `label` set. On a fresh store just the latter.
+  absl::Status InitToken(std::string_view so_pin, std::string_view label);
+
+  // Login verifies `pin` for `user` and returns the DEK.
+  // CKR_PIN_INCORRECT (counted), CKR_PIN_LOCKED,
+  // CKR_USER_PIN_NOT_INITIALIZED (user PIN never set),
+  // CKR_TOKEN_NOT_RECOGNIZED-style error when not initialised.
+  absl::StatusOr<SecretBytes> Login(User user, std::string_view pin);
+
+  // InitPin (C_InitPIN): wraps `dek` (from an SO login) under `user_pin`,
+  // resets the user failure counter and lock.
+  absl::Status InitPin(const SecretBytes& dek, std::string_view user_pin);
+
+  // SetPin (C_SetPIN): verifies `old_pin` (counted like Login), re-wraps
+  // the DEK under `new_pin`.
+  absl::Status SetPin(User user, std::string_view old_pin,
+                      std::string_view new_pin);
+
+  // CreateObject stores a new token object and returns its id. `dek` is
+  // required (non-null) when `is_private`.
+  absl::StatusOr<uint64_t> CreateObject(const AttributeMap& attributes,
+                                        bool is_private,
+                                        const SecretBytes* dek);
+  // UpdateObject replaces an object's attributes (CKR_OBJECT_HANDLE_INVALID
+  // when `id` is gone).
+  absl::Status UpdateObject(uint64_t id, const AttributeMap& attributes,
+                            bool is_private, const SecretBytes* dek);
+  // DestroyObject removes it (CKR_OBJECT_HANDLE_INVALID when gone).
+  absl::Status DestroyObject(uint64_t id);
+  // LoadObjects returns every object, private ones decrypted when `dek` is
+  // given (else locked). A private object that fails to decrypt is an
+  // error naming its id (CKR_DEVICE_ERROR), never silently dropped.
+  absl::StatusOr<std::vector<StoredObject>> LoadObjects(const SecretBytes* dek);
+  // LoadObject returns one object (CKR_OBJECT_HANDLE_INVALID when gone).
+  absl::StatusOr<StoredObject> LoadObject(uint64_t id, const SecretBytes* dek);
+
+  // DataVersion changes whenever any connection (this or another process)
+  // commits a change; cheap (no disk read beyond SQLite's own check).
+  absl::StatusOr<uint64_t> DataVersion();
+
+  const std::string& path() const;
+
+ private:
+  struct Impl;
+  explicit TokenStore(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace accelcrypt::p11
+
+#endif  // ACCELCRYPT_PKCS11_STORE_TOKEN_STORE_H_
