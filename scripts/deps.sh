@@ -25,6 +25,8 @@ ACCELCRYPT_DEBIAN_PACKAGES=(
   p11-kit
   libp11-kit-dev
   libsqlite3-dev     # PKCS#11 module token object store
+  gnutls-bin         # p11tool: lists the module's tokens and objects
+  libengine-pkcs11-openssl # libp11's engine: OpenSSL signing with a key on the module's token
 )
 
 # accelcrypt_as_root CMD...: runs CMD as root (directly when already root,
