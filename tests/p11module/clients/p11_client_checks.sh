@@ -379,6 +379,15 @@ check_p11kit() {
   expect_out "Label: $LABEL\$" "token listed by p11tool"
   expect_out "Module: $module\$" "token's module path"
 
+  local proxy
+  proxy=$(pkg-config p11-kit-1 --variable=proxy_module 2>/dev/null || true)
+  if [ -n "$proxy" ] && [ -f "$proxy" ]; then
+    step "pkcs11-tool through p11-kit-proxy.so (what NSS and libp11 load by default)"
+    run as_user pkcs11-tool --module "$proxy" -T
+    expect_out "token label +: $LABEL\$" "token behind the proxy"
+    expect_out "token manufacturer +: $EXP_MANUF" "token manufacturer behind the proxy"
+  fi
+
   local uri="pkcs11:token=$LABEL"
   step "p11tool --list-all without login: no private objects"
   run as_user p11tool --list-all "$uri"
