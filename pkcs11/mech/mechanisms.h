@@ -97,6 +97,13 @@ class Operation {
 
   // hardware is true when the backend serving it right now is hardware.
   virtual bool hardware() const = 0;
+
+  // multi_part is false for the single-part-only mechanisms of PKCS#11
+  // v2.40 (CKM_RSA_PKCS, CKM_RSA_X_509, CKM_RSA_PKCS_PSS,
+  // CKM_RSA_PKCS_OAEP, CKM_DSA): the module should refuse their
+  // C_*Update/C_*Final calls; Update/Final/VerifyFinal on such an
+  // operation return CKR_FUNCTION_NOT_SUPPORTED and change nothing.
+  virtual bool multi_part() const { return true; }
 };
 
 // Mechanisms is the module's crypto engine, one per module instance.
