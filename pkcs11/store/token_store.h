@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include <openssl/types.h>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "pkcs11/common/attributes.h"
@@ -32,7 +34,24 @@ namespace accelcrypt::p11 {
 // under the new user PIN. A successful login writes nothing unless a
 // failure counter must be reset; a failed login increments its counter
 // (the only write). Errors carry exact CK_RVs (pkcs11/common/ck_error.h).
-// Thread-safe (one connection, serialised internally).
+// Thread-safe (one connection, serialised internally; PIN derivation in
+// Login runs outside the lock).
+//
+// On disk: <dir>/token.sqlite (mode 0600, its -wal/-shm files inherit the
+// mode), a `meta` table with the schema version (a store written by a newer
+// schema is refused with CKR_TOKEN_NOT_RECOGNIZED, never modified). The
+// DEK wraps use AAD naming the PIN's owner; a private object's ciphertext
+// (12-byte random IV, 16-byte tag) uses AAD = object id (8 bytes LE) ||
+// format version (4 bytes LE), so ciphertexts cannot be swapped between
+// objects. The store also keeps a check value of the current DEK, so a DEK
+// from before a re-initialisation (possibly by another process) is refused
+// with CKR_USER_NOT_LOGGED_IN instead of writing undecryptable objects.
+//
+// Fork: a TokenStore must not be used across fork(). In a child every
+// method fails with CKR_CRYPTOKI_NOT_INITIALIZED; the child destroys the
+// inherited store (the destructor notices the new pid: it takes no lock and
+// releases only this process's copy of SQLite's per-file state, so a store
+// reopened in the child holds real file locks) and opens a new one.
 class TokenStore {
  public:
   enum class User { kSo, kUser };
@@ -40,13 +59,14 @@ class TokenStore {
   struct TokenInfo {
     bool initialized = false;   // C_InitToken done
     std::string label;          // as given (<= 32 bytes), unpadded
+    std::string serial;         // 16 hex chars, made when the store is made
     bool user_pin_initialized = false;
     uint32_t so_failures = 0;   // consecutive wrong SO PINs
     uint32_t user_failures = 0;
     bool so_locked = false;     // failures reached max_pin_failures
     bool user_locked = false;
-    bool so_pin_to_be_changed = false;
-    bool user_pin_to_be_changed = false;
+    bool so_pin_to_be_changed = false;    // never set by this store
+    bool user_pin_to_be_changed = false;  // never set by this store
   };
 
   struct StoredObject {
@@ -62,11 +82,17 @@ class TokenStore {
     uint32_t max_pin_failures = 10;  // then the PIN is locked (CKR_PIN_LOCKED)
     uint32_t pbkdf2_iterations = 100000;
     int busy_timeout_ms = 10000;
+    // Library context for every libcrypto call (not owned; must outlive the
+    // store). Null: the store makes its own private one with OpenSSL's
+    // default provider. Never the process's default context.
+    OSSL_LIB_CTX* libctx = nullptr;
   };
 
   // Open opens or creates the store in `dir` (created with mode 0700 when
-  // missing). Errors: CKR_DEVICE_ERROR-carrying status with the path and
-  // SQLite's message.
+  // missing, parents too). Errors: CKR_ARGUMENTS_BAD for bad options;
+  // CKR_DEVICE_ERROR with the path and the system's or SQLite's message
+  // (directory not creatable, not a database, not an accelcrypt store);
+  // CKR_TOKEN_NOT_RECOGNIZED for a store of a newer schema version.
   static absl::StatusOr<std::unique_ptr<TokenStore>> Open(
       const std::string& dir, const Options& options);
   static absl::StatusOr<std::unique_ptr<TokenStore>> Open(
@@ -80,17 +106,19 @@ class TokenStore {
   // InitToken (C_InitToken): on an initialised token `so_pin` must unwrap
   // the DEK (CKR_PIN_INCORRECT, counted; CKR_PIN_LOCKED); then every object
   // is destroyed, the user PIN removed, a new DEK made and wrapped under
-  // `so_pin`, `label` set. On a fresh store just the latter.
+  // `so_pin`, `label` set. On a fresh store just the latter. A label over
+  // 32 bytes: CKR_ARGUMENTS_BAD. Object ids are not reused afterwards.
   absl::Status InitToken(std::string_view so_pin, std::string_view label);
 
   // Login verifies `pin` for `user` and returns the DEK.
   // CKR_PIN_INCORRECT (counted), CKR_PIN_LOCKED,
   // CKR_USER_PIN_NOT_INITIALIZED (user PIN never set),
-  // CKR_TOKEN_NOT_RECOGNIZED-style error when not initialised.
+  // CKR_TOKEN_NOT_RECOGNIZED when not initialised. The DEK is 32 bytes.
   absl::StatusOr<SecretBytes> Login(User user, std::string_view pin);
 
   // InitPin (C_InitPIN): wraps `dek` (from an SO login) under `user_pin`,
-  // resets the user failure counter and lock.
+  // resets the user failure counter and lock. CKR_USER_NOT_LOGGED_IN when
+  // `dek` is not the token's current DEK.
   absl::Status InitPin(const SecretBytes& dek, std::string_view user_pin);
 
   // SetPin (C_SetPIN): verifies `old_pin` (counted like Login), re-wraps
@@ -99,7 +127,9 @@ class TokenStore {
                       std::string_view new_pin);
 
   // CreateObject stores a new token object and returns its id. `dek` is
-  // required (non-null) when `is_private`.
+  // required (non-null) when `is_private` (else CKR_USER_NOT_LOGGED_IN, as
+  // for a DEK that is not the token's current one); ignored otherwise.
+  // CKR_TOKEN_NOT_RECOGNIZED when the token is not initialised.
   absl::StatusOr<uint64_t> CreateObject(const AttributeMap& attributes,
                                         bool is_private,
                                         const SecretBytes* dek);
@@ -111,7 +141,8 @@ class TokenStore {
   absl::Status DestroyObject(uint64_t id);
   // LoadObjects returns every object, private ones decrypted when `dek` is
   // given (else locked). A private object that fails to decrypt is an
-  // error naming its id (CKR_DEVICE_ERROR), never silently dropped.
+  // error naming its id (CKR_DEVICE_ERROR), never silently dropped; a
+  // stale `dek` is CKR_USER_NOT_LOGGED_IN. Ordered by id.
   absl::StatusOr<std::vector<StoredObject>> LoadObjects(const SecretBytes* dek);
   // LoadObject returns one object (CKR_OBJECT_HANDLE_INVALID when gone).
   absl::StatusOr<StoredObject> LoadObject(uint64_t id, const SecretBytes* dek);
