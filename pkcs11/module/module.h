@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: Apache-2.0
+#ifndef ACCELCRYPT_PKCS11_MODULE_MODULE_H_
+#define ACCELCRYPT_PKCS11_MODULE_MODULE_H_
+
+#include <p11-kit-1/p11-kit/pkcs11.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/core.h"
+#include "pkcs11/common/attributes.h"
+#include "pkcs11/mech/mechanisms.h"
+#include "pkcs11/module/locking.h"
+#include "pkcs11/module/module_config.h"
+#include "pkcs11/store/token_store.h"
+
+namespace accelcrypt::p11 {
+
+// Who is logged in to a token. PKCS#11 v2.40 section 5.6: the login state
+// belongs to the token as seen by this application; all its sessions on
+// the token share it.
+enum class LoginState { kNone, kUser, kSo };
+
+// Token is one slot's token: its store (opened at first use), login state,
+// the data key while logged in, the session counts and the ids of the
+// store's objects that have handles.
+struct Token {
+  Token(CK_SLOT_ID slot_id, std::string store_dir, const AppLocking* app)
+      : id(slot_id), dir(std::move(store_dir)), mu(app) {}
+
+  const CK_SLOT_ID id;
+  const std::string dir;
+  Mutex mu;
+  std::unique_ptr<TokenStore> store ABSL_GUARDED_BY(mu);
+  // Written under `mu`; read without it on the per-call path.
+  std::atomic<LoginState> login{LoginState::kNone};
+  SecretBytes dek ABSL_GUARDED_BY(mu);
+  uint32_t ro_sessions ABSL_GUARDED_BY(mu) = 0;
+  uint32_t rw_sessions ABSL_GUARDED_BY(mu) = 0;
+  // Token objects in the handle table are the store's as of
+  // `data_version`; private ones only while `private_loaded`.
+  bool objects_loaded ABSL_GUARDED_BY(mu) = false;
+  bool private_loaded ABSL_GUARDED_BY(mu) = false;
+  uint64_t data_version ABSL_GUARDED_BY(mu) = 0;
+  absl::flat_hash_map<uint64_t, CK_OBJECT_HANDLE> handles ABSL_GUARDED_BY(mu);
+};
+
+// Object is one handle's object. Session objects belong to `owner` and
+// live only in memory; token objects mirror store object `store_id`.
+struct Object {
+  CK_OBJECT_HANDLE handle = 0;
+  Token* token = nullptr;
+  uint64_t store_id = 0;
+  CK_SESSION_HANDLE owner = 0;
+  bool is_token = false;
+  bool is_private = false;
+  // Guarded by Module::objects_mu_: replaced, never modified in place, so
+  // a reader keeps a consistent snapshot after dropping the lock.
+  std::shared_ptr<const AttributeMap> attrs;
+  std::shared_ptr<PreparedKey> prepared;
+};
+
+// The operation slots of a session (one active operation of each kind).
+enum OpSlot {
+  kEncryptSlot,
+  kDecryptSlot,
+  kDigestSlot,
+  kSignSlot,
+  kVerifySlot,
+  kVerifyRecoverSlot,
+  kNumOpSlots
+};
+
+struct ActiveOp {
+  std::unique_ptr<Operation> op;
+  bool multipart = false;  // an update happened: single-part calls refused
+  void Reset() {
+    op.reset();
+    multipart = false;
+  }
+};
+
+struct Session {
+  Session(CK_SESSION_HANDLE h, Token* t, CK_FLAGS f, const AppLocking* app)
+      : handle(h), token(t), flags(f), rw((f & CKF_RW_SESSION) != 0),
+        mu(app) {}
+
+  const CK_SESSION_HANDLE handle;
+  Token* const token;
+  const CK_FLAGS flags;
+  const bool rw;
+  Mutex mu;
+  std::array<ActiveOp, kNumOpSlots> ops ABSL_GUARDED_BY(mu);
+  bool find_active ABSL_GUARDED_BY(mu) = false;
+  std::vector<CK_OBJECT_HANDLE> found ABSL_GUARDED_BY(mu);
+  size_t found_pos ABSL_GUARDED_BY(mu) = 0;
+};
+
+// Module is one initialisation of the PKCS#11 module (C_Initialize ..
+// C_Finalize): the core, the mechanisms, the tokens, the session and object
+// handle tables. Every method is one C_* function with the raw arguments,
+// returns its answer as a status carrying the exact CK_RV, and is
+// thread-safe (PKCS#11 v2.40 section 5.4's multi-threaded access). Lock
+// order: Token::mu, then sessions_mu_ / objects_mu_ (leaves), and
+// Session::mu is never held while taking Token::mu.
+class Module {
+ public:
+  // Create reads the configuration, builds the core (with the PKCS#11
+  // client backend disabled when it would lead back here) and the
+  // mechanisms. `app` null: OS locking; else the application's mutexes.
+  static absl::StatusOr<std::unique_ptr<Module>> Create(
+      std::optional<AppLocking> app);
+  ~Module();
+
+  // FlushStats writes the core's stats now (process exit).
+  void FlushStats();
+  // ReleaseStoresAfterFork, in a forked child, closes the inherited token
+  // stores without taking any lock; the rest of the instance is abandoned
+  // (never used or destroyed in the child).
+  void ReleaseStoresAfterFork() ABSL_NO_THREAD_SAFETY_ANALYSIS;
+
+  // Slots and tokens (module.cc).
+  absl::Status GetInfo(CK_INFO_PTR info);
+  absl::Status GetSlotList(CK_BBOOL token_present, CK_SLOT_ID_PTR list,
+                           CK_ULONG_PTR count);
+  absl::Status GetSlotInfo(CK_SLOT_ID slot, CK_SLOT_INFO_PTR info);
+  absl::Status GetTokenInfo(CK_SLOT_ID slot, CK_TOKEN_INFO_PTR info);
+  absl::Status GetMechanismList(CK_SLOT_ID slot, CK_MECHANISM_TYPE_PTR list,
+                                CK_ULONG_PTR count);
+  absl::Status GetMechanismInfo(CK_SLOT_ID slot, CK_MECHANISM_TYPE type,
+                                CK_MECHANISM_INFO_PTR info);
+  absl::Status InitToken(CK_SLOT_ID slot, CK_UTF8CHAR_PTR pin, CK_ULONG len,
+                         CK_UTF8CHAR_PTR label);
+  absl::Status InitPIN(CK_SESSION_HANDLE h, CK_UTF8CHAR_PTR pin,
+                       CK_ULONG len);
+  absl::Status SetPIN(CK_SESSION_HANDLE h, CK_UTF8CHAR_PTR old_pin,
+                      CK_ULONG old_len, CK_UTF8CHAR_PTR new_pin,
+                      CK_ULONG new_len);
+
+  // Sessions and login (module.cc).
+  absl::Status OpenSession(CK_SLOT_ID slot, CK_FLAGS flags,
+                           CK_SESSION_HANDLE_PTR out);
+  absl::Status CloseSession(CK_SESSION_HANDLE h);
+  absl::Status CloseAllSessions(CK_SLOT_ID slot);
+  absl::Status GetSessionInfo(CK_SESSION_HANDLE h, CK_SESSION_INFO_PTR info);
+  absl::Status Login(CK_SESSION_HANDLE h, CK_USER_TYPE user,
+                     CK_UTF8CHAR_PTR pin, CK_ULONG len);
+  absl::Status Logout(CK_SESSION_HANDLE h);
+
+  // Objects (objects.cc).
+  absl::Status CreateObject(CK_SESSION_HANDLE h, CK_ATTRIBUTE_PTR tmpl,
+                            CK_ULONG count, CK_OBJECT_HANDLE_PTR out);
+  absl::Status CopyObject(CK_SESSION_HANDLE h, CK_OBJECT_HANDLE object,
+                          CK_ATTRIBUTE_PTR tmpl, CK_ULONG count,
+                          CK_OBJECT_HANDLE_PTR out);
+  absl::Status DestroyObject(CK_SESSION_HANDLE h, CK_OBJECT_HANDLE object);
+  absl::Status GetObjectSize(CK_SESSION_HANDLE h, CK_OBJECT_HANDLE object,
+                             CK_ULONG_PTR size);
+  absl::Status GetAttributeValue(CK_SESSION_HANDLE h, CK_OBJECT_HANDLE object,
+                                 CK_ATTRIBUTE_PTR tmpl, CK_ULONG count);
+  absl::Status SetAttributeValue(CK_SESSION_HANDLE h, CK_OBJECT_HANDLE object,
+                                 CK_ATTRIBUTE_PTR tmpl, CK_ULONG count);
+  absl::Status FindObjectsInit(CK_SESSION_HANDLE h, CK_ATTRIBUTE_PTR tmpl,
+                               CK_ULONG count);
+  absl::Status FindObjects(CK_SESSION_HANDLE h, CK_OBJECT_HANDLE_PTR out,
+                           CK_ULONG max, CK_ULONG_PTR count);
+  absl::Status FindObjectsFinal(CK_SESSION_HANDLE h);
+
+  // Cryptography (crypto.cc).
+  absl::Status OpInit(OpSlot slot, CK_SESSION_HANDLE h,
+                      CK_MECHANISM_PTR mechanism, CK_OBJECT_HANDLE key);
+  // OneShot: C_Encrypt, C_Decrypt, C_Digest, C_Sign, C_VerifyRecover.
+  absl::Status OneShot(OpSlot slot, CK_SESSION_HANDLE h, CK_BYTE_PTR in,
+                       CK_ULONG in_len, CK_BYTE_PTR out,
+                       CK_ULONG_PTR out_len);
+  // UpdateWithOutput: C_EncryptUpdate, C_DecryptUpdate.
+  absl::Status UpdateWithOutput(OpSlot slot, CK_SESSION_HANDLE h,
+                                CK_BYTE_PTR in, CK_ULONG in_len,
+                                CK_BYTE_PTR out, CK_ULONG_PTR out_len);
+  // Update: C_DigestUpdate, C_SignUpdate, C_VerifyUpdate.
+  absl::Status Update(OpSlot slot, CK_SESSION_HANDLE h, CK_BYTE_PTR in,
+                      CK_ULONG in_len);
+  // Final: C_EncryptFinal, C_DecryptFinal, C_DigestFinal, C_SignFinal.
+  absl::Status Final(OpSlot slot, CK_SESSION_HANDLE h, CK_BYTE_PTR out,
+                     CK_ULONG_PTR out_len);
+  absl::Status Verify(CK_SESSION_HANDLE h, CK_BYTE_PTR data, CK_ULONG data_len,
+                      CK_BYTE_PTR sig, CK_ULONG sig_len);
+  absl::Status VerifyFinal(CK_SESSION_HANDLE h, CK_BYTE_PTR sig,
+                           CK_ULONG sig_len);
+  absl::Status DigestKey(CK_SESSION_HANDLE h, CK_OBJECT_HANDLE key);
+  absl::Status GetOperationState(CK_SESSION_HANDLE h, CK_BYTE_PTR out,
+                                 CK_ULONG_PTR out_len);
+  absl::Status SetOperationState(CK_SESSION_HANDLE h, CK_BYTE_PTR state,
+                                 CK_ULONG len, CK_OBJECT_HANDLE enc_key,
+                                 CK_OBJECT_HANDLE auth_key);
+  absl::Status GenerateKey(CK_SESSION_HANDLE h, CK_MECHANISM_PTR mechanism,
+                           CK_ATTRIBUTE_PTR tmpl, CK_ULONG count,
+                           CK_OBJECT_HANDLE_PTR out);
+  absl::Status GenerateKeyPair(CK_SESSION_HANDLE h, CK_MECHANISM_PTR mechanism,
+                               CK_ATTRIBUTE_PTR pub_tmpl, CK_ULONG pub_count,
+                               CK_ATTRIBUTE_PTR priv_tmpl,
+                               CK_ULONG priv_count, CK_OBJECT_HANDLE_PTR pub,
+                               CK_OBJECT_HANDLE_PTR priv);
+  absl::Status GenerateRandom(CK_SESSION_HANDLE h, CK_BYTE_PTR out,
+                              CK_ULONG len);
+  absl::Status SeedRandom(CK_SESSION_HANDLE h, CK_BYTE_PTR seed, CK_ULONG len);
+
+ private:
+  Module(ModuleConfig config, std::optional<AppLocking> app);
+
+  const AppLocking* locking() const { return app_ ? &*app_ : nullptr; }
+  void Log(std::string_view message) const;
+
+  absl::StatusOr<Token*> FindToken(CK_SLOT_ID slot);
+  absl::StatusOr<std::shared_ptr<Session>> FindSession(CK_SESSION_HANDLE h);
+  // OpenStore opens the token's store on first use.
+  absl::StatusOr<TokenStore*> OpenStore(Token* token)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(token->mu);
+  // DropLogin ends the token's login: the data key is wiped and every
+  // private object (token and session) leaves the handle table.
+  void DropLogin(Token* token) ABSL_EXCLUSIVE_LOCKS_REQUIRED(token->mu);
+  // RemoveSessions closes the listed sessions of `token` (their session
+  // objects go with them) and logs out when none remain.
+  void RemoveSessions(Token* token,
+                      const std::vector<std::shared_ptr<Session>>& sessions)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(token->mu);
+
+  // Objects (objects.cc).
+  // SyncTokenObjects brings the token objects in the handle table up to
+  // the store's state (another process may have changed it; a login or
+  // logout changes which private objects are visible).
+  absl::Status SyncTokenObjects(Token* token)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(token->mu);
+  void ForgetTokenObjects(Token* token, bool private_only)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(token->mu);
+  struct ObjectRef {
+    std::shared_ptr<Object> object;
+    std::shared_ptr<const AttributeMap> attrs;
+  };
+  // LookupObject finds a handle visible to `session` (same token; private
+  // ones only while the user is logged in), re-reading the store on a
+  // miss. Not found: CkError(`invalid_rv`).
+  absl::StatusOr<ObjectRef> LookupObject(const Session& session,
+                                         CK_OBJECT_HANDLE handle,
+                                         CK_RV invalid_rv);
+  // AddObject stores a new object made for `session` (token objects in the
+  // store with the data key) and gives it a handle. Checks R/W session and
+  // login for token/private objects first.
+  absl::StatusOr<CK_OBJECT_HANDLE> AddObject(const Session& session,
+                                             AttributeMap attrs);
+  absl::Status CheckWritable(const Session& session, bool is_token,
+                             bool is_private);
+  // DestroyHandle removes an object (from its store too, for token
+  // objects) and its handle.
+  absl::Status DestroyHandle(const ObjectRef& ref);
+  CK_OBJECT_HANDLE InsertObject(std::shared_ptr<Object> object);
+  void EraseObject(CK_OBJECT_HANDLE handle);
+
+  // PreparedKeyFor resolves a key handle for an operation that needs
+  // `usage` (CKA_ENCRYPT, ...), with the prepared key cached per handle.
+  absl::StatusOr<std::shared_ptr<PreparedKey>> PreparedKeyFor(
+      const Session& session, CK_OBJECT_HANDLE handle,
+      CK_ATTRIBUTE_TYPE usage);
+
+  ModuleConfig config_;
+  std::optional<AppLocking> app_;
+  std::unique_ptr<Core> core_;
+  std::unique_ptr<Mechanisms> mechanisms_;
+  std::vector<std::unique_ptr<Token>> tokens_;
+
+  Mutex sessions_mu_;
+  absl::flat_hash_map<CK_SESSION_HANDLE, std::shared_ptr<Session>> sessions_
+      ABSL_GUARDED_BY(sessions_mu_);
+  std::atomic<CK_SESSION_HANDLE> next_session_{1};
+
+  Mutex objects_mu_;
+  absl::flat_hash_map<CK_OBJECT_HANDLE, std::shared_ptr<Object>> objects_
+      ABSL_GUARDED_BY(objects_mu_);
+  std::atomic<CK_OBJECT_HANDLE> next_object_{1};
+};
+
+}  // namespace accelcrypt::p11
+
+#endif  // ACCELCRYPT_PKCS11_MODULE_MODULE_H_
