@@ -312,6 +312,10 @@ bool KeyTypeHasUsage(const ObjectKind& kind, CK_ATTRIBUTE_TYPE usage) {
   }
 }
 
+// The largest attribute value ParseTemplate copies; guards against a
+// garbage ulValueLen (CK_UNAVAILABLE_INFORMATION echoed back, say).
+constexpr CK_ULONG kMaxValueLen = CK_ULONG{16} << 20;
+
 std::string TypeName(CK_ATTRIBUTE_TYPE type) {
   return absl::StrFormat("attribute 0x%x", static_cast<uint64_t>(type));
 }
@@ -536,8 +540,8 @@ absl::StatusOr<AttributeMap> Build(Origin origin, const AttributeMap& tmpl,
                                        TypeName(type)));
       }
     }
-    if ((rule->flags & kSoOnlyTrue) != 0 && value.size() == 1 &&
-        value.data()[0] != CK_FALSE) {
+    if (origin != Origin::kCopy && (rule->flags & kSoOnlyTrue) != 0 &&
+        value.size() == 1 && value.data()[0] != CK_FALSE) {
       return CkError(CKR_ATTRIBUTE_READ_ONLY,
                      absl::StrFormat("%s can only be set true by the SO",
                                      TypeName(type)));
@@ -611,6 +615,14 @@ absl::StatusOr<AttributeMap> Build(Origin origin, const AttributeMap& tmpl,
                      "an X.509 certificate needs CKA_VALUE or CKA_URL");
     }
     if (!out.Has(CKA_VALUE)) out.Set(CKA_VALUE, {});
+    // Footnote 4 of the X.509 table: the key hashes can only be empty when
+    // CKA_URL is.
+    if (!out.GetBytes(CKA_URL).empty() &&
+        (out.GetBytes(CKA_HASH_OF_SUBJECT_PUBLIC_KEY).empty() ||
+         out.GetBytes(CKA_HASH_OF_ISSUER_PUBLIC_KEY).empty())) {
+      return CkError(CKR_TEMPLATE_INCOMPLETE,
+                     "a certificate by URL needs both public key hashes");
+    }
     for (CK_ATTRIBUTE_TYPE t :
          {CKA_CERTIFICATE_CATEGORY, CKA_JAVA_MIDP_SECURITY_DOMAIN}) {
       // Both are 0 (unspecified) to 3.
@@ -728,6 +740,12 @@ absl::StatusOr<AttributeMap> ParseTemplate(const CK_ATTRIBUTE* tmpl,
       return CkError(CKR_ATTRIBUTE_TYPE_INVALID,
                      absl::StrFormat("%s: attribute arrays are not supported",
                                      TypeName(a.type)));
+    }
+    if (a.ulValueLen > kMaxValueLen) {
+      return CkError(CKR_ATTRIBUTE_VALUE_INVALID,
+                     absl::StrFormat("%s: a value of %d bytes is too large",
+                                     TypeName(a.type),
+                                     static_cast<uint64_t>(a.ulValueLen)));
     }
     const absl::Span<const uint8_t> value(
         static_cast<const uint8_t*>(a.pValue),
@@ -939,6 +957,22 @@ bool IsKeyMaterial(const AttributeMap& object, CK_ATTRIBUTE_TYPE type) {
     if (t == type) return true;
   }
   return false;
+}
+
+absl::Status CheckMechanismAllowed(const AttributeMap& key,
+                                   CK_MECHANISM_TYPE mechanism) {
+  const SecretBytes* list = key.Find(CKA_ALLOWED_MECHANISMS);
+  if (list == nullptr || list->empty()) return absl::OkStatus();
+  const size_t n = list->size() / sizeof(CK_MECHANISM_TYPE);
+  for (size_t i = 0; i < n; ++i) {
+    CK_MECHANISM_TYPE allowed;
+    std::memcpy(&allowed, list->data() + i * sizeof(allowed), sizeof(allowed));
+    if (allowed == mechanism) return absl::OkStatus();
+  }
+  return CkError(CKR_MECHANISM_INVALID,
+                 absl::StrFormat("mechanism 0x%x is not in the key's "
+                                 "CKA_ALLOWED_MECHANISMS",
+                                 static_cast<uint64_t>(mechanism)));
 }
 
 bool IsRevealable(const AttributeMap& object, CK_ATTRIBUTE_TYPE type) {

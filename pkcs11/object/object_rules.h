@@ -58,7 +58,8 @@ namespace accelcrypt::p11 {
 // neither empty nor 8 digits, CKA_ALLOWED_MECHANISMS not a whole number of
 // CK_MECHANISM_TYPEs -> CKR_ATTRIBUTE_VALUE_INVALID; an array-of-attributes
 // type (CKA_WRAP_TEMPLATE, CKA_UNWRAP_TEMPLATE, CKA_DERIVE_TEMPLATE) ->
-// CKR_ATTRIBUTE_TYPE_INVALID (not supported); an attribute twice with
+// CKR_ATTRIBUTE_TYPE_INVALID (not supported); a value over 16 MiB ->
+// CKR_ATTRIBUTE_VALUE_INVALID; an attribute twice with
 // different values -> CKR_TEMPLATE_INCONSISTENT (twice with the same value
 // is accepted). `tmpl` may be NULL only when `count` is 0 (else
 // CKR_ARGUMENTS_BAD). CK_BBOOL values are stored as CK_TRUE/CK_FALSE.
@@ -100,7 +101,8 @@ enum class Origin {
 // (the mechanism implies them; footnote 5 of the key tables).
 // Errors:
 //   CKR_TEMPLATE_INCOMPLETE   missing class, key type, certificate type,
-//                             CKA_VALUE, modulus, public exponent, DSA
+//                             CKA_VALUE (a certificate: unless CKA_URL
+//                             and both key hashes are given), modulus, public exponent, DSA
 //                             domain parameters, CKA_SUBJECT of a
 //                             certificate, CKA_VALUE_LEN (kGenerate of a
 //                             secret key), CKA_MODULUS_BITS (kGenerate of
@@ -227,6 +229,12 @@ bool IsRevealable(const AttributeMap& object, CK_ATTRIBUTE_TYPE type);
 // CKA_DERIVE) is true (absent counts as false);
 // CKR_KEY_TYPE_INCONSISTENT when it is not a key at all.
 absl::Status CheckKeyUse(const AttributeMap& object, CK_ATTRIBUTE_TYPE usage);
+
+// CheckMechanismAllowed is CKR_MECHANISM_INVALID when `key` has a
+// non-empty CKA_ALLOWED_MECHANISMS (v2.40 4.7) that does not list
+// `mechanism`; OK otherwise (an empty or absent list allows everything).
+absl::Status CheckMechanismAllowed(const AttributeMap& key,
+                                   CK_MECHANISM_TYPE mechanism);
 
 }  // namespace accelcrypt::p11
 

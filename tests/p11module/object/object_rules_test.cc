@@ -206,6 +206,9 @@ TEST(ParseTemplate, RejectsMalformedEntries) {
     EXPECT_RV(ParseTemplate(c.tmpl.data(), c.tmpl.size()), c.want);
   }
   EXPECT_RV(ParseTemplate(nullptr, 1), CKR_ARGUMENTS_BAD);
+  // A garbage length is refused before anything is read.
+  CK_ATTRIBUTE garbage = {CKA_LABEL, four, CK_UNAVAILABLE_INFORMATION};
+  EXPECT_RV(ParseTemplate(&garbage, 1), CKR_ATTRIBUTE_VALUE_INVALID);
 }
 
 // ---------------------------------------------------------------------
@@ -265,9 +268,17 @@ TEST(BuildObjectCreate, EachRequiredAttributeMissingIsIncomplete) {
 
 TEST(BuildObjectCreate, CertificateWithUrlNeedsNoValue) {
   AttributeMap tmpl =
-      With(Without(CertTemplate(), CKA_VALUE), {{CKA_URL, S("http://x/c")}});
+      With(Without(CertTemplate(), CKA_VALUE),
+           {{CKA_URL, S("http://x/c")},
+            {CKA_HASH_OF_SUBJECT_PUBLIC_KEY, Filler(20, 30)},
+            {CKA_HASH_OF_ISSUER_PUBLIC_KEY, Filler(20, 31)}});
   AttributeMap obj = CreateOk(tmpl);
   EXPECT_TRUE(obj.GetBytes(CKA_VALUE).empty());
+  // By URL, both key hashes are required (v2.40 4.6.3).
+  EXPECT_RV(Create(Without(tmpl, CKA_HASH_OF_ISSUER_PUBLIC_KEY)),
+            CKR_TEMPLATE_INCOMPLETE);
+  EXPECT_RV(Create(With(tmpl, {{CKA_HASH_OF_SUBJECT_PUBLIC_KEY, {}}})),
+            CKR_TEMPLATE_INCOMPLETE);
   EXPECT_RV(Create(With(CertTemplate(), {{CKA_VALUE, {}}})),
             CKR_TEMPLATE_INCOMPLETE);
 }
@@ -1170,6 +1181,31 @@ TEST(CheckKeyUse, UsageFlags) {
             CKR_KEY_TYPE_INCONSISTENT);
   EXPECT_RV(CheckKeyUse(CreateOk(CertTemplate()), CKA_VERIFY),
             CKR_KEY_TYPE_INCONSISTENT);
+}
+
+TEST(CheckMechanismAllowed, EmptyListAllowsAll) {
+  const AttributeMap aes = CreateOk(AesTemplate());
+  EXPECT_RV(CheckMechanismAllowed(aes, CKM_AES_GCM), CKR_OK);
+  EXPECT_RV(CheckMechanismAllowed(AttributeMap(), CKM_AES_GCM), CKR_OK);
+  Bytes list(2 * sizeof(CK_MECHANISM_TYPE));
+  const CK_MECHANISM_TYPE mechs[2] = {CKM_AES_CBC_PAD, CKM_AES_GCM};
+  std::memcpy(list.data(), mechs, list.size());
+  const AttributeMap limited =
+      CreateOk(With(AesTemplate(), {{CKA_ALLOWED_MECHANISMS, list}}));
+  EXPECT_RV(CheckMechanismAllowed(limited, CKM_AES_GCM), CKR_OK);
+  EXPECT_RV(CheckMechanismAllowed(limited, CKM_AES_CBC_PAD), CKR_OK);
+  EXPECT_RV(CheckMechanismAllowed(limited, CKM_AES_CBC),
+            CKR_MECHANISM_INVALID);
+}
+
+TEST(BuildObjectCopyOrigin, KeepsATrustedCertificate) {
+  // A store may hold what only the SO could make; re-validating keeps it.
+  const AttributeMap cert = With(CreateOk(CertTemplate()),
+                                 {{CKA_TRUSTED, B(true)}});
+  absl::StatusOr<AttributeMap> again = BuildObject(
+      Origin::kCopy, cert, AttributeMap(), CK_UNAVAILABLE_INFORMATION);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->GetBytes(CKA_TRUSTED), B(true));
 }
 
 TEST(ObjectFlags, PrivateAndTokenDefaults) {
