@@ -720,6 +720,73 @@ absl::StatusOr<AttributeMap> Build(Origin origin, const AttributeMap& tmpl,
   return out;
 }
 
+// Store writes one checked value, CK_BBOOLs as CK_TRUE/CK_FALSE.
+void Store(AttributeMap* map, CK_ATTRIBUTE_TYPE type,
+           absl::Span<const uint8_t> value) {
+  if (IsBoolAttribute(type)) {
+    map->SetBool(type, value[0] != CK_FALSE);
+  } else {
+    map->Set(type, value);
+  }
+}
+
+enum class Change { kSet, kCopy };
+
+// CheckChange decides whether `type` may become `value` on `object`
+// (whose attribute set is `rules`) in a C_SetAttributeValue or a
+// C_CopyObject. The create scenarios' codes apply (v2.40 4.1.2, 4.1.3):
+// an attribute of another kind of object is inconsistent, one of none
+// invalid. Modifiable (footnote 8) attributes may change in both; a copy
+// may also change CKA_TOKEN, CKA_PRIVATE, CKA_MODIFIABLE (4.1.3) and
+// CKA_DESTROYABLE, and may restate any value unchanged. One-way flags
+// (footnotes 11, 12) only tighten.
+absl::Status CheckChange(const AttributeMap& object, const RuleSet& rules,
+                         CK_ATTRIBUTE_TYPE type,
+                         absl::Span<const uint8_t> value, Change how) {
+  const Rule* rule = rules.Find(type);
+  if (rule == nullptr) {
+    if (IsKnownType(type)) {
+      return CkError(CKR_TEMPLATE_INCONSISTENT,
+                     absl::StrFormat("%s does not belong to this object",
+                                     TypeName(type)));
+    }
+    return CkError(CKR_ATTRIBUTE_TYPE_INVALID,
+                   absl::StrFormat("%s is not supported", TypeName(type)));
+  }
+  ACCELCRYPT_RETURN_IF_ERROR(CheckValueFormat(type, value));
+  const SecretBytes* current = object.Find(type);
+  if (how == Change::kCopy) {
+    if (current != nullptr && ValuesEqual(type, current->span(), value)) {
+      return absl::OkStatus();
+    }
+    if (type == CKA_TOKEN || type == CKA_PRIVATE || type == CKA_MODIFIABLE ||
+        type == CKA_DESTROYABLE) {
+      return absl::OkStatus();
+    }
+  }
+  const bool one_way = (rule->flags & (kOnlyToTrue | kOnlyToFalse)) != 0;
+  if ((rule->flags & kModifiable) == 0 && !one_way) {
+    return CkError(CKR_ATTRIBUTE_READ_ONLY,
+                   absl::StrFormat("%s is read-only", TypeName(type)));
+  }
+  if (one_way) {
+    const bool wanted = value[0] != CK_FALSE;
+    if ((rule->flags & kOnlyToTrue) != 0 &&
+        object.BoolOr(type, false) && !wanted) {
+      return CkError(CKR_ATTRIBUTE_READ_ONLY,
+                     absl::StrFormat("%s cannot go back to false",
+                                     TypeName(type)));
+    }
+    if ((rule->flags & kOnlyToFalse) != 0 &&
+        !object.BoolOr(type, true) && wanted) {
+      return CkError(CKR_ATTRIBUTE_READ_ONLY,
+                     absl::StrFormat("%s cannot go back to true",
+                                     TypeName(type)));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<AttributeMap> ParseTemplate(const CK_ATTRIBUTE* tmpl,
@@ -787,48 +854,12 @@ absl::StatusOr<AttributeMap> CopyObject(const AttributeMap& source,
   if (!source.BoolOr(CKA_COPYABLE, true)) {
     return CkError(CKR_ACTION_PROHIBITED, "the object is not copyable");
   }
+  const RuleSet rules = RulesFor(KindOf(source));
   AttributeMap out = source;
   for (const auto& [type, value] : tmpl.values()) {
-    const SecretBytes* current = source.Find(type);
-    if (current == nullptr) {
-      return CkError(CKR_ATTRIBUTE_TYPE_INVALID,
-                     absl::StrFormat("the object has no %s", TypeName(type)));
-    }
-    ACCELCRYPT_RETURN_IF_ERROR(CheckValueFormat(type, value.span()));
-    if (ValuesEqual(type, current->span(), value.span())) continue;
-    bool allowed = false;
-    switch (type) {
-      case CKA_TOKEN:
-      case CKA_PRIVATE:
-      case CKA_MODIFIABLE:
-      case CKA_DESTROYABLE:
-      case CKA_LABEL:
-      case CKA_ID:
-        allowed = true;
-        break;
-      // One-way flags, only tightened. The value differs from the
-      // current one, so the direction follows from the new value.
-      case CKA_SENSITIVE:
-      case CKA_WRAP_WITH_TRUSTED:
-        allowed = value.data()[0] != CK_FALSE;
-        break;
-      case CKA_EXTRACTABLE:
-      case CKA_COPYABLE:
-        allowed = value.data()[0] == CK_FALSE;
-        break;
-      default:
-        break;
-    }
-    if (!allowed) {
-      return CkError(CKR_ATTRIBUTE_READ_ONLY,
-                     absl::StrFormat("%s cannot change in a copy",
-                                     TypeName(type)));
-    }
-    if (IsBoolAttribute(type)) {
-      out.SetBool(type, value.data()[0] != CK_FALSE);
-    } else {
-      out.Set(type, value.span());
-    }
+    ACCELCRYPT_RETURN_IF_ERROR(
+        CheckChange(source, rules, type, value.span(), Change::kCopy));
+    Store(&out, type, value.span());
   }
   return out;
 }
@@ -845,38 +876,13 @@ absl::Status SetAttributes(AttributeMap* object, const AttributeMap& tmpl) {
                    "a trusted certificate is not modifiable");
   }
   const RuleSet rules = RulesFor(kind);
+  // Applied to a copy that replaces the object only when every entry
+  // passed: all or nothing (even on bad_alloc).
   AttributeMap updated = *object;
   for (const auto& [type, value] : tmpl.values()) {
-    const Rule* rule = rules.Find(type);
-    if (rule == nullptr || !object->Has(type)) {
-      return CkError(CKR_ATTRIBUTE_TYPE_INVALID,
-                     absl::StrFormat("the object has no %s", TypeName(type)));
-    }
-    ACCELCRYPT_RETURN_IF_ERROR(CheckValueFormat(type, value.span()));
-    const bool one_way = (rule->flags & (kOnlyToTrue | kOnlyToFalse)) != 0;
-    if ((rule->flags & kModifiable) == 0 && !one_way) {
-      return CkError(CKR_ATTRIBUTE_READ_ONLY,
-                     absl::StrFormat("%s is read-only", TypeName(type)));
-    }
-    if (one_way) {
-      const bool current = object->BoolOr(type, false);
-      const bool wanted = value.data()[0] != CK_FALSE;
-      if ((rule->flags & kOnlyToTrue) != 0 && current && !wanted) {
-        return CkError(CKR_ATTRIBUTE_READ_ONLY,
-                       absl::StrFormat("%s cannot go back to false",
-                                       TypeName(type)));
-      }
-      if ((rule->flags & kOnlyToFalse) != 0 && !current && wanted) {
-        return CkError(CKR_ATTRIBUTE_READ_ONLY,
-                       absl::StrFormat("%s cannot go back to true",
-                                       TypeName(type)));
-      }
-    }
-    if (IsBoolAttribute(type)) {
-      updated.SetBool(type, value.data()[0] != CK_FALSE);
-    } else {
-      updated.Set(type, value.span());
-    }
+    ACCELCRYPT_RETURN_IF_ERROR(
+        CheckChange(*object, rules, type, value.span(), Change::kSet));
+    Store(&updated, type, value.span());
   }
   *object = std::move(updated);
   return absl::OkStatus();

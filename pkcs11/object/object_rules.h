@@ -146,17 +146,20 @@ absl::StatusOr<AttributeMap> BuildObject(Origin origin,
 absl::Status CheckGenerateTemplate(const AttributeMap& tmpl,
                                    const AttributeMap& implied);
 
-// CopyObject (C_CopyObject): `source` with `tmpl` applied. Only CKA_TOKEN,
-// CKA_PRIVATE, CKA_MODIFIABLE, CKA_DESTROYABLE, CKA_LABEL, CKA_ID and the
-// one-way flags (CKA_SENSITIVE false->true, CKA_EXTRACTABLE true->false,
-// CKA_COPYABLE true->false, CKA_WRAP_WITH_TRUSTED false->true) may change
-// (v2.40 footnote 8 lets a token refuse other changes during a copy);
-// giving any other attribute of the object with its current value is
-// accepted, with another value CKR_ATTRIBUTE_READ_ONLY, as is loosening a
-// one-way flag. CKA_COPYABLE false -> CKR_ACTION_PROHIBITED. A type the
-// object does not have -> CKR_ATTRIBUTE_TYPE_INVALID; a malformed value ->
-// CKR_ATTRIBUTE_VALUE_INVALID. Derived attributes (CKA_LOCAL,
-// CKA_ALWAYS_SENSITIVE, ...) are kept from `source`.
+// CopyObject (C_CopyObject): `source` with `tmpl` applied (v2.40 4.1.3).
+// May change: CKA_TOKEN, CKA_PRIVATE, CKA_MODIFIABLE, CKA_DESTROYABLE, and
+// every attribute C_SetAttributeValue may change (CKA_LABEL, CKA_ID, usage
+// flags, ... see SetAttributes), whatever the source's CKA_MODIFIABLE
+// (CKA_COPYABLE is the spec's way to stop that), with the one-way flags
+// only tightened (CKA_SENSITIVE false->true, CKA_EXTRACTABLE true->false,
+// CKA_COPYABLE true->false, CKA_WRAP_WITH_TRUSTED false->true). Restating
+// any attribute of the object with its current value is accepted; any
+// other change is CKR_ATTRIBUTE_READ_ONLY. CKA_COPYABLE false ->
+// CKR_ACTION_PROHIBITED. An attribute of another kind of object ->
+// CKR_TEMPLATE_INCONSISTENT, of none -> CKR_ATTRIBUTE_TYPE_INVALID (as at
+// creation); a malformed value -> CKR_ATTRIBUTE_VALUE_INVALID. Derived
+// attributes (CKA_LOCAL, CKA_ALWAYS_SENSITIVE, CKA_NEVER_EXTRACTABLE, ...)
+// are kept from `source`.
 absl::StatusOr<AttributeMap> CopyObject(const AttributeMap& source,
                                         const AttributeMap& tmpl);
 
@@ -164,18 +167,19 @@ absl::StatusOr<AttributeMap> CopyObject(const AttributeMap& source,
 // changes nothing. CKA_MODIFIABLE false -> CKR_ACTION_PROHIBITED (a
 // trusted certificate too: v2.40 4.6.1); a read-only attribute (class, key
 // type, CKA_LOCAL, key values, CKA_ALWAYS_SENSITIVE, CKA_VALUE_LEN,
-// CKA_ALLOWED_MECHANISMS, CKA_MODIFIABLE, CKA_COPYABLE true,
-// CKA_DESTROYABLE, a certificate's CKA_SUBJECT/CKA_VALUE, ...) ->
+// CKA_CHECK_VALUE, CKA_ALLOWED_MECHANISMS, CKA_MODIFIABLE, CKA_COPYABLE
+// true, CKA_DESTROYABLE, a certificate's CKA_SUBJECT/CKA_VALUE, ...) ->
 // CKR_ATTRIBUTE_READ_ONLY, even when the value is unchanged; CKA_SENSITIVE
 // and CKA_WRAP_WITH_TRUSTED may only become true, CKA_EXTRACTABLE and
-// CKA_COPYABLE only false (else CKR_ATTRIBUTE_READ_ONLY); unknown for the
-// object -> CKR_ATTRIBUTE_TYPE_INVALID; a malformed value ->
-// CKR_ATTRIBUTE_VALUE_INVALID. CKA_TOKEN/CKA_PRIVATE changes are refused
-// here (CKR_ATTRIBUTE_READ_ONLY): moving between stores is not a set.
-// Modifiable (footnote 8): CKA_LABEL; data objects' CKA_APPLICATION,
-// CKA_OBJECT_ID, CKA_VALUE; certificates' CKA_ID, CKA_ISSUER,
-// CKA_SERIAL_NUMBER; keys' CKA_ID, CKA_START_DATE, CKA_END_DATE,
-// CKA_DERIVE, CKA_SUBJECT and usage flags.
+// CKA_COPYABLE only false (else CKR_ATTRIBUTE_READ_ONLY); an attribute of
+// another kind of object -> CKR_TEMPLATE_INCONSISTENT, of none ->
+// CKR_ATTRIBUTE_TYPE_INVALID (the creation scenarios apply: v2.40 4.1.2);
+// a malformed value -> CKR_ATTRIBUTE_VALUE_INVALID. CKA_TOKEN/CKA_PRIVATE
+// changes are refused here (CKR_ATTRIBUTE_READ_ONLY): moving between
+// stores is not a set. Modifiable (footnote 8): CKA_LABEL; data objects'
+// CKA_APPLICATION, CKA_OBJECT_ID, CKA_VALUE; certificates' CKA_ID,
+// CKA_ISSUER, CKA_SERIAL_NUMBER; keys' CKA_ID, CKA_START_DATE,
+// CKA_END_DATE, CKA_DERIVE, CKA_SUBJECT and usage flags.
 absl::Status SetAttributes(AttributeMap* object, const AttributeMap& tmpl);
 
 // GetAttributes (C_GetAttributeValue): fills `tmpl` from `object` with the

@@ -789,6 +789,7 @@ AttributeMap RsaPrivateObject() { return CreateOk(RsaPrivateCrtTemplate()); }
 AttributeMap RsaPublicObject() { return CreateOk(RsaPublicTemplate()); }
 AttributeMap DataObject() { return CreateOk(DataTemplate()); }
 AttributeMap CertObject() { return CreateOk(CertTemplate()); }
+AttributeMap CreateRsaPrivateNoCrt() { return CreateOk(RsaPrivateTemplate()); }
 AttributeMap FrozenObject() {
   return CreateOk(With(AesTemplate(), {{CKA_MODIFIABLE, B(false)}}));
 }
@@ -867,9 +868,13 @@ TEST(SetAttributes, OneWayAndReadOnlyRules) {
        CKR_ATTRIBUTE_READ_ONLY},
       // Not the object's, malformed, unmodifiable object.
       {"modulus on AES", AesObject, Map({{CKA_MODULUS, S("x")}}),
-       CKR_ATTRIBUTE_TYPE_INVALID},
+       CKR_TEMPLATE_INCONSISTENT},
+      {"id on data", DataObject, Map({{CKA_ID, S("x")}}),
+       CKR_TEMPLATE_INCONSISTENT},
       {"check value never set", AesObject, Map({{CKA_CHECK_VALUE, S("abc")}}),
-       CKR_ATTRIBUTE_TYPE_INVALID},
+       CKR_ATTRIBUTE_READ_ONLY},
+      {"CRT part never set", CreateRsaPrivateNoCrt,
+       Map({{CKA_PRIME_1, Filler(128, 6)}}), CKR_ATTRIBUTE_READ_ONLY},
       {"vendor", AesObject, Map({{CKA_VENDOR_DEFINED | 5, S("x")}}),
        CKR_ATTRIBUTE_TYPE_INVALID},
       {"bool of 2 bytes", AesObject, Map({{CKA_ENCRYPT, Bytes{1, 1}}}),
@@ -955,7 +960,21 @@ TEST(CopyObject, Rules) {
       {"copyable to false", AesObject, Map({{CKA_COPYABLE, B(false)}}), CKR_OK},
       {"same key type", AesObject, Map({{CKA_KEY_TYPE, U(CKK_AES)}}), CKR_OK},
       {"same usage", AesObject, Map({{CKA_ENCRYPT, B(true)}}), CKR_OK},
-      {"usage change", AesObject, Map({{CKA_ENCRYPT, B(false)}}),
+      // Footnote 8 attributes change in a copy too, even of an unmodifiable
+      // object (v2.40 4.1.3; CKA_COPYABLE is what stops it).
+      {"usage change", AesObject, Map({{CKA_ENCRYPT, B(false)}}), CKR_OK},
+      {"usage change, unmodifiable", FrozenObject,
+       Map({{CKA_SIGN, B(false)}, {CKA_DERIVE, B(true)}}), CKR_OK},
+      {"label, unmodifiable", FrozenObject, Map({{CKA_LABEL, S("x")}}),
+       CKR_OK},
+      {"subject", RsaPrivateObject, Map({{CKA_SUBJECT, S("cn")}}), CKR_OK},
+      {"data value", DataObject, Map({{CKA_VALUE, S("v2")}}), CKR_OK},
+      {"cert subject", CertObject, Map({{CKA_SUBJECT, S("x")}}),
+       CKR_ATTRIBUTE_READ_ONLY},
+      {"trusted", CertObject, Map({{CKA_TRUSTED, B(true)}}),
+       CKR_ATTRIBUTE_READ_ONLY},
+      {"allowed mechanisms", AesObject,
+       Map({{CKA_ALLOWED_MECHANISMS, U(CKM_AES_GCM)}}),
        CKR_ATTRIBUTE_READ_ONLY},
       {"sensitive to false", AesObject, Map({{CKA_SENSITIVE, B(false)}}),
        CKR_ATTRIBUTE_READ_ONLY},
@@ -968,6 +987,8 @@ TEST(CopyObject, Rules) {
       {"local", AesObject, Map({{CKA_LOCAL, B(true)}}),
        CKR_ATTRIBUTE_READ_ONLY},
       {"foreign attribute", AesObject, Map({{CKA_MODULUS, S("x")}}),
+       CKR_TEMPLATE_INCONSISTENT},
+      {"vendor attribute", AesObject, Map({{CKA_VENDOR_DEFINED, S("x")}}),
        CKR_ATTRIBUTE_TYPE_INVALID},
       {"malformed", AesObject, Map({{CKA_TOKEN, Bytes{}}}),
        CKR_ATTRIBUTE_VALUE_INVALID},
