@@ -34,7 +34,7 @@ enum RuleFlag : uint32_t {
 
 // How an absent attribute is filled in.
 enum class Default {
-  kNone,         // stays absent (optional)
+  kNone,  // stays absent (optional)
   kFalse,
   kTrue,
   kEmpty,        // empty byte string
@@ -154,15 +154,14 @@ constexpr Rule kSecretKeyRules[] = {
 // RSA keys (v2.40 mechanisms spec 2.1.2, 2.1.3).
 constexpr Rule kRsaPublicRules[] = {
     {CKA_MODULUS, kRequiredCreate | kForbiddenGenerate, Default::kNone},
-    {CKA_MODULUS_BITS, kForbiddenCreate | kRequiredGenerate,
-     Default::kDerived},
+    {CKA_MODULUS_BITS, kForbiddenCreate | kRequiredGenerate, Default::kDerived},
     {CKA_PUBLIC_EXPONENT, kRequiredCreate, Default::kNone},
 };
 constexpr Rule kRsaPrivateRules[] = {
     {CKA_MODULUS, kRequiredCreate | kForbiddenGenerate, Default::kNone},
     {CKA_PUBLIC_EXPONENT, kForbiddenGenerate, Default::kNone},
-    {CKA_PRIVATE_EXPONENT,
-     kRequiredCreate | kForbiddenGenerate | kKeyMaterial, Default::kNone},
+    {CKA_PRIVATE_EXPONENT, kRequiredCreate | kForbiddenGenerate | kKeyMaterial,
+     Default::kNone},
     {CKA_PRIME_1, kForbiddenGenerate | kKeyMaterial, Default::kNone},
     {CKA_PRIME_2, kForbiddenGenerate | kKeyMaterial, Default::kNone},
     {CKA_EXPONENT_1, kForbiddenGenerate | kKeyMaterial, Default::kNone},
@@ -245,8 +244,9 @@ RuleSet RulesFor(const ObjectKind& kind) {
     case CKO_PUBLIC_KEY:
       set.Add(kKeyRules);
       set.Add(kPublicKeyRules);
-      set.Add(kind.key_type == CKK_RSA ? absl::Span<const Rule>(kRsaPublicRules)
-                                       : absl::Span<const Rule>(kDsaPublicRules));
+      set.Add(kind.key_type == CKK_RSA
+                  ? absl::Span<const Rule>(kRsaPublicRules)
+                  : absl::Span<const Rule>(kDsaPublicRules));
       break;
     case CKO_PRIVATE_KEY:
       set.Add(kKeyRules);
@@ -271,8 +271,9 @@ RuleSet RulesFor(const ObjectKind& kind) {
 // than invalid (v2.40 4.1.3).
 bool IsKnownType(CK_ATTRIBUTE_TYPE type) {
   for (absl::Span<const Rule> table :
-       {absl::Span<const Rule>(kStorageRules), absl::Span<const Rule>(kDataRules),
-        absl::Span<const Rule>(kX509Rules), absl::Span<const Rule>(kKeyRules),
+       {absl::Span<const Rule>(kStorageRules),
+        absl::Span<const Rule>(kDataRules), absl::Span<const Rule>(kX509Rules),
+        absl::Span<const Rule>(kKeyRules),
         absl::Span<const Rule>(kPublicKeyRules),
         absl::Span<const Rule>(kPrivateKeyRules),
         absl::Span<const Rule>(kSecretKeyRules),
@@ -299,8 +300,8 @@ bool KeyTypeHasUsage(const ObjectKind& kind, CK_ATTRIBUTE_TYPE usage) {
       return usage == CKA_DECRYPT || usage == CKA_SIGN ||
              usage == CKA_SIGN_RECOVER || usage == CKA_UNWRAP;
     case CKK_DSA:
-      return usage == (kind.object_class == CKO_PUBLIC_KEY ? CKA_VERIFY
-                                                           : CKA_SIGN);
+      return usage ==
+             (kind.object_class == CKO_PUBLIC_KEY ? CKA_VERIFY : CKA_SIGN);
     case CKK_AES:
       return usage == CKA_ENCRYPT || usage == CKA_DECRYPT ||
              usage == CKA_SIGN || usage == CKA_VERIFY || usage == CKA_WRAP ||
@@ -338,24 +339,24 @@ absl::Status CheckValueFormat(CK_ATTRIBUTE_TYPE type,
                                    TypeName(type), value.size()));
   }
   if (IsUlongAttribute(type) && value.size() != sizeof(CK_ULONG)) {
-    return CkError(CKR_ATTRIBUTE_VALUE_INVALID,
-                   absl::StrFormat("%s: a CK_ULONG is %d bytes, not %d",
-                                   TypeName(type), sizeof(CK_ULONG),
-                                   value.size()));
+    return CkError(
+        CKR_ATTRIBUTE_VALUE_INVALID,
+        absl::StrFormat("%s: a CK_ULONG is %d bytes, not %d", TypeName(type),
+                        sizeof(CK_ULONG), value.size()));
   }
   if (IsDateAttribute(type)) {
     // A CK_DATE is YYYYMMDD in ASCII digits; empty means no date.
     if (!value.empty() && value.size() != sizeof(CK_DATE)) {
-      return CkError(CKR_ATTRIBUTE_VALUE_INVALID,
-                     absl::StrFormat("%s: a CK_DATE is %d bytes, not %d",
-                                     TypeName(type), sizeof(CK_DATE),
-                                     value.size()));
+      return CkError(
+          CKR_ATTRIBUTE_VALUE_INVALID,
+          absl::StrFormat("%s: a CK_DATE is %d bytes, not %d", TypeName(type),
+                          sizeof(CK_DATE), value.size()));
     }
     for (uint8_t c : value) {
       if (c < '0' || c > '9') {
-        return CkError(CKR_ATTRIBUTE_VALUE_INVALID,
-                       absl::StrFormat("%s: a CK_DATE holds digits only",
-                                       TypeName(type)));
+        return CkError(
+            CKR_ATTRIBUTE_VALUE_INVALID,
+            absl::StrFormat("%s: a CK_DATE holds digits only", TypeName(type)));
       }
     }
   }
@@ -382,7 +383,7 @@ bool ValuesEqual(CK_ATTRIBUTE_TYPE type, absl::Span<const uint8_t> a,
 // ReadUlong reads a required CK_ULONG attribute of `map` when present:
 // nullopt when absent, CKR_ATTRIBUTE_VALUE_INVALID when malformed.
 absl::StatusOr<std::optional<CK_ULONG>> ReadUlong(const AttributeMap& map,
-                                                 CK_ATTRIBUTE_TYPE type) {
+                                                  CK_ATTRIBUTE_TYPE type) {
   const SecretBytes* v = map.Find(type);
   if (v == nullptr) return std::optional<CK_ULONG>();
   ACCELCRYPT_RETURN_IF_ERROR(CheckValueFormat(type, v->span()));
@@ -409,8 +410,7 @@ absl::StatusOr<std::optional<CK_ULONG>> MergedUlong(
 
 // ResolveKind finds the class and key type from the template and what the
 // token produced, and checks them against what this token supports.
-absl::StatusOr<ObjectKind> ResolveKind(Origin origin,
-                                       const AttributeMap& tmpl,
+absl::StatusOr<ObjectKind> ResolveKind(Origin origin, const AttributeMap& tmpl,
                                        const AttributeMap& generated) {
   ObjectKind kind;
   ACCELCRYPT_ASSIGN_OR_RETURN(
@@ -431,8 +431,7 @@ absl::StatusOr<ObjectKind> ResolveKind(Origin origin,
   }
   kind.object_class = *cls;
   if (origin == Origin::kGenerate && !IsKeyClass(kind.object_class)) {
-    return CkError(CKR_TEMPLATE_INCONSISTENT,
-                   "only keys are generated");
+    return CkError(CKR_TEMPLATE_INCONSISTENT, "only keys are generated");
   }
   if (kind.object_class == CKO_CERTIFICATE) {
     ACCELCRYPT_ASSIGN_OR_RETURN(std::optional<CK_ULONG> cert_type,
@@ -450,7 +449,8 @@ absl::StatusOr<ObjectKind> ResolveKind(Origin origin,
   ACCELCRYPT_ASSIGN_OR_RETURN(
       std::optional<CK_ULONG> key_type,
       MergedUlong(tmpl, generated, CKA_KEY_TYPE, "CKA_KEY_TYPE"));
-  if (!key_type) return CkError(CKR_TEMPLATE_INCOMPLETE, "CKA_KEY_TYPE missing");
+  if (!key_type)
+    return CkError(CKR_TEMPLATE_INCOMPLETE, "CKA_KEY_TYPE missing");
   const bool secret = kind.object_class == CKO_SECRET_KEY;
   switch (*key_type) {
     case CKK_AES:
@@ -488,16 +488,17 @@ CK_ULONG BitLength(absl::Span<const uint8_t> be) {
 
 ObjectKind KindOf(const AttributeMap& object) {
   ObjectKind kind;
-  kind.object_class = object.GetUlong(CKA_CLASS).value_or(CK_UNAVAILABLE_INFORMATION);
-  kind.key_type = object.GetUlong(CKA_KEY_TYPE).value_or(CK_UNAVAILABLE_INFORMATION);
+  kind.object_class =
+      object.GetUlong(CKA_CLASS).value_or(CK_UNAVAILABLE_INFORMATION);
+  kind.key_type =
+      object.GetUlong(CKA_KEY_TYPE).value_or(CK_UNAVAILABLE_INFORMATION);
   return kind;
 }
 
 // Build is BuildObject, CheckGenerateTemplate when `precheck`.
 absl::StatusOr<AttributeMap> Build(Origin origin, const AttributeMap& tmpl,
                                    const AttributeMap& generated,
-                                   CK_MECHANISM_TYPE mechanism,
-                                   bool precheck) {
+                                   CK_MECHANISM_TYPE mechanism, bool precheck) {
   ACCELCRYPT_ASSIGN_OR_RETURN(ObjectKind kind,
                               ResolveKind(origin, tmpl, generated));
   const RuleSet rules = RulesFor(kind);
@@ -518,9 +519,9 @@ absl::StatusOr<AttributeMap> Build(Origin origin, const AttributeMap& tmpl,
     ACCELCRYPT_RETURN_IF_ERROR(CheckValueFormat(type, value.span()));
     if (origin != Origin::kCopy) {
       if ((rule->flags & kTokenSet) != 0) {
-        return CkError(CKR_ATTRIBUTE_READ_ONLY,
-                       absl::StrFormat("%s is set by the token",
-                                       TypeName(type)));
+        return CkError(
+            CKR_ATTRIBUTE_READ_ONLY,
+            absl::StrFormat("%s is set by the token", TypeName(type)));
       }
       // CKA_VALUE_LEN / CKA_MODULUS_BITS at creation are footnote 2 but
       // harmless when they state the truth: checked against the value in
@@ -542,9 +543,9 @@ absl::StatusOr<AttributeMap> Build(Origin origin, const AttributeMap& tmpl,
     }
     if (origin != Origin::kCopy && (rule->flags & kSoOnlyTrue) != 0 &&
         value.size() == 1 && value.data()[0] != CK_FALSE) {
-      return CkError(CKR_ATTRIBUTE_READ_ONLY,
-                     absl::StrFormat("%s can only be set true by the SO",
-                                     TypeName(type)));
+      return CkError(
+          CKR_ATTRIBUTE_READ_ONLY,
+          absl::StrFormat("%s can only be set true by the SO", TypeName(type)));
     }
     if (IsBoolAttribute(type)) {
       out.SetBool(type, value.data()[0] != CK_FALSE);
@@ -593,9 +594,10 @@ absl::StatusOr<AttributeMap> Build(Origin origin, const AttributeMap& tmpl,
       // Footnote 3 attributes come from the caller (an echo by the
       // mechanism does not count); the footnote 1 ones (key values, an RSA
       // public exponent) the generation supplies.
-      missing = ((rule.flags & kRequiredGenerate) != 0 && !tmpl.Has(rule.type)) ||
-                (!precheck && (rule.flags & kRequiredCreate) != 0 &&
-                 !out.Has(rule.type));
+      missing =
+          ((rule.flags & kRequiredGenerate) != 0 && !tmpl.Has(rule.type)) ||
+          (!precheck && (rule.flags & kRequiredCreate) != 0 &&
+           !out.Has(rule.type));
     } else {
       missing = (rule.flags & kRequiredCreate) != 0 && !out.Has(rule.type);
     }
@@ -637,9 +639,9 @@ absl::StatusOr<AttributeMap> Build(Origin origin, const AttributeMap& tmpl,
   if (kind.object_class == CKO_SECRET_KEY && out.Has(CKA_VALUE)) {
     const size_t len = out.Find(CKA_VALUE)->size();
     if (kind.key_type == CKK_AES && len != 16 && len != 24 && len != 32) {
-      return CkError(CKR_ATTRIBUTE_VALUE_INVALID,
-                     absl::StrFormat("an AES key is 16, 24 or 32 bytes, not %d",
-                                     len));
+      return CkError(
+          CKR_ATTRIBUTE_VALUE_INVALID,
+          absl::StrFormat("an AES key is 16, 24 or 32 bytes, not %d", len));
     }
     if (kind.key_type == CKK_GENERIC_SECRET && len == 0) {
       return CkError(CKR_ATTRIBUTE_VALUE_INVALID,
@@ -746,9 +748,9 @@ absl::Status CheckChange(const AttributeMap& object, const RuleSet& rules,
   const Rule* rule = rules.Find(type);
   if (rule == nullptr) {
     if (IsKnownType(type)) {
-      return CkError(CKR_TEMPLATE_INCONSISTENT,
-                     absl::StrFormat("%s does not belong to this object",
-                                     TypeName(type)));
+      return CkError(
+          CKR_TEMPLATE_INCONSISTENT,
+          absl::StrFormat("%s does not belong to this object", TypeName(type)));
     }
     return CkError(CKR_ATTRIBUTE_TYPE_INVALID,
                    absl::StrFormat("%s is not supported", TypeName(type)));
@@ -771,17 +773,17 @@ absl::Status CheckChange(const AttributeMap& object, const RuleSet& rules,
   }
   if (one_way) {
     const bool wanted = value[0] != CK_FALSE;
-    if ((rule->flags & kOnlyToTrue) != 0 &&
-        object.BoolOr(type, false) && !wanted) {
-      return CkError(CKR_ATTRIBUTE_READ_ONLY,
-                     absl::StrFormat("%s cannot go back to false",
-                                     TypeName(type)));
+    if ((rule->flags & kOnlyToTrue) != 0 && object.BoolOr(type, false) &&
+        !wanted) {
+      return CkError(
+          CKR_ATTRIBUTE_READ_ONLY,
+          absl::StrFormat("%s cannot go back to false", TypeName(type)));
     }
-    if ((rule->flags & kOnlyToFalse) != 0 &&
-        !object.BoolOr(type, true) && wanted) {
-      return CkError(CKR_ATTRIBUTE_READ_ONLY,
-                     absl::StrFormat("%s cannot go back to true",
-                                     TypeName(type)));
+    if ((rule->flags & kOnlyToFalse) != 0 && !object.BoolOr(type, true) &&
+        wanted) {
+      return CkError(
+          CKR_ATTRIBUTE_READ_ONLY,
+          absl::StrFormat("%s cannot go back to true", TypeName(type)));
     }
   }
   return absl::OkStatus();
@@ -798,10 +800,10 @@ absl::StatusOr<AttributeMap> ParseTemplate(const CK_ATTRIBUTE* tmpl,
   for (CK_ULONG i = 0; i < count; ++i) {
     const CK_ATTRIBUTE& a = tmpl[i];
     if (a.pValue == nullptr && a.ulValueLen != 0) {
-      return CkError(CKR_ARGUMENTS_BAD,
-                     absl::StrFormat("%s: NULL pValue with length %d",
-                                     TypeName(a.type),
-                                     static_cast<uint64_t>(a.ulValueLen)));
+      return CkError(
+          CKR_ARGUMENTS_BAD,
+          absl::StrFormat("%s: NULL pValue with length %d", TypeName(a.type),
+                          static_cast<uint64_t>(a.ulValueLen)));
     }
     if (IsAttributeArray(a.type)) {
       return CkError(CKR_ATTRIBUTE_TYPE_INVALID,
@@ -941,8 +943,8 @@ std::vector<CK_ATTRIBUTE_TYPE> KeyMaterialTypes(CK_OBJECT_CLASS object_class,
   kind.object_class = object_class;
   kind.key_type = key_type;
   if (!IsKeyClass(object_class)) return {};
-  if (object_class == CKO_SECRET_KEY &&
-      key_type != CKK_AES && key_type != CKK_GENERIC_SECRET) {
+  if (object_class == CKO_SECRET_KEY && key_type != CKK_AES &&
+      key_type != CKK_GENERIC_SECRET) {
     return {};
   }
   if (object_class != CKO_SECRET_KEY && key_type != CKK_RSA &&
@@ -959,7 +961,8 @@ std::vector<CK_ATTRIBUTE_TYPE> KeyMaterialTypes(CK_OBJECT_CLASS object_class,
 
 bool IsKeyMaterial(const AttributeMap& object, CK_ATTRIBUTE_TYPE type) {
   const ObjectKind kind = KindOf(object);
-  for (CK_ATTRIBUTE_TYPE t : KeyMaterialTypes(kind.object_class, kind.key_type)) {
+  for (CK_ATTRIBUTE_TYPE t :
+       KeyMaterialTypes(kind.object_class, kind.key_type)) {
     if (t == type) return true;
   }
   return false;
@@ -993,9 +996,9 @@ absl::Status CheckKeyUse(const AttributeMap& object, CK_ATTRIBUTE_TYPE usage) {
     return CkError(CKR_KEY_TYPE_INCONSISTENT, "the object is not a key");
   }
   if (!object.BoolOr(usage, false)) {
-    return CkError(CKR_KEY_FUNCTION_NOT_PERMITTED,
-                   absl::StrFormat("the key does not allow %s",
-                                   TypeName(usage)));
+    return CkError(
+        CKR_KEY_FUNCTION_NOT_PERMITTED,
+        absl::StrFormat("the key does not allow %s", TypeName(usage)));
   }
   return absl::OkStatus();
 }

@@ -102,11 +102,12 @@ enum class Origin {
 // Errors:
 //   CKR_TEMPLATE_INCOMPLETE   missing class, key type, certificate type,
 //                             CKA_VALUE (a certificate: unless CKA_URL
-//                             and both key hashes are given), modulus, public exponent, DSA
-//                             domain parameters, CKA_SUBJECT of a
-//                             certificate, CKA_VALUE_LEN (kGenerate of a
-//                             secret key), CKA_MODULUS_BITS (kGenerate of
-//                             an RSA public key), ...
+//                             and both key hashes are given), modulus,
+//                             public exponent, DSA domain parameters,
+//                             CKA_SUBJECT of a certificate, CKA_VALUE_LEN
+//                             (kGenerate of a secret key),
+//                             CKA_MODULUS_BITS (kGenerate of an RSA public
+//                             key), ...
 //   CKR_TEMPLATE_INCONSISTENT class/key type mismatch (CKK_AES on a public
 //                             key, a key class for a kGenerate of a data
 //                             object), an attribute of another class or

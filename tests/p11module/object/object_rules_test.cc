@@ -180,25 +180,32 @@ TEST(ParseTemplate, RejectsMalformedEntries) {
   const std::vector<ParseCase> cases = {
       {"null value with length", {{CKA_LABEL, nullptr, 4}}, CKR_ARGUMENTS_BAD},
       {"bool of 4 bytes", {{CKA_TOKEN, four, 4}}, CKR_ATTRIBUTE_VALUE_INVALID},
-      {"empty bool", {{CKA_SENSITIVE, nullptr, 0}},
+      {"empty bool",
+       {{CKA_SENSITIVE, nullptr, 0}},
        CKR_ATTRIBUTE_VALUE_INVALID},
       {"ulong of 4 bytes", {{CKA_CLASS, four, 4}}, CKR_ATTRIBUTE_VALUE_INVALID},
-      {"value_len of 1 byte", {{CKA_VALUE_LEN, &ul, 1}},
+      {"value_len of 1 byte",
+       {{CKA_VALUE_LEN, &ul, 1}},
        CKR_ATTRIBUTE_VALUE_INVALID},
-      {"date of 4 bytes", {{CKA_START_DATE, four, 4}},
+      {"date of 4 bytes",
+       {{CKA_START_DATE, four, 4}},
        CKR_ATTRIBUTE_VALUE_INVALID},
-      {"date not digits", {{CKA_END_DATE, date_bad, 8}},
+      {"date not digits",
+       {{CKA_END_DATE, date_bad, 8}},
        CKR_ATTRIBUTE_VALUE_INVALID},
       {"allowed mechanisms ragged",
        {{CKA_ALLOWED_MECHANISMS, mechs, sizeof(mechs) - 1}},
        CKR_ATTRIBUTE_VALUE_INVALID},
-      {"attribute array", {{CKA_WRAP_TEMPLATE, inner, sizeof(inner)}},
+      {"attribute array",
+       {{CKA_WRAP_TEMPLATE, inner, sizeof(inner)}},
        CKR_ATTRIBUTE_TYPE_INVALID},
-      {"twice, different", {{CKA_TOKEN, &yes, 1}, {CKA_TOKEN, &no, 1}},
+      {"twice, different",
+       {{CKA_TOKEN, &yes, 1}, {CKA_TOKEN, &no, 1}},
        CKR_TEMPLATE_INCONSISTENT},
       {"twice, same", {{CKA_TOKEN, &yes, 1}, {CKA_TOKEN, &yes, 1}}, CKR_OK},
       {"good date", {{CKA_START_DATE, date_good, 8}}, CKR_OK},
-      {"good mechanisms", {{CKA_ALLOWED_MECHANISMS, mechs, sizeof(mechs)}},
+      {"good mechanisms",
+       {{CKA_ALLOWED_MECHANISMS, mechs, sizeof(mechs)}},
        CKR_OK},
   };
   for (const ParseCase& c : cases) {
@@ -253,25 +260,23 @@ TEST(BuildObjectCreate, EachRequiredAttributeMissingIsIncomplete) {
     const AttributeMap tmpl = c.tmpl();
     for (const auto& [type, value] : tmpl.values()) {
       // Optional parts of the CRT template, a data object's value.
-      if (std::string_view(c.name) == "rsa_private_crt" &&
-          type != CKA_CLASS && type != CKA_KEY_TYPE && type != CKA_MODULUS &&
+      if (std::string_view(c.name) == "rsa_private_crt" && type != CKA_CLASS &&
+          type != CKA_KEY_TYPE && type != CKA_MODULUS &&
           type != CKA_PRIVATE_EXPONENT) {
         continue;
       }
       if (std::string_view(c.name) == "data" && type == CKA_VALUE) continue;
-      SCOPED_TRACE(std::string(c.name) + " without 0x" +
-                   std::to_string(type));
+      SCOPED_TRACE(std::string(c.name) + " without 0x" + std::to_string(type));
       EXPECT_RV(Create(Without(tmpl, type)), CKR_TEMPLATE_INCOMPLETE);
     }
   }
 }
 
 TEST(BuildObjectCreate, CertificateWithUrlNeedsNoValue) {
-  AttributeMap tmpl =
-      With(Without(CertTemplate(), CKA_VALUE),
-           {{CKA_URL, S("http://x/c")},
-            {CKA_HASH_OF_SUBJECT_PUBLIC_KEY, Filler(20, 30)},
-            {CKA_HASH_OF_ISSUER_PUBLIC_KEY, Filler(20, 31)}});
+  AttributeMap tmpl = With(Without(CertTemplate(), CKA_VALUE),
+                           {{CKA_URL, S("http://x/c")},
+                            {CKA_HASH_OF_SUBJECT_PUBLIC_KEY, Filler(20, 30)},
+                            {CKA_HASH_OF_ISSUER_PUBLIC_KEY, Filler(20, 31)}});
   AttributeMap obj = CreateOk(tmpl);
   EXPECT_TRUE(obj.GetBytes(CKA_VALUE).empty());
   // By URL, both key hashes are required (v2.40 4.6.3).
@@ -316,20 +321,34 @@ struct KeyDefaultsCase {
 
 TEST(BuildObjectCreate, KeyDefaultsFollowTheKeyType) {
   const std::vector<KeyDefaultsCase> cases = {
-      {"rsa_public", RsaPublicTemplate, false,
+      {"rsa_public",
+       RsaPublicTemplate,
+       false,
        {CKA_ENCRYPT, CKA_VERIFY, CKA_VERIFY_RECOVER, CKA_WRAP},
        {CKA_DERIVE}},
-      {"dsa_public", DsaPublicTemplate, false, {CKA_VERIFY},
+      {"dsa_public",
+       DsaPublicTemplate,
+       false,
+       {CKA_VERIFY},
        {CKA_ENCRYPT, CKA_VERIFY_RECOVER, CKA_WRAP, CKA_DERIVE}},
-      {"rsa_private", RsaPrivateTemplate, true,
+      {"rsa_private",
+       RsaPrivateTemplate,
+       true,
        {CKA_DECRYPT, CKA_SIGN, CKA_SIGN_RECOVER, CKA_UNWRAP},
        {CKA_DERIVE, CKA_ALWAYS_AUTHENTICATE, CKA_WRAP_WITH_TRUSTED}},
-      {"dsa_private", DsaPrivateTemplate, true, {CKA_SIGN},
+      {"dsa_private",
+       DsaPrivateTemplate,
+       true,
+       {CKA_SIGN},
        {CKA_DECRYPT, CKA_SIGN_RECOVER, CKA_UNWRAP, CKA_DERIVE}},
-      {"aes", [] { return AesTemplate(); }, true,
+      {"aes",
+       [] { return AesTemplate(); },
+       true,
        {CKA_ENCRYPT, CKA_DECRYPT, CKA_SIGN, CKA_VERIFY, CKA_WRAP, CKA_UNWRAP},
        {CKA_DERIVE, CKA_TRUSTED, CKA_WRAP_WITH_TRUSTED}},
-      {"generic_secret", [] { return GenericSecretTemplate(); }, true,
+      {"generic_secret",
+       [] { return GenericSecretTemplate(); },
+       true,
        {CKA_SIGN, CKA_VERIFY},
        {CKA_ENCRYPT, CKA_DECRYPT, CKA_WRAP, CKA_UNWRAP, CKA_DERIVE}},
   };
@@ -348,8 +367,8 @@ TEST(BuildObjectCreate, KeyDefaultsFollowTheKeyType) {
     // Created, not generated (v2.40 4.7, 4.9, 4.10).
     EXPECT_EQ(obj.GetBytes(CKA_LOCAL), B(false));
     EXPECT_EQ(obj.GetUlong(CKA_KEY_GEN_MECHANISM), CK_UNAVAILABLE_INFORMATION);
-    for (CK_ATTRIBUTE_TYPE t : {CKA_ID, CKA_START_DATE, CKA_END_DATE,
-                                CKA_ALLOWED_MECHANISMS}) {
+    for (CK_ATTRIBUTE_TYPE t :
+         {CKA_ID, CKA_START_DATE, CKA_END_DATE, CKA_ALLOWED_MECHANISMS}) {
       ASSERT_TRUE(obj.Has(t)) << t;
       EXPECT_TRUE(obj.GetBytes(t).empty());
     }
@@ -372,12 +391,11 @@ TEST(BuildObjectCreate, DerivedLengths) {
     EXPECT_EQ(obj.GetUlong(CKA_VALUE_LEN), len);
   }
   EXPECT_EQ(CreateOk(GenericSecretTemplate(1)).GetUlong(CKA_VALUE_LEN), 1u);
-  EXPECT_EQ(CreateOk(GenericSecretTemplate(100)).GetUlong(CKA_VALUE_LEN),
-            100u);
+  EXPECT_EQ(CreateOk(GenericSecretTemplate(100)).GetUlong(CKA_VALUE_LEN), 100u);
   // Modulus bits count from the top set bit; leading zero bytes don't count.
   EXPECT_EQ(CreateOk(RsaPublicTemplate()).GetUlong(CKA_MODULUS_BITS), 2048u);
-  AttributeMap short_top = With(RsaPublicTemplate(),
-                                {{CKA_MODULUS, Filler(256, 3, 0x01)}});
+  AttributeMap short_top =
+      With(RsaPublicTemplate(), {{CKA_MODULUS, Filler(256, 3, 0x01)}});
   EXPECT_EQ(CreateOk(short_top).GetUlong(CKA_MODULUS_BITS), 2041u);
   Bytes padded = Filler(257, 3, 0x00);
   padded[1] = 0x80;
@@ -393,11 +411,13 @@ TEST(BuildObjectCreate, DerivedLengths) {
 }
 
 TEST(BuildObjectCreate, CallerFlagsWinOverDefaults) {
-  AttributeMap obj = CreateOk(With(
-      AesTemplate(), {{CKA_TOKEN, B(true)},      {CKA_PRIVATE, B(false)},
-                      {CKA_SENSITIVE, B(false)}, {CKA_EXTRACTABLE, B(true)},
-                      {CKA_ENCRYPT, B(false)},   {CKA_LABEL, S("k")},
-                      {CKA_DERIVE, Bytes{7}}}));
+  AttributeMap obj = CreateOk(With(AesTemplate(), {{CKA_TOKEN, B(true)},
+                                                   {CKA_PRIVATE, B(false)},
+                                                   {CKA_SENSITIVE, B(false)},
+                                                   {CKA_EXTRACTABLE, B(true)},
+                                                   {CKA_ENCRYPT, B(false)},
+                                                   {CKA_LABEL, S("k")},
+                                                   {CKA_DERIVE, Bytes{7}}}));
   EXPECT_TRUE(IsTokenObject(obj));
   EXPECT_FALSE(IsPrivateObject(obj));
   EXPECT_EQ(obj.GetBytes(CKA_SENSITIVE), B(false));
@@ -433,7 +453,8 @@ TEST(BuildObjectCreate, RejectsBadTemplatesWithTheSpecsCode) {
       {"WTLS certificate",
        With(CertTemplate(), {{CKA_CERTIFICATE_TYPE, U(CKC_WTLS)}}),
        CKR_ATTRIBUTE_VALUE_INVALID},
-      {"AES public key", With(RsaPublicTemplate(), {{CKA_KEY_TYPE, U(CKK_AES)}}),
+      {"AES public key",
+       With(RsaPublicTemplate(), {{CKA_KEY_TYPE, U(CKK_AES)}}),
        CKR_TEMPLATE_INCONSISTENT},
       {"RSA secret key", With(AesTemplate(), {{CKA_KEY_TYPE, U(CKK_RSA)}}),
        CKR_TEMPLATE_INCONSISTENT},
@@ -448,7 +469,8 @@ TEST(BuildObjectCreate, RejectsBadTemplatesWithTheSpecsCode) {
        CKR_TEMPLATE_INCONSISTENT},
       {"encrypt on data", With(DataTemplate(), {{CKA_ENCRYPT, B(true)}}),
        CKR_TEMPLATE_INCONSISTENT},
-      {"modulus on DSA", With(DsaPublicTemplate(), {{CKA_MODULUS, Filler(8, 1)}}),
+      {"modulus on DSA",
+       With(DsaPublicTemplate(), {{CKA_MODULUS, Filler(8, 1)}}),
        CKR_TEMPLATE_INCONSISTENT},
       {"prime_1 on RSA public",
        With(RsaPublicTemplate(), {{CKA_PRIME_1, Filler(8, 1)}}),
@@ -519,10 +541,11 @@ TEST(BuildObjectCreate, TokenComputedCheckValueMustMatchAGivenOne) {
       Origin::kCreate, AesTemplate(), computed, CK_UNAVAILABLE_INFORMATION);
   ASSERT_TRUE(obj.ok()) << obj.status();
   EXPECT_EQ(obj->GetBytes(CKA_CHECK_VALUE), Filler(3, 40));
-  EXPECT_TRUE(BuildObject(Origin::kCreate,
-                          With(AesTemplate(), {{CKA_CHECK_VALUE, Filler(3, 40)}}),
-                          computed, CK_UNAVAILABLE_INFORMATION)
-                  .ok());
+  EXPECT_TRUE(
+      BuildObject(Origin::kCreate,
+                  With(AesTemplate(), {{CKA_CHECK_VALUE, Filler(3, 40)}}),
+                  computed, CK_UNAVAILABLE_INFORMATION)
+          .ok());
   EXPECT_RV(BuildObject(Origin::kCreate,
                         With(AesTemplate(), {{CKA_CHECK_VALUE, Filler(3, 41)}}),
                         computed, CK_UNAVAILABLE_INFORMATION),
@@ -721,14 +744,14 @@ TEST(BuildObjectGenerate, RejectsBadTemplates) {
 }
 
 TEST(CheckGenerateTemplate, ChecksTheCallersPartBeforeGeneration) {
-  const AttributeMap aes = Map({{CKA_CLASS, U(CKO_SECRET_KEY)},
-                                {CKA_KEY_TYPE, U(CKK_AES)}});
-  const AttributeMap rsa_pub = Map({{CKA_CLASS, U(CKO_PUBLIC_KEY)},
-                                    {CKA_KEY_TYPE, U(CKK_RSA)}});
-  const AttributeMap rsa_priv = Map({{CKA_CLASS, U(CKO_PRIVATE_KEY)},
-                                     {CKA_KEY_TYPE, U(CKK_RSA)}});
-  const AttributeMap dsa_pub = Map({{CKA_CLASS, U(CKO_PUBLIC_KEY)},
-                                    {CKA_KEY_TYPE, U(CKK_DSA)}});
+  const AttributeMap aes =
+      Map({{CKA_CLASS, U(CKO_SECRET_KEY)}, {CKA_KEY_TYPE, U(CKK_AES)}});
+  const AttributeMap rsa_pub =
+      Map({{CKA_CLASS, U(CKO_PUBLIC_KEY)}, {CKA_KEY_TYPE, U(CKK_RSA)}});
+  const AttributeMap rsa_priv =
+      Map({{CKA_CLASS, U(CKO_PRIVATE_KEY)}, {CKA_KEY_TYPE, U(CKK_RSA)}});
+  const AttributeMap dsa_pub =
+      Map({{CKA_CLASS, U(CKO_PUBLIC_KEY)}, {CKA_KEY_TYPE, U(CKK_DSA)}});
   EXPECT_RV(CheckGenerateTemplate(Map({{CKA_VALUE_LEN, U(32)}}), aes), CKR_OK);
   EXPECT_RV(CheckGenerateTemplate(Map({}), aes), CKR_TEMPLATE_INCOMPLETE);
   EXPECT_RV(CheckGenerateTemplate(
@@ -760,8 +783,8 @@ TEST(BuildObjectCopyOrigin, RoundTripsAGeneratedObject) {
   absl::StatusOr<AttributeMap> obj =
       Generate(Map({{CKA_VALUE_LEN, U(32)}}), AesGenerated(), CKM_AES_KEY_GEN);
   ASSERT_TRUE(obj.ok());
-  absl::StatusOr<AttributeMap> again =
-      BuildObject(Origin::kCopy, *obj, AttributeMap(), CK_UNAVAILABLE_INFORMATION);
+  absl::StatusOr<AttributeMap> again = BuildObject(
+      Origin::kCopy, *obj, AttributeMap(), CK_UNAVAILABLE_INFORMATION);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->Serialize(), obj->Serialize());
   // Still checked: a stated length that is wrong.
@@ -782,8 +805,8 @@ struct SetCase {
 
 AttributeMap AesObject() { return CreateOk(AesTemplate()); }
 AttributeMap AesObjectOpen() {
-  return CreateOk(With(AesTemplate(),
-                       {{CKA_SENSITIVE, B(false)}, {CKA_EXTRACTABLE, B(true)}}));
+  return CreateOk(With(
+      AesTemplate(), {{CKA_SENSITIVE, B(false)}, {CKA_EXTRACTABLE, B(true)}}));
 }
 AttributeMap RsaPrivateObject() { return CreateOk(RsaPrivateCrtTemplate()); }
 AttributeMap RsaPublicObject() { return CreateOk(RsaPublicTemplate()); }
@@ -822,8 +845,8 @@ TEST(SetAttributes, OneWayAndReadOnlyRules) {
        CKR_ATTRIBUTE_READ_ONLY},
       {"extractable to false", AesObjectOpen,
        Map({{CKA_EXTRACTABLE, B(false)}}), CKR_OK},
-      {"extractable back to true", AesObject,
-       Map({{CKA_EXTRACTABLE, B(true)}}), CKR_ATTRIBUTE_READ_ONLY},
+      {"extractable back to true", AesObject, Map({{CKA_EXTRACTABLE, B(true)}}),
+       CKR_ATTRIBUTE_READ_ONLY},
       {"copyable to false", AesObject, Map({{CKA_COPYABLE, B(false)}}), CKR_OK},
       {"copyable back to true", UncopyableObject,
        Map({{CKA_COPYABLE, B(true)}}), CKR_ATTRIBUTE_READ_ONLY},
@@ -965,8 +988,7 @@ TEST(CopyObject, Rules) {
       {"usage change", AesObject, Map({{CKA_ENCRYPT, B(false)}}), CKR_OK},
       {"usage change, unmodifiable", FrozenObject,
        Map({{CKA_SIGN, B(false)}, {CKA_DERIVE, B(true)}}), CKR_OK},
-      {"label, unmodifiable", FrozenObject, Map({{CKA_LABEL, S("x")}}),
-       CKR_OK},
+      {"label, unmodifiable", FrozenObject, Map({{CKA_LABEL, S("x")}}), CKR_OK},
       {"subject", RsaPrivateObject, Map({{CKA_SUBJECT, S("cn")}}), CKR_OK},
       {"data value", DataObject, Map({{CKA_VALUE, S("v2")}}), CKR_OK},
       {"cert subject", CertObject, Map({{CKA_SUBJECT, S("x")}}),
@@ -993,8 +1015,8 @@ TEST(CopyObject, Rules) {
       {"malformed", AesObject, Map({{CKA_TOKEN, Bytes{}}}),
        CKR_ATTRIBUTE_VALUE_INVALID},
       {"not copyable", UncopyableObject, Map({}), CKR_ACTION_PROHIBITED},
-      {"not copyable, to token", UncopyableObject,
-       Map({{CKA_TOKEN, B(true)}}), CKR_ACTION_PROHIBITED},
+      {"not copyable, to token", UncopyableObject, Map({{CKA_TOKEN, B(true)}}),
+       CKR_ACTION_PROHIBITED},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -1072,9 +1094,9 @@ TEST(GetAttributes, EveryEntryIsProcessed) {
       {CKA_PRIME_1, nullptr, 0},                 // sensitive, even for length
   };
   const CK_RV rv = GetAttributes(obj, t, 6);
-  EXPECT_THAT(rv, ::testing::AnyOf(CKR_ATTRIBUTE_SENSITIVE,
-                                   CKR_ATTRIBUTE_TYPE_INVALID,
-                                   CKR_BUFFER_TOO_SMALL));
+  EXPECT_THAT(
+      rv, ::testing::AnyOf(CKR_ATTRIBUTE_SENSITIVE, CKR_ATTRIBUTE_TYPE_INVALID,
+                           CKR_BUFFER_TOO_SMALL));
   EXPECT_EQ(t[0].ulValueLen, CK_UNAVAILABLE_INFORMATION);
   EXPECT_EQ(t[1].ulValueLen, 3u);
   EXPECT_EQ(std::string(label, 3), "rsa");
@@ -1116,8 +1138,8 @@ TEST(GetAttributes, KeyValueOnlyWhenNotSensitiveAndExtractable) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     for (AttributeMap (*tmpl)() :
-         {+[] { return AesTemplate(); }, +[] { return GenericSecretTemplate(); },
-          DsaPrivateTemplate}) {
+         {+[] { return AesTemplate(); },
+          +[] { return GenericSecretTemplate(); }, DsaPrivateTemplate}) {
       const AttributeMap obj =
           CreateOk(With(tmpl(), {{CKA_SENSITIVE, B(c.sensitive)},
                                  {CKA_EXTRACTABLE, B(c.extractable)}}));
@@ -1143,10 +1165,10 @@ TEST(GetAttributes, KeyValueOnlyWhenNotSensitiveAndExtractable) {
 
 TEST(KeyMaterial, ListsFootnote7Attributes) {
   using ::testing::UnorderedElementsAre;
-  EXPECT_THAT(KeyMaterialTypes(CKO_PRIVATE_KEY, CKK_RSA),
-              UnorderedElementsAre(CKA_PRIVATE_EXPONENT, CKA_PRIME_1,
-                                   CKA_PRIME_2, CKA_EXPONENT_1, CKA_EXPONENT_2,
-                                   CKA_COEFFICIENT));
+  EXPECT_THAT(
+      KeyMaterialTypes(CKO_PRIVATE_KEY, CKK_RSA),
+      UnorderedElementsAre(CKA_PRIVATE_EXPONENT, CKA_PRIME_1, CKA_PRIME_2,
+                           CKA_EXPONENT_1, CKA_EXPONENT_2, CKA_COEFFICIENT));
   EXPECT_THAT(KeyMaterialTypes(CKO_PRIVATE_KEY, CKK_DSA),
               UnorderedElementsAre(CKA_VALUE));
   EXPECT_THAT(KeyMaterialTypes(CKO_SECRET_KEY, CKK_AES),
@@ -1168,8 +1190,8 @@ TEST(KeyMaterial, ListsFootnote7Attributes) {
 // Matches, CheckKeyUse
 
 TEST(Matches, FindSemantics) {
-  const AttributeMap obj = CreateOk(With(AesTemplate(), {{CKA_LABEL, S("k")},
-                                                         {CKA_ID, S("7")}}));
+  const AttributeMap obj =
+      CreateOk(With(AesTemplate(), {{CKA_LABEL, S("k")}, {CKA_ID, S("7")}}));
   EXPECT_TRUE(Matches(obj, AttributeMap()));
   EXPECT_TRUE(Matches(obj, Map({{CKA_CLASS, U(CKO_SECRET_KEY)}})));
   EXPECT_TRUE(Matches(obj, Map({{CKA_LABEL, S("k")}, {CKA_ID, S("7")}})));
@@ -1190,7 +1212,8 @@ TEST(Matches, FindSemantics) {
 }
 
 TEST(CheckKeyUse, UsageFlags) {
-  const AttributeMap aes = CreateOk(With(AesTemplate(), {{CKA_SIGN, B(false)}}));
+  const AttributeMap aes =
+      CreateOk(With(AesTemplate(), {{CKA_SIGN, B(false)}}));
   EXPECT_RV(CheckKeyUse(aes, CKA_ENCRYPT), CKR_OK);
   EXPECT_RV(CheckKeyUse(aes, CKA_SIGN), CKR_KEY_FUNCTION_NOT_PERMITTED);
   EXPECT_RV(CheckKeyUse(aes, CKA_DERIVE), CKR_KEY_FUNCTION_NOT_PERMITTED);
@@ -1215,14 +1238,13 @@ TEST(CheckMechanismAllowed, EmptyListAllowsAll) {
       CreateOk(With(AesTemplate(), {{CKA_ALLOWED_MECHANISMS, list}}));
   EXPECT_RV(CheckMechanismAllowed(limited, CKM_AES_GCM), CKR_OK);
   EXPECT_RV(CheckMechanismAllowed(limited, CKM_AES_CBC_PAD), CKR_OK);
-  EXPECT_RV(CheckMechanismAllowed(limited, CKM_AES_CBC),
-            CKR_MECHANISM_INVALID);
+  EXPECT_RV(CheckMechanismAllowed(limited, CKM_AES_CBC), CKR_MECHANISM_INVALID);
 }
 
 TEST(BuildObjectCopyOrigin, KeepsATrustedCertificate) {
   // A store may hold what only the SO could make; re-validating keeps it.
-  const AttributeMap cert = With(CreateOk(CertTemplate()),
-                                 {{CKA_TRUSTED, B(true)}});
+  const AttributeMap cert =
+      With(CreateOk(CertTemplate()), {{CKA_TRUSTED, B(true)}});
   absl::StatusOr<AttributeMap> again = BuildObject(
       Origin::kCopy, cert, AttributeMap(), CK_UNAVAILABLE_INFORMATION);
   ASSERT_TRUE(again.ok()) << again.status();
@@ -1233,8 +1255,8 @@ TEST(ObjectFlags, PrivateAndTokenDefaults) {
   EXPECT_TRUE(IsPrivateObject(AttributeMap()));  // unknown counts as private
   EXPECT_FALSE(IsTokenObject(AttributeMap()));
   EXPECT_FALSE(IsPrivateObject(CreateOk(DataTemplate())));
-  EXPECT_TRUE(
-      IsPrivateObject(CreateOk(With(DataTemplate(), {{CKA_PRIVATE, B(true)}}))));
+  EXPECT_TRUE(IsPrivateObject(
+      CreateOk(With(DataTemplate(), {{CKA_PRIVATE, B(true)}}))));
   EXPECT_TRUE(
       IsTokenObject(CreateOk(With(DataTemplate(), {{CKA_TOKEN, B(true)}}))));
 }
