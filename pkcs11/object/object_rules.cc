@@ -498,7 +498,8 @@ ObjectKind KindOf(const AttributeMap& object) {
 // Build is BuildObject, CheckGenerateTemplate when `precheck`.
 absl::StatusOr<AttributeMap> Build(Origin origin, const AttributeMap& tmpl,
                                    const AttributeMap& generated,
-                                   CK_MECHANISM_TYPE mechanism, bool precheck) {
+                                   CK_MECHANISM_TYPE mechanism, bool precheck,
+                                   const BuildOptions& options) {
   ACCELCRYPT_ASSIGN_OR_RETURN(ObjectKind kind,
                               ResolveKind(origin, tmpl, generated));
   const RuleSet rules = RulesFor(kind);
@@ -541,8 +542,9 @@ absl::StatusOr<AttributeMap> Build(Origin origin, const AttributeMap& tmpl,
                                        TypeName(type)));
       }
     }
-    if (origin != Origin::kCopy && (rule->flags & kSoOnlyTrue) != 0 &&
-        value.size() == 1 && value.data()[0] != CK_FALSE) {
+    if (origin != Origin::kCopy && !options.so_session &&
+        (rule->flags & kSoOnlyTrue) != 0 && value.size() == 1 &&
+        value.data()[0] != CK_FALSE) {
       return CkError(
           CKR_ATTRIBUTE_READ_ONLY,
           absl::StrFormat("%s can only be set true by the SO", TypeName(type)));
@@ -841,13 +843,22 @@ absl::StatusOr<AttributeMap> BuildObject(Origin origin,
                                          const AttributeMap& tmpl,
                                          const AttributeMap& generated,
                                          CK_MECHANISM_TYPE mechanism) {
-  return Build(origin, tmpl, generated, mechanism, /*precheck=*/false);
+  return Build(origin, tmpl, generated, mechanism, /*precheck=*/false,
+               BuildOptions());
+}
+
+absl::StatusOr<AttributeMap> BuildObject(Origin origin,
+                                         const AttributeMap& tmpl,
+                                         const AttributeMap& generated,
+                                         CK_MECHANISM_TYPE mechanism,
+                                         const BuildOptions& options) {
+  return Build(origin, tmpl, generated, mechanism, /*precheck=*/false, options);
 }
 
 absl::Status CheckGenerateTemplate(const AttributeMap& tmpl,
                                    const AttributeMap& implied) {
   return Build(Origin::kGenerate, tmpl, implied, CK_UNAVAILABLE_INFORMATION,
-               /*precheck=*/true)
+               /*precheck=*/true, BuildOptions())
       .status();
 }
 

@@ -125,8 +125,8 @@ enum class Origin {
 //                             accepted when equal to the derived value
 //                             (callers send them), else
 //                             CKR_TEMPLATE_INCONSISTENT; CKA_TRUSTED true
-//                             (only the SO may set it: footnote 10; this
-//                             token offers no such path)
+//                             (footnote 10: only in an SO session, see
+//                             BuildOptions)
 //   CKR_ATTRIBUTE_VALUE_INVALID bad class, key type or certificate type
 //                             value (one the token does not support), AES
 //                             key length not 16/24/32, empty generic
@@ -137,6 +137,17 @@ absl::StatusOr<AttributeMap> BuildObject(Origin origin,
                                          const AttributeMap& tmpl,
                                          const AttributeMap& generated,
                                          CK_MECHANISM_TYPE mechanism);
+
+// BuildOptions carries what BuildObject needs to know of the session.
+struct BuildOptions {
+  // The SO is logged in: CKA_TRUSTED may be given true (footnote 10).
+  bool so_session = false;
+};
+absl::StatusOr<AttributeMap> BuildObject(Origin origin,
+                                         const AttributeMap& tmpl,
+                                         const AttributeMap& generated,
+                                         CK_MECHANISM_TYPE mechanism,
+                                         const BuildOptions& options);
 
 // CheckGenerateTemplate runs BuildObject(kGenerate, ...)'s checks of the
 // caller's template `tmpl` before the (possibly slow) generation: the

@@ -535,6 +535,21 @@ TEST(BuildObjectCreate, RejectsBadTemplatesWithTheSpecsCode) {
   EXPECT_TRUE(Create(With(CertTemplate(), {{CKA_TRUSTED, B(false)}})).ok());
 }
 
+TEST(BuildObjectCreate, OnlyTheSoMarksTrusted) {
+  BuildOptions so;
+  so.so_session = true;
+  for (const AttributeMap& tmpl :
+       {With(CertTemplate(), {{CKA_TRUSTED, B(true)}}),
+        With(RsaPublicTemplate(), {{CKA_TRUSTED, B(true)}}),
+        With(AesTemplate(), {{CKA_TRUSTED, B(true)}})}) {
+    EXPECT_RV(Create(tmpl), CKR_ATTRIBUTE_READ_ONLY);
+    absl::StatusOr<AttributeMap> obj = BuildObject(
+        Origin::kCreate, tmpl, AttributeMap(), CK_UNAVAILABLE_INFORMATION, so);
+    ASSERT_TRUE(obj.ok()) << obj.status();
+    EXPECT_EQ(obj->GetBytes(CKA_TRUSTED), B(true));
+  }
+}
+
 TEST(BuildObjectCreate, TokenComputedCheckValueMustMatchAGivenOne) {
   const AttributeMap computed = Map({{CKA_CHECK_VALUE, Filler(3, 40)}});
   absl::StatusOr<AttributeMap> obj = BuildObject(
