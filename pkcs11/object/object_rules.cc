@@ -476,6 +476,32 @@ absl::StatusOr<ObjectKind> ResolveKind(Origin origin, const AttributeMap& tmpl,
   return kind;
 }
 
+// IsBigInteger is true for the Big integer typed attributes of the keys
+// this token supports (v2.40 mechanisms 2.1.2, 2.2.2).
+bool IsBigInteger(CK_ATTRIBUTE_TYPE type) {
+  switch (type) {
+    case CKA_MODULUS:
+    case CKA_PUBLIC_EXPONENT:
+    case CKA_PRIVATE_EXPONENT:
+    case CKA_PRIME_1:
+    case CKA_PRIME_2:
+    case CKA_EXPONENT_1:
+    case CKA_EXPONENT_2:
+    case CKA_COEFFICIENT:
+    case CKA_PRIME:
+    case CKA_SUBPRIME:
+    case CKA_BASE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+absl::Span<const uint8_t> StripLeadingZeros(absl::Span<const uint8_t> be) {
+  while (!be.empty() && be[0] == 0) be.remove_prefix(1);
+  return be;
+}
+
 // BitLength of a big-endian unsigned integer.
 CK_ULONG BitLength(absl::Span<const uint8_t> be) {
   size_t i = 0;
@@ -569,6 +595,13 @@ absl::StatusOr<AttributeMap> Build(Origin origin, const AttributeMap& tmpl,
     const SecretBytes* given = out.Find(type);
     if (given != nullptr) {
       if (ValuesEqual(type, given->span(), value.span())) continue;
+      // A caller's 00 01 00 01 is the exponent libcrypto writes as
+      // 01 00 01: big integers compare by value (the caller's bytes stay).
+      if (IsBigInteger(type) &&
+          ValuesEqual(type, StripLeadingZeros(given->span()),
+                      StripLeadingZeros(value.span()))) {
+        continue;
+      }
       if (type == CKA_CHECK_VALUE) {
         // v2.40 4.10: a given check value that does not match the key.
         return CkError(CKR_ATTRIBUTE_VALUE_INVALID,

@@ -684,6 +684,22 @@ TEST(BuildObjectGenerate, RsaKeyPair) {
   EXPECT_EQ(priv->GetBytes(CKA_COEFFICIENT), Filler(128, 57));
 }
 
+TEST(BuildObjectGenerate, BigIntegersCompareByValue) {
+  Bytes padded_e = Filler(3, 4, 0x01);
+  padded_e.insert(padded_e.begin(), 0x00);
+  absl::StatusOr<AttributeMap> pub = Generate(
+      Map({{CKA_MODULUS_BITS, U(2048)}, {CKA_PUBLIC_EXPONENT, padded_e}}),
+      RsaPublicGenerated(), CKM_RSA_PKCS_KEY_PAIR_GEN);
+  ASSERT_TRUE(pub.ok()) << pub.status();
+  EXPECT_EQ(pub->GetBytes(CKA_PUBLIC_EXPONENT), padded_e);
+  // Not for byte strings: a label with a leading zero byte is another label.
+  AttributeMap generated = With(AesGenerated(), {{CKA_CHECK_VALUE, S("abc")}});
+  Bytes zero_abc = {0, 'a', 'b', 'c'};
+  EXPECT_RV(Generate(Map({{CKA_VALUE_LEN, U(32)}, {CKA_CHECK_VALUE, zero_abc}}),
+                     generated, CKM_AES_KEY_GEN),
+            CKR_ATTRIBUTE_VALUE_INVALID);
+}
+
 TEST(BuildObjectGenerate, DsaKeyPair) {
   absl::StatusOr<AttributeMap> pub =
       Generate(DsaDomain(), DsaPublicGenerated(), CKM_DSA_KEY_PAIR_GEN);
