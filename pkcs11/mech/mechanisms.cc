@@ -45,6 +45,9 @@ struct MechRow {
   // The core algorithm the mechanism is routed to (Supports, CKF_HW).
   accelcrypt_alg alg;
   CK_FLAGS flags;
+  // RSA: the padding some backend must declare for the mechanism to be
+  // listed (ACCELCRYPT_CAP_RSA_*); 0 otherwise.
+  uint32_t padding = 0;
 };
 
 constexpr CK_FLAGS kCrypt = CKF_ENCRYPT | CKF_DECRYPT;
@@ -72,21 +75,33 @@ constexpr MechRow kMechanisms[] = {
     {CKM_RSA_PKCS_KEY_PAIR_GEN, Group::kRsaKeyGen, ACCELCRYPT_ALG_RSA_SIGN,
      CKF_GENERATE_KEY_PAIR},
     {CKM_RSA_PKCS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN,
-     kCrypt | kSig | CKF_VERIFY_RECOVER},
+     kCrypt | kSig | CKF_VERIFY_RECOVER, ACCELCRYPT_CAP_RSA_PKCS1},
     {CKM_RSA_X_509, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN,
-     kCrypt | kSig | CKF_VERIFY_RECOVER},
-    {CKM_RSA_PKCS_PSS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig},
-    {CKM_SHA1_RSA_PKCS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig},
-    {CKM_SHA224_RSA_PKCS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig},
-    {CKM_SHA256_RSA_PKCS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig},
-    {CKM_SHA384_RSA_PKCS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig},
-    {CKM_SHA512_RSA_PKCS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig},
-    {CKM_SHA1_RSA_PKCS_PSS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig},
-    {CKM_SHA224_RSA_PKCS_PSS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig},
-    {CKM_SHA256_RSA_PKCS_PSS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig},
-    {CKM_SHA384_RSA_PKCS_PSS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig},
-    {CKM_SHA512_RSA_PKCS_PSS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig},
-    {CKM_RSA_PKCS_OAEP, Group::kRsa, ACCELCRYPT_ALG_RSA_CRYPT, kCrypt},
+     kCrypt | kSig | CKF_VERIFY_RECOVER, ACCELCRYPT_CAP_RSA_RAW},
+    {CKM_RSA_PKCS_PSS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig,
+     ACCELCRYPT_CAP_RSA_PSS},
+    {CKM_SHA1_RSA_PKCS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig,
+     ACCELCRYPT_CAP_RSA_PKCS1},
+    {CKM_SHA224_RSA_PKCS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig,
+     ACCELCRYPT_CAP_RSA_PKCS1},
+    {CKM_SHA256_RSA_PKCS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig,
+     ACCELCRYPT_CAP_RSA_PKCS1},
+    {CKM_SHA384_RSA_PKCS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig,
+     ACCELCRYPT_CAP_RSA_PKCS1},
+    {CKM_SHA512_RSA_PKCS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig,
+     ACCELCRYPT_CAP_RSA_PKCS1},
+    {CKM_SHA1_RSA_PKCS_PSS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig,
+     ACCELCRYPT_CAP_RSA_PSS},
+    {CKM_SHA224_RSA_PKCS_PSS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig,
+     ACCELCRYPT_CAP_RSA_PSS},
+    {CKM_SHA256_RSA_PKCS_PSS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig,
+     ACCELCRYPT_CAP_RSA_PSS},
+    {CKM_SHA384_RSA_PKCS_PSS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig,
+     ACCELCRYPT_CAP_RSA_PSS},
+    {CKM_SHA512_RSA_PKCS_PSS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig,
+     ACCELCRYPT_CAP_RSA_PSS},
+    {CKM_RSA_PKCS_OAEP, Group::kRsa, ACCELCRYPT_ALG_RSA_CRYPT, kCrypt,
+     ACCELCRYPT_CAP_RSA_OAEP},
     {CKM_DSA_KEY_PAIR_GEN, Group::kDsaKeyGen, ACCELCRYPT_ALG_DSA_SIGN,
      CKF_GENERATE_KEY_PAIR},
     {CKM_DSA, Group::kDsa, ACCELCRYPT_ALG_DSA_SIGN, kSig},
@@ -385,6 +400,9 @@ class MechanismsImpl final : public Mechanisms {
       }
       case Group::kSecretKeyGen:
         return true;
+      case Group::kRsa:
+        return router.Supports(row.alg) &&
+               internal::CheckOffered(core_, row.alg, row.padding, 0).ok();
       default:
         return router.Supports(row.alg);
     }

@@ -58,6 +58,28 @@ bool FirstChoiceIsHardware(Core& core, accelcrypt_alg alg) {
   return !candidates.empty() && IsHardwareBackend(core, candidates.front());
 }
 
+absl::Status CheckOffered(Core& core, accelcrypt_alg alg, uint32_t flags,
+                          size_t bits) {
+  bool padding = false;
+  for (const auto& backend : core.registry().backends()) {
+    const accelcrypt_capability* cap = backend->Capability(alg);
+    const uint32_t need = flags | ACCELCRYPT_CAP_KEY_IMPORT;
+    if (cap == nullptr || (cap->flags & need) != need) continue;
+    padding = true;
+    if (bits == 0 || (bits >= cap->min_key_bits && bits <= cap->max_key_bits)) {
+      return absl::OkStatus();
+    }
+  }
+  if (!padding) {
+    return CkError(CKR_MECHANISM_INVALID,
+                   "no backend offers this RSA/DSA operation");
+  }
+  return CkError(CKR_KEY_SIZE_RANGE,
+                 absl::StrFormat("no backend offers this operation for "
+                                 "%d-bit keys",
+                                 bits));
+}
+
 accelcrypt_alg DigestAlg(CK_MECHANISM_TYPE digest_mechanism) {
   switch (digest_mechanism) {
     case CKM_SHA_1:

@@ -639,6 +639,35 @@ absl::StatusOr<std::unique_ptr<Operation>> NewRsaOperation(
     return CkError(CKR_KEY_TYPE_INCONSISTENT, "RSA mechanism needs an RSA key");
   }
   ACCELCRYPT_RETURN_IF_ERROR(CheckKeyClass(kind, *key));
+  // The core operation each path ends in, so a missing capability is
+  // refused here rather than looking like a bad signature later.
+  accelcrypt_alg alg = ACCELCRYPT_ALG_RSA_SIGN;
+  uint32_t flag = ACCELCRYPT_CAP_RSA_PKCS1;
+  switch (scheme) {
+    case Scheme::kPkcs1:
+      if (kind == OpKind::kVerifyRecover) {
+        alg = ACCELCRYPT_ALG_RSA_CRYPT;
+        flag = ACCELCRYPT_CAP_RSA_RAW;
+      } else if (enc_kind) {
+        alg = ACCELCRYPT_ALG_RSA_CRYPT;
+      }
+      break;
+    case Scheme::kX509:
+      flag = ACCELCRYPT_CAP_RSA_RAW;
+      if (kind != OpKind::kSign) alg = ACCELCRYPT_ALG_RSA_CRYPT;
+      break;
+    case Scheme::kPss:
+      flag = ACCELCRYPT_CAP_RSA_PSS;
+      break;
+    case Scheme::kOaep:
+      alg = ACCELCRYPT_ALG_RSA_CRYPT;
+      flag = ACCELCRYPT_CAP_RSA_OAEP;
+      break;
+    case Scheme::kDsa:
+      break;
+  }
+  ACCELCRYPT_RETURN_IF_ERROR(
+      CheckOffered(core, alg, flag, key->material().bits()));
   return std::unique_ptr<Operation>(new PkeyOp(core, kind, scheme,
                                                std::move(key), params,
                                                std::move(digest), hash_len));
@@ -664,6 +693,8 @@ absl::StatusOr<std::unique_ptr<Operation>> NewDsaOperation(
     return CkError(CKR_KEY_TYPE_INCONSISTENT, "DSA mechanism needs a DSA key");
   }
   ACCELCRYPT_RETURN_IF_ERROR(CheckKeyClass(kind, *key));
+  ACCELCRYPT_RETURN_IF_ERROR(CheckOffered(core, ACCELCRYPT_ALG_DSA_SIGN, 0,
+                                          key->material().bits()));
   PkeyParams params;
   std::unique_ptr<Digest> digest;
   if (hash_mech != 0) {

@@ -87,6 +87,14 @@ bool IsHardwareBackend(Core& core, std::string_view name);
 // `alg` is a hardware backend.
 bool FirstChoiceIsHardware(Core& core, accelcrypt_alg alg);
 
+// CheckOffered returns OK when some backend declares `alg` (RSA_SIGN,
+// RSA_CRYPT, DSA_SIGN) with every flag of `flags` (ACCELCRYPT_CAP_RSA_*)
+// for key material (KEY_IMPORT); with `bits` != 0 its key size range must
+// also hold `bits`. Otherwise CKR_MECHANISM_INVALID (nobody offers the
+// padding) or CKR_KEY_SIZE_RANGE (nobody offers it for this size).
+absl::Status CheckOffered(Core& core, accelcrypt_alg alg, uint32_t flags,
+                          size_t bits);
+
 // DigestAlgForMechanism maps CKM_SHA_1..CKM_SHA512 (and the HMAC, RSA and
 // DSA variants' hashes, given as the plain digest mechanism) to the core
 // digest; 0 when unknown.

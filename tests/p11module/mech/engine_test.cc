@@ -89,6 +89,24 @@ TEST_F(EngineTest, HardwareFlagFollowsTheFirstChoice) {
   EXPECT_TRUE(op->hardware());
 }
 
+TEST_F(EngineTest, MechanismsFollowWhatTheBackendsOffer) {
+  // Without a backend doing RSA and DSA, their mechanisms are not offered.
+  Build({{"backends", "x86"}});
+  if (core_->registry().Find("x86") == nullptr) {
+    GTEST_SKIP() << "the x86 backend is not available on this machine";
+  }
+  if (core_->router().Supports(ACCELCRYPT_ALG_RSA_SIGN)) {
+    GTEST_SKIP() << "the x86 backend does RSA here";
+  }
+  std::vector<CK_MECHANISM_TYPE> list = mech_->List();
+  for (CK_MECHANISM_TYPE m : {CKM_RSA_PKCS, CKM_RSA_X_509, CKM_RSA_PKCS_OAEP,
+                              CKM_DSA_SHA256, CKM_RSA_PKCS_KEY_PAIR_GEN}) {
+    EXPECT_EQ(std::count(list.begin(), list.end(), m), 0) << std::hex << m;
+    EXPECT_EQ(Rv(mech_->Info(m).status()), CKR_MECHANISM_INVALID);
+  }
+  EXPECT_EQ(std::count(list.begin(), list.end(), CKM_AES_GCM), 1);
+}
+
 TEST_F(EngineTest, PrepareKeyErrors) {
   AttributeMap a;
   EXPECT_EQ(Rv(mech_->PrepareKey(a).status()), CKR_TEMPLATE_INCOMPLETE);

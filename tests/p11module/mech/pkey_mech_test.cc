@@ -656,6 +656,18 @@ TEST_F(PkeyMechTest, RsaErrorCodes) {
             CKR_ENCRYPTED_DATA_LEN_RANGE);
   EXPECT_EQ(Rv(dec->OneShot(Bytes(256, 0x01), absl::MakeSpan(out)).status()),
             CKR_ENCRYPTED_DATA_INVALID);
+  // PKCS#1 v1.5 decryption: the exact plaintext length suffices; one
+  // byte less is BUFFER_TOO_SMALL and the same call then succeeds.
+  auto e1 = Start(OpKind::kEncrypt, CKM_RSA_PKCS, nullptr, 0, pub);
+  Bytes secret = Rng(31).Bytes(40);
+  ASSERT_OK_AND_ASSIGN(Bytes c1, OneShot(*e1, secret));
+  dec = Start(OpKind::kDecrypt, CKM_RSA_PKCS, nullptr, 0, priv);
+  Bytes short_out(39), exact(40);
+  EXPECT_EQ(Rv(dec->OneShot(c1, absl::MakeSpan(short_out)).status()),
+            CKR_BUFFER_TOO_SMALL);
+  ASSERT_OK_AND_ASSIGN(n, dec->OneShot(c1, absl::MakeSpan(exact)));
+  EXPECT_EQ(n, 40u);
+  EXPECT_EQ(exact, secret);
   // A signature that is not PKCS#1 type 1 fails verify-recover.
   auto xs = Start(OpKind::kSign, CKM_RSA_X_509, nullptr, 0, priv);
   ASSERT_OK_AND_ASSIGN(Bytes raw_sig, OneShot(*xs, Bytes(200, 0x42)));
