@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0
+// p11_conformance_helper: a separate process for the persistence tests. It
+// reaches the module only through dlopen + C_GetFunctionList and reads the
+// module's configuration from the inherited environment (SOFTHSM2_CONF or
+// ACCELCRYPT_PKCS11_CONF).
+//
+//   p11_conformance_helper MODULE create LABEL PIN PREFIX COUNT
+//     logs the user in on the token labelled LABEL and creates COUNT token
+//     data objects labelled PREFIX-<i> (private, value "<label>/payload"),
+//     printing "created <i>" (flushed) after each C_CreateObject returned
+//     CKR_OK. Exit 0 when all were created, 2 on the first failure (printed
+//     as "error <i> <CKR_...>").
+//   p11_conformance_helper MODULE check LABEL PIN PREFIX COUNT
+//     finds PREFIX-0 .. PREFIX-<COUNT-1>, each exactly once, with its value;
+//     exit 0 when all match, 1 otherwise (each problem printed).
+#include <p11-kit-1/p11-kit/pkcs11.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "tests/p11module/conformance/p11_harness.h"
+
+namespace {
+
+using accelcrypt::p11test::CkrName;
+using accelcrypt::p11test::Template;
+
+std::vector<uint8_t> ValueFor(const std::string& label) {
+  std::string v = label + "/payload";
+  return std::vector<uint8_t>(v.begin(), v.end());
+}
+
+int Fail(const char* what, CK_RV rv) {
+  std::printf("error %s %s\n", what, CkrName(rv).c_str());
+  std::fflush(stdout);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 7) {
+    std::fprintf(stderr,
+                 "usage: %s MODULE create|check LABEL PIN PREFIX COUNT\n",
+                 argv[0]);
+    return 64;
+  }
+  const std::string mode = argv[2], label = argv[3], pin = argv[4],
+                    prefix = argv[5];
+  const int count = std::atoi(argv[6]);
+  auto module = accelcrypt::p11test::Module::Load(argv[1]);
+  if (!module.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(module.status().message()).c_str());
+    return 3;
+  }
+  CK_FUNCTION_LIST* f = (*module)->fn();
+  CK_RV rv = f->C_Initialize(nullptr);
+  if (rv != CKR_OK) return Fail("C_Initialize", rv);
+  CK_SLOT_ID slot;
+  rv = accelcrypt::p11test::FindSlotByLabel(f, label, &slot);
+  if (rv != CKR_OK) return Fail("slot", rv);
+  CK_SESSION_HANDLE h;
+  rv = accelcrypt::p11test::OpenSession(f, slot, true, &h);
+  if (rv != CKR_OK) return Fail("C_OpenSession", rv);
+  rv = accelcrypt::p11test::Login(f, h, CKU_USER, pin);
+  if (rv != CKR_OK) return Fail("C_Login", rv);
+
+  int status = 0;
+  for (int i = 0; i < count; ++i) {
+    const std::string name = prefix + "-" + std::to_string(i);
+    if (mode == "create") {
+      Template t;
+      t.Ulong(CKA_CLASS, CKO_DATA)
+          .Bool(CKA_TOKEN, true)
+          .Bool(CKA_PRIVATE, true)
+          .Str(CKA_LABEL, name)
+          .Str(CKA_APPLICATION, "p11-conformance")
+          .Bytes(CKA_VALUE, ValueFor(name));
+      CK_OBJECT_HANDLE obj;
+      rv = f->C_CreateObject(h, t.data(), t.size(), &obj);
+      if (rv != CKR_OK) return Fail(std::to_string(i).c_str(), rv);
+      std::printf("created %d\n", i);
+      std::fflush(stdout);
+    } else {
+      Template t;
+      t.Ulong(CKA_CLASS, CKO_DATA).Str(CKA_LABEL, name);
+      std::vector<CK_OBJECT_HANDLE> found;
+      rv = accelcrypt::p11test::FindObjects(f, h, t, &found);
+      if (rv != CKR_OK) return Fail("find", rv);
+      if (found.size() != 1) {
+        std::printf("%s found %zu times\n", name.c_str(), found.size());
+        status = 1;
+        continue;
+      }
+      std::vector<uint8_t> value;
+      rv = accelcrypt::p11test::GetAttribute(f, h, found[0], CKA_VALUE, &value);
+      if (rv != CKR_OK || value != ValueFor(name)) {
+        std::printf("%s value unreadable or wrong (%s)\n", name.c_str(),
+                    CkrName(rv).c_str());
+        status = 1;
+      }
+    }
+  }
+  f->C_Logout(h);
+  f->C_CloseSession(h);
+  rv = f->C_Finalize(nullptr);
+  if (rv != CKR_OK) return Fail("C_Finalize", rv);
+  return status;
+}
