@@ -358,8 +358,9 @@ absl::StatusOr<bool> Stmt::Step() {
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
   const char* file = sqlite3_db_filename(db_, "main");
+  const char* sql = sqlite3_sql(stmt_);
   return SqliteError(db_, rc, file != nullptr ? file : "?",
-                     sqlite3_sql(stmt_) != nullptr ? "statement" : "step");
+                     sql != nullptr ? sql : "statement");
 }
 
 struct PinRecord {
@@ -541,6 +542,20 @@ struct TokenStore::Impl {
     return Stmt(db, stmt);
   }
 
+  // CheckJournalMode runs a journal_mode pragma and requires "wal".
+  absl::Status CheckJournalMode(const char* sql)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    ACCELCRYPT_ASSIGN_OR_RETURN(Stmt s, Prepare(sql));
+    ACCELCRYPT_ASSIGN_OR_RETURN(bool row, s.Step());
+    std::string mode = row ? s.Text(0) : "";
+    if (mode != "wal") {
+      return CkError(CKR_DEVICE_ERROR,
+                     absl::StrFormat("token store %s: cannot use the WAL "
+                                     "journal (mode is '%s')",
+                                     path, mode));
+    }
+    return absl::OkStatus();
+  }
   absl::Status EnsureSchema() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   absl::Status CheckSchemaVersion() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   absl::StatusOr<AuthState> ReadAuthState(User user)
@@ -946,22 +961,19 @@ absl::StatusOr<std::unique_ptr<TokenStore>> TokenStore::Open(
   // WAL: readers never block the writer, a killed writer leaves the last
   // commit. Switching a fresh file to WAL needs a moment of exclusive
   // access, which a concurrent opener may hold: the busy handler waits.
-  ACCELCRYPT_ASSIGN_OR_RETURN(Stmt wal, im->Prepare("PRAGMA journal_mode = WAL"));
-  ACCELCRYPT_ASSIGN_OR_RETURN(bool row, wal.Step());
-  if (!row || wal.Text(0) != "wal") {
-    return CkError(CKR_DEVICE_ERROR,
-                   absl::StrFormat("token store %s: cannot use WAL journal "
-                                   "mode (got '%s')",
-                                   im->path, row ? wal.Text(0) : ""));
-  }
+  // The statement is finalised before anything else runs: while it is
+  // active its read transaction would keep the connection on the rollback
+  // journal.
+  ACCELCRYPT_RETURN_IF_ERROR(im->CheckJournalMode("PRAGMA journal_mode = WAL"));
   // synchronous = FULL: a commit survives power loss. secure_delete: freed
   // pages (old wrapped data keys after C_SetPIN, destroyed objects) are
   // zeroed, not left readable in the file.
   ACCELCRYPT_RETURN_IF_ERROR(im->Exec("PRAGMA synchronous = FULL"));
   ACCELCRYPT_RETURN_IF_ERROR(im->Exec("PRAGMA secure_delete = ON"));
   ACCELCRYPT_RETURN_IF_ERROR(im->EnsureSchema());
+  ACCELCRYPT_RETURN_IF_ERROR(im->CheckJournalMode("PRAGMA journal_mode"));
   ACCELCRYPT_ASSIGN_OR_RETURN(Stmt dv, im->Prepare("PRAGMA data_version"));
-  ACCELCRYPT_ASSIGN_OR_RETURN(row, dv.Step());
+  ACCELCRYPT_ASSIGN_OR_RETURN(bool row, dv.Step());
   im->last_data_version = row ? dv.Int(0) : -1;
   return store;
 }

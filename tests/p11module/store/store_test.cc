@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <iostream>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -491,6 +493,431 @@ TEST_F(TokenStoreTest, DataVersionSeesEveryCommit) {
   ASSERT_OK_AND_ASSIGN(uint64_t b2, b->DataVersion());
   EXPECT_NE(b1, b2);
   EXPECT_THAT(b->LoadObject(id, nullptr), HasCkRv(CKR_OBJECT_HANDLE_INVALID));
+}
+
+// RawDb is a second, plain SQLite connection to a store's file, for
+// looking at and damaging what the store wrote.
+class RawDb {
+ public:
+  explicit RawDb(const std::string& path) {
+    EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE,
+                              nullptr),
+              SQLITE_OK);
+    sqlite3_busy_timeout(db_, 20000);
+  }
+  ~RawDb() { sqlite3_close_v2(db_); }
+
+  void Exec(const std::string& sql) {
+    char* err = nullptr;
+    EXPECT_EQ(sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK)
+        << sql << ": " << (err ? err : "");
+    sqlite3_free(err);
+  }
+  std::string Text(const std::string& sql) {
+    sqlite3_stmt* s = nullptr;
+    std::string out;
+    EXPECT_EQ(sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr), SQLITE_OK);
+    if (sqlite3_step(s) == SQLITE_ROW) {
+      const unsigned char* t = sqlite3_column_text(s, 0);
+      if (t != nullptr) out = reinterpret_cast<const char*>(t);
+    }
+    sqlite3_finalize(s);
+    return out;
+  }
+  std::vector<uint8_t> Blob(const std::string& sql) {
+    sqlite3_stmt* s = nullptr;
+    std::vector<uint8_t> out;
+    EXPECT_EQ(sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr), SQLITE_OK);
+    if (sqlite3_step(s) == SQLITE_ROW) {
+      const auto* p = static_cast<const uint8_t*>(sqlite3_column_blob(s, 0));
+      out.assign(p, p + sqlite3_column_bytes(s, 0));
+    }
+    sqlite3_finalize(s);
+    return out;
+  }
+  void SetBlob(const std::string& sql, const std::vector<uint8_t>& value) {
+    sqlite3_stmt* s = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr), SQLITE_OK);
+    sqlite3_bind_blob(s, 1, value.data(), static_cast<int>(value.size()),
+                      SQLITE_TRANSIENT);
+    EXPECT_EQ(sqlite3_step(s), SQLITE_DONE);
+    sqlite3_finalize(s);
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+TEST_F(TokenStoreTest, TamperedCiphertextIsAClearError) {
+  auto store = InitializedStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(SecretBytes dek, store->Login(User::kUser, kUserPin));
+  ASSERT_OK_AND_ASSIGN(uint64_t a,
+                       store->CreateObject(PrivateAttrs(RandomBytes(32)), true,
+                                           &dek));
+  ASSERT_OK_AND_ASSIGN(uint64_t b,
+                       store->CreateObject(PrivateAttrs(RandomBytes(32)), true,
+                                           &dek));
+  ASSERT_OK(store->LoadObjects(&dek).status());
+  std::string id_a = std::to_string(a), id_b = std::to_string(b);
+  RawDb raw(store->path());
+  std::vector<uint8_t> data_a =
+      raw.Blob("SELECT data FROM objects WHERE id = " + id_a);
+  std::vector<uint8_t> data_b =
+      raw.Blob("SELECT data FROM objects WHERE id = " + id_b);
+  ASSERT_GT(data_a.size(), 16u);
+
+  // One flipped bit.
+  std::vector<uint8_t> flipped = data_a;
+  flipped[flipped.size() / 2] ^= 0x01;
+  raw.SetBlob("UPDATE objects SET data = ?1 WHERE id = " + id_a, flipped);
+  EXPECT_THAT(store->LoadObjects(&dek),
+              ::testing::AllOf(HasCkRv(CKR_DEVICE_ERROR),
+                               ::accelcrypt::testing::StatusIs(
+                                   absl::StatusCode::kUnavailable,
+                                   HasSubstr("object " + id_a))));
+  EXPECT_THAT(store->LoadObject(a, &dek), HasCkRv(CKR_DEVICE_ERROR));
+  EXPECT_OK(store->LoadObject(b, &dek));
+  // Without the key nothing is decrypted, so nothing fails.
+  EXPECT_OK(store->LoadObjects(nullptr));
+
+  // A ciphertext moved to another object (with its IV) fails too: the id
+  // is authenticated.
+  std::vector<uint8_t> iv_a = raw.Blob("SELECT iv FROM objects WHERE id = " + id_a);
+  std::vector<uint8_t> iv_b = raw.Blob("SELECT iv FROM objects WHERE id = " + id_b);
+  raw.SetBlob("UPDATE objects SET data = ?1 WHERE id = " + id_a, data_b);
+  raw.SetBlob("UPDATE objects SET iv = ?1 WHERE id = " + id_a, iv_b);
+  EXPECT_THAT(store->LoadObject(a, &dek),
+              ::accelcrypt::testing::StatusIs(absl::StatusCode::kUnavailable,
+                                              HasSubstr("object " + id_a)));
+  // Its own ciphertext under another IV fails; with its own IV it reads.
+  raw.SetBlob("UPDATE objects SET data = ?1 WHERE id = " + id_a, data_a);
+  EXPECT_THAT(store->LoadObject(a, &dek), HasCkRv(CKR_DEVICE_ERROR));
+  raw.SetBlob("UPDATE objects SET iv = ?1 WHERE id = " + id_a,
+              std::vector<uint8_t>(5, 0));
+  EXPECT_THAT(store->LoadObject(a, &dek), HasCkRv(CKR_DEVICE_ERROR));
+  raw.SetBlob("UPDATE objects SET iv = ?1 WHERE id = " + id_a, iv_a);
+  EXPECT_OK(store->LoadObject(a, &dek));
+
+  // A wrapped data key that was tampered with looks like a wrong PIN.
+  std::vector<uint8_t> wrapped =
+      raw.Blob("SELECT wrapped FROM pins WHERE user = 1");
+  wrapped[0] ^= 0x80;
+  raw.SetBlob("UPDATE pins SET wrapped = ?1 WHERE user = 1", wrapped);
+  EXPECT_THAT(store->Login(User::kUser, kUserPin), HasCkRv(CKR_PIN_INCORRECT));
+  // A public object's malformed attribute bytes are named too.
+  ASSERT_OK_AND_ASSIGN(uint64_t p,
+                       store->CreateObject(PublicAttrs("pub"), false, nullptr));
+  raw.SetBlob("UPDATE objects SET data = ?1 WHERE id = " + std::to_string(p),
+              std::vector<uint8_t>{1, 2, 3});
+  EXPECT_THAT(store->LoadObject(p, nullptr),
+              ::accelcrypt::testing::StatusIs(
+                  absl::StatusCode::kUnavailable,
+                  HasSubstr("object " + std::to_string(p))));
+}
+
+TEST_F(TokenStoreTest, BadOptionsAreRefused) {
+  TokenStore::Options o = FastOptions();
+  o.max_pin_failures = 0;
+  EXPECT_THAT(TokenStore::Open(dir_, o), HasCkRv(CKR_ARGUMENTS_BAD));
+  o = FastOptions();
+  o.pbkdf2_iterations = 0;
+  EXPECT_THAT(TokenStore::Open(dir_, o), HasCkRv(CKR_ARGUMENTS_BAD));
+  EXPECT_THAT(TokenStore::Open("", FastOptions()), HasCkRv(CKR_ARGUMENTS_BAD));
+  EXPECT_FALSE(std::filesystem::exists(dir_));
+}
+
+TEST_F(TokenStoreTest, UnusableDirectoryIsAClearError) {
+  // A path through a regular file can never be a directory, even for root.
+  std::string file = root_ + "/plain-file";
+  std::ofstream(file) << "x";
+  EXPECT_THAT(TokenStore::Open(file + "/slot0", FastOptions()),
+              ::testing::AllOf(HasCkRv(CKR_DEVICE_ERROR),
+                               ::accelcrypt::testing::StatusIs(
+                                   absl::StatusCode::kUnavailable,
+                                   HasSubstr(file))));
+  EXPECT_THAT(TokenStore::Open(file, FastOptions()), HasCkRv(CKR_DEVICE_ERROR));
+
+  // token.sqlite being a directory.
+  std::filesystem::create_directories(dir_ + "/token.sqlite");
+  EXPECT_THAT(TokenStore::Open(dir_, FastOptions()), HasCkRv(CKR_DEVICE_ERROR));
+
+  std::string ro = root_ + "/readonly";
+  ASSERT_EQ(mkdir(ro.c_str(), 0500), 0);
+  if (geteuid() == 0) {
+    std::cout << "[   INFO   ] running as root: a mode 0500 directory is "
+                 "writable, that case is not checked\n";
+  } else {
+    EXPECT_THAT(TokenStore::Open(ro + "/slot0", FastOptions()),
+                HasCkRv(CKR_DEVICE_ERROR));
+    EXPECT_THAT(TokenStore::Open(ro, FastOptions()), HasCkRv(CKR_DEVICE_ERROR));
+  }
+}
+
+TEST_F(TokenStoreTest, GarbageFileIsAClearErrorAndUntouched) {
+  ASSERT_EQ(mkdir(dir_.c_str(), 0700), 0);
+  std::string path = dir_ + "/token.sqlite";
+  std::vector<uint8_t> garbage = RandomBytes(8192);
+  {
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(garbage.data()), garbage.size());
+  }
+  EXPECT_THAT(TokenStore::Open(dir_, FastOptions()),
+              ::testing::AllOf(HasCkRv(CKR_DEVICE_ERROR),
+                               ::accelcrypt::testing::StatusIs(
+                                   absl::StatusCode::kUnavailable,
+                                   HasSubstr("not a database"))));
+  EXPECT_EQ(ReadFile(path), garbage);
+}
+
+TEST_F(TokenStoreTest, ForeignDatabaseIsRefusedAndUntouched) {
+  ASSERT_EQ(mkdir(dir_.c_str(), 0700), 0);
+  std::string path = dir_ + "/token.sqlite";
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE foo(x)", nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  EXPECT_THAT(TokenStore::Open(dir_, FastOptions()),
+              ::accelcrypt::testing::StatusIs(
+                  absl::StatusCode::kUnavailable,
+                  HasSubstr("not an accelcrypt token store")));
+  RawDb raw(path);
+  EXPECT_EQ(raw.Text("SELECT group_concat(name) FROM sqlite_master"), "foo");
+}
+
+TEST_F(TokenStoreTest, NewerSchemaIsRefusedAndUntouched) {
+  std::string path;
+  {
+    auto store = InitializedStore();
+    ASSERT_NE(store, nullptr);
+    path = store->path();
+  }
+  {
+    RawDb raw(path);
+    raw.Exec("UPDATE meta SET value = 99 WHERE key = 'schema_version'");
+  }
+  EXPECT_THAT(TokenStore::Open(dir_, FastOptions()),
+              ::testing::AllOf(HasCkRv(CKR_TOKEN_NOT_RECOGNIZED),
+                               ::accelcrypt::testing::StatusIs(
+                                   absl::StatusCode::kFailedPrecondition,
+                                   HasSubstr("schema version 99"))));
+  RawDb raw(path);
+  EXPECT_EQ(raw.Text("SELECT value FROM meta WHERE key = 'schema_version'"),
+            "99");
+}
+
+TEST_F(TokenStoreTest, ThreadsShareOneStore) {
+  auto store = InitializedStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(SecretBytes dek, store->Login(User::kUser, kUserPin));
+  constexpr int kThreads = 4, kPerThread = 25;
+  std::vector<std::vector<uint64_t>> ids(kThreads);
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        auto id = (i % 2 == 0)
+                      ? store->CreateObject(PrivateAttrs(RandomBytes(16)),
+                                            true, &dek)
+                      : store->CreateObject(PublicAttrs("t"), false, nullptr);
+        if (!id.ok()) {
+          ++failures;
+          continue;
+        }
+        ids[t].push_back(*id);
+        if (!store->Login(User::kUser, kUserPin).ok()) ++failures;
+        if (!store->DataVersion().ok()) ++failures;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  std::set<uint64_t> all;
+  for (auto& v : ids) all.insert(v.begin(), v.end());
+  EXPECT_EQ(all.size(), size_t{kThreads * kPerThread});
+  ASSERT_OK_AND_ASSIGN(auto objects, store->LoadObjects(&dek));
+  EXPECT_EQ(objects.size(), size_t{kThreads * kPerThread});
+}
+
+// Child process helpers: a child never returns into GoogleTest; its exit
+// code says what failed.
+template <typename Fn>
+pid_t Spawn(Fn fn) {
+  fflush(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) _exit(fn());
+  return pid;
+}
+
+int ExitCode(pid_t pid) {
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) return -1;
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 1000 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+// CreateMany creates `n` objects labelled "<tag>-<i>" (odd ones private)
+// through its own store; 0 on success, else the failing step.
+int CreateMany(const std::string& dir, const std::string& tag, int n,
+               int ready_fd = -1, int ready_after = -1) {
+  auto store = TokenStore::Open(dir, FastOptions());
+  if (!store.ok()) {
+    std::cerr << "child: " << store.status() << "\n";
+    return 10;
+  }
+  auto dek = (*store)->Login(User::kUser, kUserPin);
+  if (!dek.ok()) {
+    std::cerr << "child: " << dek.status() << "\n";
+    return 11;
+  }
+  for (int i = 0; i < n; ++i) {
+    if (i == ready_after && ready_fd >= 0) {
+      char c = 'r';
+      if (write(ready_fd, &c, 1) != 1) return 13;
+    }
+    AttributeMap a = PublicAttrs(tag + "-" + std::to_string(i));
+    bool priv = i % 2 == 1;
+    if (priv) a.Set(CKA_VALUE, std::vector<uint8_t>(16, static_cast<uint8_t>(i)));
+    if (!(*store)->CreateObject(a, priv, priv ? &*dek : nullptr).ok()) return 12;
+  }
+  return 0;
+}
+
+void ExpectLabels(TokenStore& store, const SecretBytes& dek,
+                  const std::vector<std::string>& tags, int n) {
+  ASSERT_OK_AND_ASSIGN(auto objects, store.LoadObjects(&dek));
+  std::set<std::string> labels;
+  for (auto& o : objects) labels.insert(o.attributes.GetString(CKA_LABEL));
+  EXPECT_EQ(objects.size(), tags.size() * n);
+  for (const std::string& tag : tags) {
+    for (int i = 0; i < n; ++i) {
+      EXPECT_EQ(labels.count(tag + "-" + std::to_string(i)), 1u)
+          << tag << "-" << i;
+    }
+  }
+}
+
+TEST_F(TokenStoreTest, TwoProcessesWriteConcurrently) {
+  { ASSERT_NE(InitializedStore(), nullptr); }
+  constexpr int kEach = 200;
+  pid_t a = Spawn([&] { return CreateMany(dir_, "a", kEach); });
+  pid_t b = Spawn([&] { return CreateMany(dir_, "b", kEach); });
+  EXPECT_EQ(ExitCode(a), 0);
+  EXPECT_EQ(ExitCode(b), 0);
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(SecretBytes dek, store->Login(User::kUser, kUserPin));
+  ExpectLabels(*store, dek, {"a", "b"}, kEach);
+  RawDb raw(store->path());
+  EXPECT_EQ(raw.Text("PRAGMA integrity_check"), "ok");
+}
+
+TEST_F(TokenStoreTest, ForkedChildReopensAndOutlivesTheParentsStore) {
+  auto parent = InitializedStore();
+  ASSERT_NE(parent, nullptr);
+  constexpr int kEach = 200;
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t child = Spawn([&]() -> int {
+    close(ready[0]);
+    // The inherited store refuses to work here...
+    if (ToCkRv(parent->Info().status()) != CKR_CRYPTOKI_NOT_INITIALIZED) {
+      return 20;
+    }
+    if (ToCkRv(parent->Login(User::kUser, kUserPin).status()) !=
+        CKR_CRYPTOKI_NOT_INITIALIZED) {
+      return 21;
+    }
+    // ...and is dropped; the child's own store then writes, and keeps
+    // writing after the parent closed its connection.
+    parent.reset();
+    return CreateMany(dir_, "child", kEach, ready[1], kEach / 2);
+  });
+  close(ready[1]);
+  ASSERT_OK_AND_ASSIGN(SecretBytes dek, parent->Login(User::kUser, kUserPin));
+  for (int i = 0; i < kEach; ++i) {
+    AttributeMap a = PublicAttrs("parent-" + std::to_string(i));
+    ASSERT_OK(parent->CreateObject(a, i % 2 == 1, &dek).status());
+  }
+  char c;
+  EXPECT_EQ(read(ready[0], &c, 1), 1);
+  close(ready[0]);
+  parent.reset();  // the last connection but the child's
+  EXPECT_EQ(ExitCode(child), 0);
+
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ExpectLabels(*store, dek, {"parent", "child"}, kEach);
+  RawDb raw(store->path());
+  EXPECT_EQ(raw.Text("PRAGMA integrity_check"), "ok");
+}
+
+TEST_F(TokenStoreTest, WriterKilledMidLoopLeavesAConsistentStore) {
+  { ASSERT_NE(InitializedStore(), nullptr); }
+  int ids[2];
+  ASSERT_EQ(pipe(ids), 0);
+  pid_t child = Spawn([&]() -> int {
+    close(ids[0]);
+    auto store = TokenStore::Open(dir_, FastOptions());
+    if (!store.ok()) return 30;
+    auto dek = (*store)->Login(User::kUser, kUserPin);
+    if (!dek.ok()) return 31;
+    for (uint64_t i = 0;; ++i) {
+      AttributeMap a = PrivateAttrs(std::vector<uint8_t>(32, static_cast<uint8_t>(i)));
+      auto id = (*store)->CreateObject(a, i % 3 != 0, &*dek);
+      if (!id.ok()) return 32;
+      if (i % 5 == 4 && !(*store)->DestroyObject(*id - 1).ok()) return 33;
+      uint64_t v = *id;
+      if (write(ids[1], &v, sizeof(v)) != sizeof(v)) return 34;
+    }
+  });
+  close(ids[1]);
+  // Let it commit a while, then kill it wherever it is.
+  std::vector<uint64_t> reported;
+  uint64_t v;
+  while (reported.size() < 60 && read(ids[0], &v, sizeof(v)) == sizeof(v)) {
+    reported.push_back(v);
+  }
+  ASSERT_EQ(reported.size(), 60u) << "child exit " << ExitCode(child);
+  ASSERT_EQ(kill(child, SIGKILL), 0);
+  EXPECT_EQ(ExitCode(child), 1000 + SIGKILL);
+  while (read(ids[0], &v, sizeof(v)) == sizeof(v)) reported.push_back(v);
+  close(ids[0]);
+
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  {
+    RawDb raw(store->path());
+    EXPECT_EQ(raw.Text("PRAGMA integrity_check"), "ok");
+  }
+  ASSERT_OK_AND_ASSIGN(SecretBytes dek, store->Login(User::kUser, kUserPin));
+  ASSERT_OK_AND_ASSIGN(auto objects, store->LoadObjects(&dek));
+  std::set<uint64_t> present;
+  for (auto& o : objects) {
+    present.insert(o.id);
+    EXPECT_FALSE(o.locked);
+    EXPECT_EQ(o.attributes.GetBytes(CKA_VALUE).size(), 32u) << o.id;
+  }
+  // Every id the child reported committed is there, unless the child
+  // destroyed it later (it destroys id-1 every fifth object).
+  std::set<uint64_t> destroyed;
+  for (size_t i = 0; i < reported.size(); ++i) {
+    if (i % 5 == 4) destroyed.insert(reported[i] - 1);
+  }
+  // Killed after the next iteration's destroy but before its report.
+  if (reported.size() % 5 == 4) destroyed.insert(reported.back());
+  for (uint64_t id : reported) {
+    if (destroyed.count(id) == 0) {
+      EXPECT_EQ(present.count(id), 1u) << id;
+    }
+  }
+  EXPECT_GE(objects.size(), reported.size() - destroyed.size());
+  // And it still takes writes.
+  EXPECT_OK(store->CreateObject(PublicAttrs("after"), false, nullptr));
 }
 
 }  // namespace
