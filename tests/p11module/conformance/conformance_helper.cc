@@ -10,11 +10,18 @@
 //     printing "created <i>" (flushed) after each C_CreateObject returned
 //     CKR_OK. Exit 0 when all were created, 2 on the first failure (printed
 //     as "error <i> <CKR_...>").
+//   p11_conformance_helper MODULE create LABEL PIN PREFIX COUNT GO_FILE
+//     the same, but after logging in prints "ready" (flushed) and waits
+//     (up to 60 s) until GO_FILE exists before creating anything: a start
+//     barrier so that two processes create their objects at the same time.
 //   p11_conformance_helper MODULE check LABEL PIN PREFIX COUNT
 //     finds PREFIX-0 .. PREFIX-<COUNT-1>, each exactly once, with its value;
 //     exit 0 when all match, 1 otherwise (each problem printed).
 #include <p11-kit-1/p11-kit/pkcs11.h>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -41,12 +48,14 @@ int Fail(const char* what, CK_RV rv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 7) {
+  if (argc != 7 && argc != 8) {
     std::fprintf(stderr,
-                 "usage: %s MODULE create|check LABEL PIN PREFIX COUNT\n",
+                 "usage: %s MODULE create|check LABEL PIN PREFIX COUNT "
+                 "[GO_FILE]\n",
                  argv[0]);
     return 64;
   }
+  const std::string go_file = argc == 8 ? argv[7] : "";
   const std::string mode = argv[2], label = argv[3], pin = argv[4],
                     prefix = argv[5];
   const int count = std::atoi(argv[6]);
@@ -67,6 +76,15 @@ int main(int argc, char** argv) {
   rv = accelcrypt::p11test::Login(f, h, CKU_USER, pin);
   if (rv != CKR_OK) return Fail("C_Login", rv);
 
+  if (!go_file.empty()) {
+    std::printf("ready\n");
+    std::fflush(stdout);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (access(go_file.c_str(), F_OK) != 0) {
+      if (std::chrono::steady_clock::now() > deadline) return Fail("go", 0);
+      usleep(1000);
+    }
+  }
   int status = 0;
   for (int i = 0; i < count; ++i) {
     const std::string name = prefix + "-" + std::to_string(i);

@@ -9,6 +9,7 @@
 // the environment this fixture set.
 #include <p11-kit-1/p11-kit/pkcs11.h>
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -44,7 +45,8 @@ struct Child {
 };
 
 Child Spawn(const std::string& module, const std::string& mode,
-            const std::string& prefix, int count, bool capture) {
+            const std::string& prefix, int count, bool capture,
+            const std::string& go_file = "") {
   std::vector<std::string> args = {HelperPath(),
                                    module,
                                    mode,
@@ -52,6 +54,7 @@ Child Spawn(const std::string& module, const std::string& mode,
                                    std::string(P11Test::kUserPin),
                                    prefix,
                                    std::to_string(count)};
+  if (!go_file.empty()) args.push_back(go_file);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -75,6 +78,20 @@ Child Spawn(const std::string& module, const std::string& mode,
     c.out_fd = fds[0];
   }
   return c;
+}
+
+// ReadLine reads one line of the child's stdout (up to 60 s); "" on EOF or
+// timeout.
+std::string ReadLine(const Child& c) {
+  std::string line;
+  char ch;
+  while (true) {
+    pollfd pfd = {c.out_fd, POLLIN, 0};
+    if (poll(&pfd, 1, 60000) <= 0) return "";
+    if (read(c.out_fd, &ch, 1) != 1) return "";
+    if (ch == '\n') return line;
+    line.push_back(ch);
+  }
 }
 
 // Wait returns the child's exit status (-1 when it did not exit normally).
@@ -219,12 +236,24 @@ TEST_P(PersistenceTest, VisibleToNewProcess) {
 // none and duplicate none.
 TEST_P(PersistenceTest, ConcurrentProcessesLoseNothing) {
   ASSERT_CKR(CKR_OK, Finalize());
-  Child a = Spawn(module(), "create", "procA", 100, false);
-  Child b = Spawn(module(), "create", "procB", 100, false);
+  // Both children initialise and log in first, then create at the same
+  // moment (a start barrier: the go file).
+  const std::string go = env().dir() + "/go";
+  Child a = Spawn(module(), "create", "procA", 100, true, go);
   ASSERT_GT(a.pid, 0);
+  EXPECT_EQ("ready", ReadLine(a));
+  Child b = Spawn(module(), "create", "procB", 100, true, go);
   ASSERT_GT(b.pid, 0);
+  EXPECT_EQ("ready", ReadLine(b));
+  ASSERT_EQ(0, close(open(go.c_str(), O_CREAT | O_WRONLY, 0600)));
+  // Drain both outputs while they run (a full pipe would block a child).
+  int created_a = 0, created_b = 0;
+  for (std::string l = ReadLine(a); !l.empty(); l = ReadLine(a)) ++created_a;
+  for (std::string l = ReadLine(b); !l.empty(); l = ReadLine(b)) ++created_b;
   EXPECT_EQ(0, Wait(a));
   EXPECT_EQ(0, Wait(b));
+  EXPECT_EQ(100, created_a);
+  EXPECT_EQ(100, created_b);
   ASSERT_CKR(CKR_OK, Initialize());
   CK_SLOT_ID slot;
   CK_SESSION_HANDLE h;
