@@ -32,7 +32,33 @@ namespace accelcrypt::p11 {
 // CKM_RSA_PKCS_KEY_PAIR_GEN, CKM_RSA_PKCS, CKM_RSA_X_509,
 // CKM_RSA_PKCS_PSS, CKM_SHA1/224/256/384/512_RSA_PKCS(_PSS),
 // CKM_RSA_PKCS_OAEP, CKM_DSA_KEY_PAIR_GEN, CKM_DSA, CKM_DSA_SHA1/224/256/
-// 384/512 (as far as the core routes the family).
+// 384/512 (as far as the core routes the family: an RSA mechanism is
+// offered only when some backend declares the padding it ends in).
+//
+// Mechanism rules (PKCS#11 v2.40 current mechanisms):
+//  - AES_ECB/AES_CBC: whole blocks in total (CKR_DATA_LEN_RANGE when
+//    encrypting, CKR_ENCRYPTED_DATA_LEN_RANGE when decrypting, checked on
+//    the one-shot call or at Final); CBC and CBC_PAD take a 16-byte IV as
+//    the parameter; CBC_PAD bad padding is CKR_ENCRYPTED_DATA_INVALID.
+//  - AES_CTR: CK_AES_CTR_PARAMS, ulCounterBits 1..128. The core increments
+//    the whole 128-bit block; for ulCounterBits < 128 a message that would
+//    wrap the counter field is refused (CKR_DATA_LEN_RANGE /
+//    CKR_ENCRYPTED_DATA_LEN_RANGE) before any of it is processed.
+//  - AES_GCM: CK_GCM_PARAMS, ulIvLen 1..256, ulTagBits 32..128 in whole
+//    bytes (the core's tag sizes; 0..31 and non-multiples of 8 are
+//    CKR_MECHANISM_PARAM_INVALID). Decryption buffers ciphertext||tag and
+//    returns all plaintext from Final once the tag matched (Update returns
+//    no output); a mismatch is CKR_ENCRYPTED_DATA_INVALID.
+//  - HMAC: full-length MACs only; keys CKK_GENERIC_SECRET (or the
+//    matching CKK_SHA*_HMAC), 1..4096 bytes.
+//  - RSA_PKCS/RSA_X_509/RSA_PKCS_PSS/RSA_PKCS_OAEP and DSA are single-part
+//    (Operation::multi_part() false); PSS input is the hashAlg hash;
+//    RSA_X_509 input shorter than the modulus is left-padded with zeros,
+//    longer or >= n is CKR_DATA_LEN_RANGE; RSA_X_509 decrypt and
+//    verify-recover return the whole modulus-length block; DSA signatures
+//    are r || s, each as long as q; CKM_DSA input is 20/28/32/48/64 bytes.
+//  - Verification failures: CKR_SIGNATURE_LEN_RANGE for a wrong length,
+//    CKR_SIGNATURE_INVALID otherwise.
 
 enum class OpKind {
   kEncrypt,
@@ -90,9 +116,12 @@ class Operation {
   // DigestKey (C_DigestKey) feeds a secret key's value.
   virtual absl::Status DigestKey(const AttributeMap& key) = 0;
   // GetState/SetState (C_GetOperationState/C_SetOperationState): digests
-  // only (CKR_STATE_UNSAVEABLE otherwise). The state is self-describing
-  // (mechanism and data) and checked on restore
-  // (CKR_SAVED_STATE_INVALID).
+  // only (CKR_STATE_UNSAVEABLE otherwise). The core's digests export no
+  // state, so the blob holds the mechanism and the data fed so far
+  // (versioned, SHA-256 integrity check; Mechanisms::RestoreDigest
+  // replays it and answers CKR_SAVED_STATE_INVALID for anything else).
+  // CKR_STATE_UNSAVEABLE once more than 64 KiB were fed or after
+  // DigestKey (key material never leaves through a saved state).
   virtual absl::StatusOr<std::vector<uint8_t>> GetState() const = 0;
 
   // hardware is true when the backend serving it right now is hardware.
@@ -110,8 +139,14 @@ class Operation {
 class Mechanisms {
  public:
   // Create binds to `core` (not owned; outlives this) and makes the
-  // private OSSL_LIB_CTX and the DRBG (seeded from the router's entropy
-  // source: the hardware RNG when one is registered, mixed with the OS).
+  // private OSSL_LIB_CTX and the DRBG: CTR-DRBG (AES-256) with entropy
+  // input from the OS, a personalization string (label, pid, instance,
+  // monotonic time) and reseeds whose additional input comes from
+  // Router::Entropy (the hardware RNG when one is registered); see
+  // pkcs11/mech/internal/private_libcrypto.h for the exact schedule.
+  // CKR_GENERAL_ERROR for a null core, CKR_FUNCTION_FAILED when libcrypto
+  // fails. Every method below is thread-safe; Operations are not (one per
+  // session and slot).
   static absl::StatusOr<std::unique_ptr<Mechanisms>> Create(Core* core);
   virtual ~Mechanisms() = default;
 
@@ -123,9 +158,12 @@ class Mechanisms {
   virtual absl::StatusOr<CK_MECHANISM_INFO> Info(
       CK_MECHANISM_TYPE type) const = 0;
 
-  // PrepareKey parses a key object (CKR_KEY_TYPE_INCONSISTENT,
-  // CKR_KEY_SIZE_RANGE, CKR_TEMPLATE_INCOMPLETE-like errors for a broken
-  // object).
+  // PrepareKey parses a key object: CKR_TEMPLATE_INCOMPLETE when class,
+  // type or a needed value is missing (RSA: modulus, public exponent and,
+  // private, the private exponent; CRT values are used when all five are
+  // present; DSA: prime, subprime, base, value), CKR_KEY_TYPE_INCONSISTENT
+  // for other classes/types, CKR_KEY_SIZE_RANGE for sizes no backend
+  // takes. A DSA private key object holds x only; y is derived.
   virtual absl::StatusOr<std::shared_ptr<PreparedKey>> PrepareKey(
       const AttributeMap& key) const = 0;
 
@@ -159,8 +197,11 @@ class Mechanisms {
                   const AttributeMap& public_tmpl,
                   const AttributeMap& private_tmpl) = 0;
 
-  // GenerateRandom (C_GenerateRandom) and SeedRandom (C_SeedRandom: mixed
-  // into the DRBG as additional input).
+  // GenerateRandom (C_GenerateRandom) and SeedRandom (C_SeedRandom: a
+  // DRBG reseed with the seed as additional input, hashed with SHA-512
+  // when longer than 4 KiB). Key pairs come from libcrypto's key
+  // generation in the private library context (its own DRBG, OS-seeded);
+  // secret keys come from this DRBG.
   virtual absl::Status GenerateRandom(absl::Span<uint8_t> out) = 0;
   virtual absl::Status SeedRandom(absl::Span<const uint8_t> seed) = 0;
 };
