@@ -1194,6 +1194,136 @@ TEST(GetAttributes, KeyValueOnlyWhenNotSensitiveAndExtractable) {
   EXPECT_TRUE(IsRevealable(data, CKA_VALUE));
 }
 
+// The attribute set of each kind of object after a minimal
+// C_CreateObject: the v2.40 tables (common, storage, class, key type),
+// defaults filled, optional parts absent.
+TEST(BuildObjectCreate, AttributeSetsFollowTheSpecTables) {
+  const std::vector<CK_ATTRIBUTE_TYPE> storage = {
+      CKA_CLASS, CKA_TOKEN,    CKA_PRIVATE,    CKA_MODIFIABLE,
+      CKA_LABEL, CKA_COPYABLE, CKA_DESTROYABLE};
+  const std::vector<CK_ATTRIBUTE_TYPE> key = {
+      CKA_KEY_TYPE, CKA_ID,    CKA_START_DATE,        CKA_END_DATE,
+      CKA_DERIVE,   CKA_LOCAL, CKA_KEY_GEN_MECHANISM, CKA_ALLOWED_MECHANISMS};
+  const std::vector<CK_ATTRIBUTE_TYPE> pub = {
+      CKA_SUBJECT, CKA_ENCRYPT, CKA_VERIFY,         CKA_VERIFY_RECOVER,
+      CKA_WRAP,    CKA_TRUSTED, CKA_PUBLIC_KEY_INFO};
+  const std::vector<CK_ATTRIBUTE_TYPE> priv = {CKA_SUBJECT,
+                                               CKA_SENSITIVE,
+                                               CKA_DECRYPT,
+                                               CKA_SIGN,
+                                               CKA_SIGN_RECOVER,
+                                               CKA_UNWRAP,
+                                               CKA_EXTRACTABLE,
+                                               CKA_ALWAYS_SENSITIVE,
+                                               CKA_NEVER_EXTRACTABLE,
+                                               CKA_WRAP_WITH_TRUSTED,
+                                               CKA_ALWAYS_AUTHENTICATE,
+                                               CKA_PUBLIC_KEY_INFO};
+  const std::vector<CK_ATTRIBUTE_TYPE> secret = {CKA_SENSITIVE,
+                                                 CKA_ENCRYPT,
+                                                 CKA_DECRYPT,
+                                                 CKA_SIGN,
+                                                 CKA_VERIFY,
+                                                 CKA_WRAP,
+                                                 CKA_UNWRAP,
+                                                 CKA_EXTRACTABLE,
+                                                 CKA_ALWAYS_SENSITIVE,
+                                                 CKA_NEVER_EXTRACTABLE,
+                                                 CKA_WRAP_WITH_TRUSTED,
+                                                 CKA_TRUSTED,
+                                                 CKA_VALUE,
+                                                 CKA_VALUE_LEN};
+  auto join = [](std::initializer_list<std::vector<CK_ATTRIBUTE_TYPE>> parts) {
+    std::vector<CK_ATTRIBUTE_TYPE> all;
+    for (const auto& p : parts) all.insert(all.end(), p.begin(), p.end());
+    return all;
+  };
+  auto types = [](const AttributeMap& m) {
+    std::vector<CK_ATTRIBUTE_TYPE> out;
+    for (const auto& [type, value] : m.values()) out.push_back(type);
+    return out;
+  };
+  using ::testing::UnorderedElementsAreArray;
+  EXPECT_THAT(types(CreateOk(DataTemplate())),
+              UnorderedElementsAreArray(join(
+                  {storage, {CKA_APPLICATION, CKA_OBJECT_ID, CKA_VALUE}})));
+  EXPECT_THAT(
+      types(CreateOk(CertTemplate())),
+      UnorderedElementsAreArray(
+          join({storage,
+                {CKA_CERTIFICATE_TYPE, CKA_TRUSTED, CKA_CERTIFICATE_CATEGORY,
+                 CKA_START_DATE, CKA_END_DATE, CKA_PUBLIC_KEY_INFO, CKA_SUBJECT,
+                 CKA_ID, CKA_ISSUER, CKA_SERIAL_NUMBER, CKA_VALUE, CKA_URL,
+                 CKA_HASH_OF_SUBJECT_PUBLIC_KEY, CKA_HASH_OF_ISSUER_PUBLIC_KEY,
+                 CKA_JAVA_MIDP_SECURITY_DOMAIN}})));
+  EXPECT_THAT(types(CreateOk(RsaPublicTemplate())),
+              UnorderedElementsAreArray(join(
+                  {storage,
+                   key,
+                   pub,
+                   {CKA_MODULUS, CKA_MODULUS_BITS, CKA_PUBLIC_EXPONENT}})));
+  EXPECT_THAT(types(CreateOk(RsaPrivateTemplate())),
+              UnorderedElementsAreArray(join(
+                  {storage, key, priv, {CKA_MODULUS, CKA_PRIVATE_EXPONENT}})));
+  EXPECT_THAT(
+      types(CreateOk(RsaPrivateCrtTemplate())),
+      UnorderedElementsAreArray(join(
+          {storage,
+           key,
+           priv,
+           {CKA_MODULUS, CKA_PUBLIC_EXPONENT, CKA_PRIVATE_EXPONENT, CKA_PRIME_1,
+            CKA_PRIME_2, CKA_EXPONENT_1, CKA_EXPONENT_2, CKA_COEFFICIENT}})));
+  EXPECT_THAT(types(CreateOk(DsaPublicTemplate())),
+              UnorderedElementsAreArray(
+                  join({storage,
+                        key,
+                        pub,
+                        {CKA_PRIME, CKA_SUBPRIME, CKA_BASE, CKA_VALUE}})));
+  EXPECT_THAT(types(CreateOk(DsaPrivateTemplate())),
+              UnorderedElementsAreArray(
+                  join({storage,
+                        key,
+                        priv,
+                        {CKA_PRIME, CKA_SUBPRIME, CKA_BASE, CKA_VALUE}})));
+  EXPECT_THAT(types(CreateOk(AesTemplate())),
+              UnorderedElementsAreArray(join({storage, key, secret})));
+  EXPECT_THAT(types(CreateOk(GenericSecretTemplate())),
+              UnorderedElementsAreArray(join({storage, key, secret})));
+}
+
+// Every attribute of every object reads back, except key material.
+TEST(GetAttributes, WholeObjectsReadBack) {
+  for (const ClassCase& c : kClasses) {
+    SCOPED_TRACE(c.name);
+    const AttributeMap obj = CreateOk(c.tmpl());
+    std::vector<CK_ATTRIBUTE> t;
+    for (const auto& [type, value] : obj.values()) {
+      t.push_back({type, nullptr, 0});
+    }
+    const CK_RV rv = GetAttributes(obj, t.data(), t.size());
+    bool any_sensitive = false;
+    std::vector<std::vector<uint8_t>> buffers;
+    for (CK_ATTRIBUTE& a : t) {
+      if (IsKeyMaterial(obj, a.type)) {
+        any_sensitive = true;
+        EXPECT_EQ(a.ulValueLen, CK_UNAVAILABLE_INFORMATION);
+        continue;
+      }
+      ASSERT_EQ(a.ulValueLen, obj.Find(a.type)->size()) << a.type;
+      buffers.emplace_back(a.ulValueLen);
+      a.pValue = buffers.back().data();
+    }
+    EXPECT_EQ(Name(rv), Name(any_sensitive ? CKR_ATTRIBUTE_SENSITIVE : CKR_OK));
+    EXPECT_EQ(Name(GetAttributes(obj, t.data(), t.size())),
+              Name(any_sensitive ? CKR_ATTRIBUTE_SENSITIVE : CKR_OK));
+    for (const CK_ATTRIBUTE& a : t) {
+      if (IsKeyMaterial(obj, a.type)) continue;
+      const uint8_t* p = static_cast<const uint8_t*>(a.pValue);
+      EXPECT_EQ(Bytes(p, p + a.ulValueLen), obj.GetBytes(a.type)) << a.type;
+    }
+  }
+}
+
 TEST(KeyMaterial, ListsFootnote7Attributes) {
   using ::testing::UnorderedElementsAre;
   EXPECT_THAT(
