@@ -159,7 +159,8 @@ std::vector<std::string> Config::KnownKeys() {
   // Built per call (init-time only): no static object to leak or destroy.
   return {"backend_dir", "backends", "disable", "policy", "breaker_threshold",
           "breaker_cooldown_ms", "replay_max", "calibration_file", "selftest",
-          "stats_dir", "log_level"};
+          "stats_dir", "log_level", "offload_min_bits", "rsa_offload_min_bits",
+          "dsa_offload_min_bits"};
 }
 
 bool Config::Known(std::string_view key) {

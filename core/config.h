@@ -31,6 +31,15 @@ namespace accelcrypt {
 //                        so a device error mid-stream can be replayed on the
 //                        next backend (default 1024; larger messages fall
 //                        back only before their first byte)
+//   offload_min_bits     RSA/DSA keys with fewer bits (modulus n, DSA p)
+//                        stay on CPU backends: backends declaring
+//                        ACCELCRYPT_CAP_OFFLOAD (or _HARDWARE) for the
+//                        family are not asked, whatever route.rsa/route.dsa
+//                        or a calibration prefers (default 0: no
+//                        threshold). A per-size route (route.rsa-1024) and
+//                        keys that live on a token (pkcs11: URI) are exempt.
+//   rsa_offload_min_bits, dsa_offload_min_bits
+//                        the same per family; override offload_min_bits
 //   selftest             "1" (default) runs known-answer tests at load
 //   stats_dir            write per-process JSON counters here at exit (env
 //                        ACCELCRYPT_STATS_DIR)

@@ -43,6 +43,16 @@ bool KeyMaterial::has_private() const {
   return type == Type::kRsa ? !d.empty() : !dsa_x.empty();
 }
 
+bool KeyMaterial::has_private_material() const {
+  return type == Type::kRsa ? !d.empty() : !dsa_x.empty();
+}
+
+bool KeyMaterial::has_public() const {
+  return type == Type::kRsa ? !n.empty() && !e.empty()
+                            : !dsa_p.empty() && !dsa_q.empty() &&
+                                  !dsa_g.empty() && !dsa_y.empty();
+}
+
 size_t KeyMaterial::bits() const {
   return BitLength(type == Type::kRsa ? n : dsa_p);
 }
@@ -65,6 +75,7 @@ accelcrypt_key_desc KeyMaterial::Describe(accelcrypt_alg alg) const {
   desc.dsa_y = Bn(dsa_y);
   desc.dsa_x = Bn(dsa_x);
   desc.uri = uri.empty() ? nullptr : uri.c_str();
+  desc.public_out = uri.empty() ? nullptr : public_out;
   return desc;
 }
 

@@ -27,6 +27,10 @@ struct KeyMaterial {
   std::vector<uint8_t> dsa_p, dsa_q, dsa_g, dsa_y, dsa_x;
   // RFC 7512 `pkcs11:` URI of a token object, empty when none.
   std::string uri;
+  // public_out is handed to a backend's load_key with `uri` (see
+  // accelcrypt_key_desc.public_out). Set only by Router::DescribeTokenKey
+  // for the duration of one load; not owned; null otherwise.
+  const accelcrypt_key_public_sink* public_out = nullptr;
 
   KeyMaterial() = default;
   KeyMaterial(const KeyMaterial&) = default;
@@ -35,7 +39,14 @@ struct KeyMaterial {
   KeyMaterial& operator=(KeyMaterial&&) = default;
   ~KeyMaterial();
 
+  // has_private is true with a private exponent (RSA d, DSA x) or a token
+  // reference (whose private half stays on the token).
   bool has_private() const;
+  // has_private_material is true only with the private integers themselves.
+  bool has_private_material() const;
+  // has_public is true when the public integers are present (RSA n and e;
+  // DSA p, q, g and y).
+  bool has_public() const;
   // bits is the modulus size (RSA n, DSA p) in bits.
   size_t bits() const;
   // Describe fills an ABI descriptor pointing into this object.

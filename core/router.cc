@@ -9,6 +9,7 @@
 #include <openssl/crypto.h>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/strip.h"
@@ -694,7 +695,8 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
                               absl::Span<uint8_t> out) override {
     size_t len = 0;
     ACCELCRYPT_RETURN_IF_ERROR(
-        Run(SignAlg(), params, tbs.size(), [&](const BackendKey& k) {
+        Run(SignAlg(), params, tbs.size(), /*private_op=*/true,
+            [&](const BackendKey& k) {
           auto got = k.Sign(params, tbs, out);
           if (got.ok()) len = *got;
           return got.status();
@@ -703,7 +705,8 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
   }
   absl::Status Verify(const PkeyParams& params, absl::Span<const uint8_t> tbs,
                       absl::Span<const uint8_t> sig) override {
-    return Run(SignAlg(), params, tbs.size(), [&](const BackendKey& k) {
+    return Run(SignAlg(), params, tbs.size(), /*private_op=*/false,
+               [&](const BackendKey& k) {
       return k.Verify(params, tbs, sig);
     });
   }
@@ -714,7 +717,7 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
     size_t len = 0;
     ACCELCRYPT_RETURN_IF_ERROR(Run(
         *FindAlgorithm(ACCELCRYPT_ALG_RSA_CRYPT), params, in.size(),
-        [&](const BackendKey& k) {
+        /*private_op=*/false, [&](const BackendKey& k) {
           auto got = k.Encrypt(params, in, out);
           if (got.ok()) len = *got;
           return got.status();
@@ -728,7 +731,7 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
     size_t len = 0;
     ACCELCRYPT_RETURN_IF_ERROR(Run(
         *FindAlgorithm(ACCELCRYPT_ALG_RSA_CRYPT), params, in.size(),
-        [&](const BackendKey& k) {
+        /*private_op=*/true, [&](const BackendKey& k) {
           auto got = k.Decrypt(params, in, out);
           if (got.ok()) len = *got;
           return got.status();
@@ -788,9 +791,15 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
     return raw;
   }
 
+  // Run tries `fn` on each candidate. `private_op` (sign, decrypt) with a
+  // key whose private half exists only on a token: a backend holding just
+  // the public parts cannot serve it (its "needs a private key" is skipped),
+  // and when the token fails the caller gets the token's error.
   template <typename Fn>
   absl::Status Run(const AlgorithmInfo& info, const PkeyParams& params,
-                   uint64_t n_bytes, Fn&& fn) {
+                   uint64_t n_bytes, bool private_op, Fn&& fn) {
+    const bool token_private =
+        private_op && !key_.uri.empty() && !key_.has_private_material();
     Router::SlotList order;
     router_->PkeyOrder(info, key_.bits(), !key_.uri.empty(), &order);
     const uint32_t flag =
@@ -826,6 +835,7 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
         }
         return st;
       }
+      const absl::Status previous = last;
       last = st;
       if (IsDeviceError(st)) {
         counter.errors.fetch_add(1, std::memory_order_relaxed);
@@ -836,7 +846,28 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
         continue;
       }
       if (st.code() == absl::StatusCode::kUnimplemented) continue;
+      if (token_private &&
+          st.code() == absl::StatusCode::kFailedPrecondition) {
+        // A backend with the public parts only; the token's outcome stands.
+        last = previous;
+        continue;
+      }
       return st;  // caller error: never retried
+    }
+    if (token_private) {
+      const std::string shown = key_.uri.substr(0, key_.uri.find('?'));
+      if (last.ok() || last.code() == absl::StatusCode::kUnimplemented ||
+          last.code() == absl::StatusCode::kFailedPrecondition) {
+        return absl::UnimplementedError(absl::StrFormat(
+            "%s: the private key %s stays on its token and no backend holding "
+            "it can use it%s%s",
+            info.name, shown, last.ok() ? "" : ": ", last.message()));
+      }
+      return absl::Status(
+          last.code(),
+          absl::StrFormat("%s: the private key %s stays on its token, which "
+                          "failed: %s",
+                          info.name, shown, last.message()));
     }
     if (!tried) {
       return absl::InvalidArgumentError(absl::StrFormat(
@@ -896,6 +927,21 @@ absl::StatusOr<std::unique_ptr<Router>> Router::Create(
   router->breaker_cooldown_ns_ = static_cast<uint64_t>(cooldown_ms) * 1000000ull;
   router->replay_max_ = static_cast<size_t>(replay);
   router->pkey_routes_ = PkeyRoutes(config);
+  ACCELCRYPT_ASSIGN_OR_RETURN(long long offload_min,
+                              config.GetInt("offload_min_bits", 0));
+  ACCELCRYPT_ASSIGN_OR_RETURN(
+      long long rsa_offload_min,
+      config.GetInt("rsa_offload_min_bits", offload_min));
+  ACCELCRYPT_ASSIGN_OR_RETURN(
+      long long dsa_offload_min,
+      config.GetInt("dsa_offload_min_bits", offload_min));
+  if (offload_min < 0 || rsa_offload_min < 0 || dsa_offload_min < 0) {
+    return absl::InvalidArgumentError(
+        "accelcrypt config: offload_min_bits, rsa_offload_min_bits and "
+        "dsa_offload_min_bits must be >= 0");
+  }
+  router->rsa_offload_min_bits_ = static_cast<size_t>(rsa_offload_min);
+  router->dsa_offload_min_bits_ = static_cast<size_t>(dsa_offload_min);
   for (const auto& backend : registry->backends()) {
     auto slot = std::make_unique<Slot>();
     slot->backend = backend.get();
@@ -1122,9 +1168,30 @@ void Router::PkeyOrder(const AlgorithmInfo& alg, size_t key_bits,
     }
   }
   if (exclusive) return;
+  // Below the family's offload threshold, offload backends are skipped
+  // (unless the per-size route above named them, the key lives on a token,
+  // or nothing else would serve it).
+  const size_t min_offload = alg.family == Family::kDsa
+                                 ? dsa_offload_min_bits_
+                                 : rsa_offload_min_bits_;
+  const bool small = !from_uri && key_bits != 0 && key_bits < min_offload;
+  auto offload = [&](const Slot* slot) {
+    const accelcrypt_capability* cap = slot->backend->Capability(alg.id);
+    return cap != nullptr &&
+           (cap->flags & (ACCELCRYPT_CAP_OFFLOAD | ACCELCRYPT_CAP_HARDWARE)) != 0;
+  };
+  const size_t named = out->size();
   for (Slot* slot : base) {
-    if (usable(slot) && std::find(out->begin(), out->end(), slot) == out->end()) {
+    if (usable(slot) && !(small && offload(slot)) &&
+        std::find(out->begin(), out->end(), slot) == out->end()) {
       out->push_back(slot);
+    }
+  }
+  if (small && out->size() == named) {
+    for (Slot* slot : base) {
+      if (usable(slot) && std::find(out->begin(), out->end(), slot) == out->end()) {
+        out->push_back(slot);
+      }
     }
   }
   // policy = fastest: the measured fastest first, unless a configured route
@@ -1155,6 +1222,104 @@ absl::StatusOr<std::unique_ptr<PublicKeyOps>> Router::NewPublicKeyOps(
   }
   return std::unique_ptr<PublicKeyOps>(
       new RoutedPublicKeyOps(this, std::move(key)));
+}
+
+namespace {
+
+// PublicParts collects what a backend reports through
+// accelcrypt_key_public_sink while it loads a URI key.
+struct PublicParts {
+  std::vector<uint8_t> n, e, p, q, g, y;
+  bool any = false;
+};
+
+void PutPublicPart(void* arg, uint32_t part, const uint8_t* data, size_t len) {
+  auto* parts = static_cast<PublicParts*>(arg);
+  std::vector<uint8_t>* dst = nullptr;
+  switch (part) {
+    case ACCELCRYPT_KEY_PART_RSA_N: dst = &parts->n; break;
+    case ACCELCRYPT_KEY_PART_RSA_E: dst = &parts->e; break;
+    case ACCELCRYPT_KEY_PART_DSA_P: dst = &parts->p; break;
+    case ACCELCRYPT_KEY_PART_DSA_Q: dst = &parts->q; break;
+    case ACCELCRYPT_KEY_PART_DSA_G: dst = &parts->g; break;
+    case ACCELCRYPT_KEY_PART_DSA_Y: dst = &parts->y; break;
+    default: return;  // a part this core does not know
+  }
+  if (data == nullptr || len == 0) return;
+  dst->assign(data, data + len);
+  parts->any = true;
+}
+
+}  // namespace
+
+absl::StatusOr<KeyMaterial> Router::DescribeTokenKey(std::string_view uri) {
+  // Only the path part goes into messages: the query may hold a PIN.
+  const std::string shown(uri.substr(0, uri.find('?')));
+  if (!absl::StartsWith(AsAbsl(uri), "pkcs11:")) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("'%s' is not a pkcs11: URI", shown));
+  }
+  std::vector<std::string> why;
+  absl::Status device, invalid;
+  for (const auto& slot : slots_) {
+    const Backend* backend = slot->backend;
+    if (BackendGuard::Inside(backend)) continue;
+    for (accelcrypt_alg alg : {ACCELCRYPT_ALG_RSA_SIGN, ACCELCRYPT_ALG_DSA_SIGN}) {
+      if (backend->Capability(alg) == nullptr) continue;
+      PublicParts parts;
+      const accelcrypt_key_public_sink sink{sizeof(sink), &parts,
+                                            &PutPublicPart};
+      KeyMaterial probe;
+      probe.type = alg == ACCELCRYPT_ALG_DSA_SIGN ? KeyMaterial::Type::kDsa
+                                                  : KeyMaterial::Type::kRsa;
+      probe.uri = std::string(uri);
+      probe.public_out = &sink;
+      absl::StatusOr<std::unique_ptr<BackendKey>> loaded;
+      {
+        BackendGuard guard(backend);
+        loaded = backend->LoadKey(alg, probe);
+      }
+      if (parts.any) {
+        KeyMaterial out;
+        out.uri = std::string(uri);
+        if (!parts.n.empty() && !parts.e.empty() && parts.p.empty()) {
+          out.type = KeyMaterial::Type::kRsa;
+          out.n = std::move(parts.n);
+          out.e = std::move(parts.e);
+        } else if (!parts.p.empty() && !parts.q.empty() && !parts.g.empty() &&
+                   parts.n.empty()) {
+          out.type = KeyMaterial::Type::kDsa;
+          out.dsa_p = std::move(parts.p);
+          out.dsa_q = std::move(parts.q);
+          out.dsa_g = std::move(parts.g);
+          out.dsa_y = std::move(parts.y);
+        } else {
+          return absl::InternalError(absl::StrFormat(
+              "%s described %s with an incomplete or mixed public key",
+              backend->name(), shown));
+        }
+        return out;
+      }
+      if (loaded.ok()) {
+        why.push_back(absl::StrFormat(
+            "%s serves the URI but cannot describe token keys",
+            backend->name()));
+      } else if (IsDeviceError(loaded.status())) {
+        device = loaded.status();
+      } else {
+        if (loaded.status().code() == absl::StatusCode::kInvalidArgument) {
+          invalid = loaded.status();
+        }
+        why.emplace_back(loaded.status().message());
+      }
+      break;  // a backend reports any type from one load
+    }
+  }
+  if (!device.ok()) return device;
+  if (!invalid.ok()) return invalid;
+  return absl::NotFoundError(absl::StrFormat(
+      "no backend holds the key %s%s%s", shown, why.empty() ? "" : ": ",
+      absl::StrJoin(why, "; ")));
 }
 
 }  // namespace accelcrypt

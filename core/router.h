@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
@@ -72,6 +73,18 @@ class Router {
   absl::StatusOr<std::unique_ptr<PublicKeyOps>> NewPublicKeyOps(
       KeyMaterial key);
 
+  // DescribeTokenKey returns the key an RFC 7512 `pkcs11:` URI names, as
+  // the backends holding it describe it: `uri` set, the type (RSA or DSA)
+  // and the public parts read from the token (RSA n, e; DSA p, q, g and y
+  // when the token has the public key), so bits(), size routing and
+  // verification work. No private part is ever read. Backends declaring
+  // RSA_SIGN or DSA_SIGN are asked in priority order (a backend this
+  // thread is inside is skipped); the first that finds the object answers.
+  // kNotFound when no backend knows the object (the message says why, from
+  // the backends), kInvalidArgument for a malformed URI, device errors as
+  // kUnavailable.
+  absl::StatusOr<KeyMaterial> DescribeTokenKey(std::string_view uri);
+
   // Internal interface for the routed objects (core/internal only).
   struct Slot;
   // Candidate lists live inline: choosing a route allocates nothing.
@@ -87,7 +100,10 @@ class Router {
   // open breakers as Order does. For PublicKeyOps and `accelcrypt list`.
   // Under policy = fastest with a calibration covering the family ("rsa",
   // "dsa"), the backend measured fastest for the key's bits comes first (a
-  // configured per-size route keeps precedence).
+  // configured per-size route keeps precedence). A key smaller than the
+  // family's `offload_min_bits` skips offload backends (CAP_OFFLOAD or
+  // CAP_HARDWARE) unless a per-size route names them, the key is a token
+  // reference, or no other backend takes it.
   void PkeyOrder(const AlgorithmInfo& alg, size_t key_bits, bool from_uri,
                  SlotList* out) const;
   // OrderFor is Order with, under policy = fastest, the backend measured
@@ -160,6 +176,10 @@ class Router {
   std::vector<std::unique_ptr<Slot>> slots_;
   // Per algorithm (identity-table index): candidate slot indices in order.
   std::vector<std::vector<size_t>> routes_;
+  // offload_min_bits per family (RSA, DSA): smaller keys skip backends
+  // declaring ACCELCRYPT_CAP_OFFLOAD or _HARDWARE (0 = no threshold).
+  size_t rsa_offload_min_bits_ = 0;
+  size_t dsa_offload_min_bits_ = 0;
   // `route.rsa-<bits>` / `route.dsa-<bits>` values by "rsa-<bits>".
   std::map<std::string, std::string, std::less<>> pkey_routes_;
 };

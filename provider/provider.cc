@@ -30,6 +30,7 @@
 #include "provider/pkey.h"
 #include "provider/provider_ctx.h"
 #include "provider/rand.h"
+#include "provider/store.h"
 
 #ifndef ACCELCRYPT_VERSION
 #define ACCELCRYPT_VERSION "0.0.0"
@@ -182,6 +183,8 @@ absl::Status BuildAlgorithms(ProvCtx& ctx) {
   ctx.keymgmts().push_back(kEnd);
   ctx.signatures().push_back(kEnd);
   ctx.asym_ciphers().push_back(kEnd);
+  AppendStoreAlgorithms(ctx, &ctx.stores());
+  ctx.stores().push_back(kEnd);
   return absl::OkStatus();
 }
 
@@ -236,6 +239,9 @@ const OSSL_ALGORITHM* QueryOperation(void* provctx, int operation_id,
       break;
     case OSSL_OP_ASYM_CIPHER:
       algs = &ctx->asym_ciphers();
+      break;
+    case OSSL_OP_STORE:
+      algs = &ctx->stores();
       break;
     default:
       return nullptr;

@@ -57,6 +57,7 @@ class ProvCtx {
   std::vector<OSSL_ALGORITHM>& keymgmts() { return keymgmts_; }
   std::vector<OSSL_ALGORITHM>& signatures() { return signatures_; }
   std::vector<OSSL_ALGORITHM>& asym_ciphers() { return asym_ciphers_; }
+  std::vector<OSSL_ALGORITHM>& stores() { return stores_; }
 
   // private_libctx returns a library context of our own holding only
   // OpenSSL's default provider (made on first use, thread-safe; null when
@@ -75,6 +76,7 @@ class ProvCtx {
   std::vector<OSSL_ALGORITHM> keymgmts_;
   std::vector<OSSL_ALGORITHM> signatures_;
   std::vector<OSSL_ALGORITHM> asym_ciphers_;
+  std::vector<OSSL_ALGORITHM> stores_;
   std::once_flag private_libctx_once_;
   OSSL_LIB_CTX* private_libctx_ = nullptr;
 };

@@ -109,21 +109,23 @@ void BuildCaps(Instance* in) {
   in->limits.rsa_max = hi;
   if (sign != 0 && lo != 0 && hi >= lo) {
     in->caps.push_back(accelcrypt_capability{
-        ACCELCRYPT_ALG_RSA_SIGN, sign | ACCELCRYPT_CAP_KEY_IMPORT, 1, lo, 0,
+        ACCELCRYPT_ALG_RSA_SIGN,
+        sign | ACCELCRYPT_CAP_KEY_IMPORT | ACCELCRYPT_CAP_OFFLOAD, 1, lo, 0,
         hi, 0});
   }
   if (crypt != 0 && lo != 0 && hi >= lo) {
     in->caps.push_back(accelcrypt_capability{
-        ACCELCRYPT_ALG_RSA_CRYPT, crypt | ACCELCRYPT_CAP_KEY_IMPORT, 1, lo, 0,
+        ACCELCRYPT_ALG_RSA_CRYPT,
+        crypt | ACCELCRYPT_CAP_KEY_IMPORT | ACCELCRYPT_CAP_OFFLOAD, 1, lo, 0,
         hi, 0});
   }
   Range(t, {CKM_DSA}, CKF_SIGN, &lo, &hi);
   in->limits.dsa_min = lo;
   in->limits.dsa_max = hi;
   if (has(CKM_DSA, CKF_SIGN) && lo != 0 && hi >= lo) {
-    in->caps.push_back(accelcrypt_capability{ACCELCRYPT_ALG_DSA_SIGN,
-                                             ACCELCRYPT_CAP_KEY_IMPORT, 1, lo,
-                                             0, hi, 0});
+    in->caps.push_back(accelcrypt_capability{
+        ACCELCRYPT_ALG_DSA_SIGN,
+        ACCELCRYPT_CAP_KEY_IMPORT | ACCELCRYPT_CAP_OFFLOAD, 1, lo, 0, hi, 0});
   }
 }
 

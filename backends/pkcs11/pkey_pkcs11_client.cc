@@ -6,9 +6,11 @@
 #include <openssl/rand.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "absl/strings/str_format.h"
+#include "absl/types/span.h"
 #include "backends/pkcs11/ck_status.h"
 
 namespace accelcrypt::pkcs11_client {
@@ -220,6 +222,47 @@ size_t CtSelect(uint32_t mask, size_t a, size_t b) {
   return (a & m) | (b & ~m);
 }
 
+// ReportPublic reads the public parts of a token key (from the public key
+// object when there is one, else from the private key object's public
+// attributes) and hands them to `sink`. DSA y exists on the public object
+// only (the private object's CKA_VALUE is x and is never read).
+absl::Status ReportPublic(Token* token, const KeyObjects& objects, bool rsa,
+                          const accelcrypt_key_public_sink& sink) {
+  struct Part {
+    CK_ATTRIBUTE_TYPE attr;
+    uint32_t part;
+    bool public_object_only;
+  };
+  static constexpr Part kRsaParts[] = {
+      {CKA_MODULUS, ACCELCRYPT_KEY_PART_RSA_N, false},
+      {CKA_PUBLIC_EXPONENT, ACCELCRYPT_KEY_PART_RSA_E, false}};
+  static constexpr Part kDsaParts[] = {
+      {CKA_PRIME, ACCELCRYPT_KEY_PART_DSA_P, false},
+      {CKA_SUBPRIME, ACCELCRYPT_KEY_PART_DSA_Q, false},
+      {CKA_BASE, ACCELCRYPT_KEY_PART_DSA_G, false},
+      {CKA_VALUE, ACCELCRYPT_KEY_PART_DSA_Y, true}};
+  for (const Part& part : rsa ? absl::Span<const Part>(kRsaParts)
+                              : absl::Span<const Part>(kDsaParts)) {
+    CK_OBJECT_HANDLE from = objects.pub;
+    if (from == CK_INVALID_HANDLE) {
+      if (part.public_object_only) continue;
+      from = objects.priv;
+    }
+    absl::StatusOr<std::vector<uint8_t>> value =
+        token->GetAttribute(from, part.attr);
+    if (!value.ok()) {
+      return absl::Status(
+          value.status().code(),
+          absl::StrFormat("pkcs11: reading the public parts of the URI's key: "
+                          "%s",
+                          value.status().message()));
+    }
+    if (value->empty()) continue;
+    sink.put(sink.arg, part.part, value->data(), value->size());
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<PkeyPkcs11Client>> PkeyPkcs11Client::Load(
@@ -237,6 +280,32 @@ absl::StatusOr<std::unique_ptr<PkeyPkcs11Client>> PkeyPkcs11Client::Load(
       k->private_ = found->priv != CK_INVALID_HANDLE;
       CK_OBJECT_HANDLE any =
           found->pub != CK_INVALID_HANDLE ? found->pub : found->priv;
+      absl::StatusOr<std::vector<uint8_t>> type_attr =
+          token->GetAttribute(any, CKA_KEY_TYPE);
+      if (!type_attr.ok()) return type_attr.status();
+      CK_KEY_TYPE type = CKK_VENDOR_DEFINED;
+      if (type_attr->size() == sizeof(type)) {
+        std::memcpy(&type, type_attr->data(), sizeof(type));
+      }
+      if (type != CKK_RSA && type != CKK_DSA) {
+        return absl::UnimplementedError(
+            "pkcs11: the URI names a key that is neither RSA nor DSA");
+      }
+      const bool is_rsa = type == CKK_RSA;
+      const accelcrypt_key_public_sink* sink =
+          desc.struct_size >= offsetof(accelcrypt_key_desc, public_out) +
+                                  sizeof(desc.public_out)
+              ? desc.public_out
+              : nullptr;
+      if (sink != nullptr && sink->put != nullptr) {
+        absl::Status st = ReportPublic(token, *found, is_rsa, *sink);
+        if (!st.ok()) return st;
+      }
+      if (is_rsa != k->rsa_) {
+        return absl::UnimplementedError(absl::StrFormat(
+            "pkcs11: the URI names a %s key, not %s", is_rsa ? "RSA" : "DSA",
+            k->rsa_ ? "RSA" : "DSA"));
+      }
       absl::StatusOr<std::vector<uint8_t>> size_attr = token->GetAttribute(
           any, k->rsa_ ? CKA_MODULUS : CKA_SUBPRIME);
       if (!size_attr.ok()) return size_attr.status();

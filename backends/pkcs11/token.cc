@@ -538,8 +538,13 @@ absl::StatusOr<KeyObjects> Token::FindByUri(const std::string& uri) {
   if (!absl::ConsumePrefix(&rest, "pkcs11:")) {
     return absl::UnimplementedError("pkcs11: not a pkcs11: URI");
   }
-  // Path attributes only (RFC 7512 section 2.3); a query part is ignored.
-  rest = rest.substr(0, rest.find('?'));
+  // Path attributes name the object (RFC 7512 section 2.3); the query may
+  // carry a PIN (pin-value, pin-source), nothing else is used.
+  absl::string_view query;
+  if (size_t q = rest.find('?'); q != absl::string_view::npos) {
+    query = rest.substr(q + 1);
+    rest = rest.substr(0, q);
+  }
   std::string object, id, token;
   bool has_object = false, has_id = false;
   for (absl::string_view attr : absl::StrSplit(rest, ';', absl::SkipEmpty())) {
@@ -574,6 +579,10 @@ absl::StatusOr<KeyObjects> Token::FindByUri(const std::string& uri) {
     Touch(key);
     return it->second.objects;
   }
+  if (!query.empty()) {
+    st = LoginWithUriPin(query);
+    if (!st.ok()) return st;
+  }
   KeyObjects objects;
   objects.generation = generation_.load(std::memory_order_relaxed);
   for (CK_OBJECT_CLASS cls : {CKO_PRIVATE_KEY, CKO_PUBLIC_KEY}) {
@@ -581,23 +590,101 @@ absl::StatusOr<KeyObjects> Token::FindByUri(const std::string& uri) {
     attrs.push_back({CKA_CLASS, &cls, sizeof(cls)});
     if (has_object) attrs.push_back({CKA_LABEL, object.data(), object.size()});
     if (has_id) attrs.push_back({CKA_ID, id.data(), id.size()});
-    CK_RV rv = fl_->C_FindObjectsInit(anchor_, attrs.data(), attrs.size());
-    if (rv != CKR_OK) return FromCkRv(rv, "C_FindObjectsInit");
-    CK_OBJECT_HANDLE found = CK_INVALID_HANDLE;
-    CK_ULONG count = 0;
-    rv = fl_->C_FindObjects(anchor_, &found, 1, &count);
-    fl_->C_FindObjectsFinal(anchor_);
-    if (rv != CKR_OK) return FromCkRv(rv, "C_FindObjects");
-    if (count == 1) {
-      (cls == CKO_PRIVATE_KEY ? objects.priv : objects.pub) = found;
-    }
+    absl::StatusOr<CK_OBJECT_HANDLE> found = FindOne(attrs);
+    if (!found.ok()) return found.status();
+    (cls == CKO_PRIVATE_KEY ? objects.priv : objects.pub) = *found;
   }
   if (objects.priv == CK_INVALID_HANDLE && objects.pub == CK_INVALID_HANDLE) {
     return absl::UnimplementedError(
         absl::StrFormat("pkcs11: no key on token '%s' matches the URI", label_));
   }
+  if (objects.pub == CK_INVALID_HANDLE) {
+    // The public half of a key pair shares the private key's CKA_ID (PKCS#11
+    // section 4.6's convention), else its label.
+    for (CK_ATTRIBUTE_TYPE link : {CKA_ID, CKA_LABEL}) {
+      CK_ATTRIBUTE attr{link, nullptr, 0};
+      CK_RV rv = fl_->C_GetAttributeValue(anchor_, objects.priv, &attr, 1);
+      if (rv != CKR_OK || attr.ulValueLen == 0 ||
+          attr.ulValueLen == CK_UNAVAILABLE_INFORMATION) {
+        continue;
+      }
+      std::vector<uint8_t> value(attr.ulValueLen);
+      attr.pValue = value.data();
+      if (fl_->C_GetAttributeValue(anchor_, objects.priv, &attr, 1) != CKR_OK) {
+        continue;
+      }
+      CK_OBJECT_CLASS cls = CKO_PUBLIC_KEY;
+      Attrs attrs = {{CKA_CLASS, &cls, sizeof(cls)},
+                     {link, value.data(), value.size()}};
+      absl::StatusOr<CK_OBJECT_HANDLE> found = FindOne(attrs);
+      if (!found.ok()) return found.status();
+      if (*found != CK_INVALID_HANDLE) {
+        objects.pub = *found;
+        break;
+      }
+    }
+  }
   Insert(key, objects);
   return objects;
+}
+
+absl::StatusOr<CK_OBJECT_HANDLE> Token::FindOne(const Attrs& attrs) {
+  CK_RV rv = fl_->C_FindObjectsInit(
+      anchor_, const_cast<CK_ATTRIBUTE*>(attrs.data()), attrs.size());
+  if (rv != CKR_OK) return FromCkRv(rv, "C_FindObjectsInit");
+  CK_OBJECT_HANDLE found = CK_INVALID_HANDLE;
+  CK_ULONG count = 0;
+  rv = fl_->C_FindObjects(anchor_, &found, 1, &count);
+  fl_->C_FindObjectsFinal(anchor_);
+  if (rv != CKR_OK) return FromCkRv(rv, "C_FindObjects");
+  return count == 1 ? found : CK_INVALID_HANDLE;
+}
+
+absl::Status Token::LoginWithUriPin(absl::string_view query) {
+  if (!config_.pin.empty()) return absl::OkStatus();  // configured PIN wins
+  std::string pin;
+  for (absl::string_view attr : absl::StrSplit(query, '&', absl::SkipEmpty())) {
+    size_t eq = attr.find('=');
+    if (eq == absl::string_view::npos) continue;
+    absl::string_view name = attr.substr(0, eq);
+    if (name != "pin-value" && name != "pin-source") continue;
+    absl::StatusOr<std::string> value = PercentDecode(attr.substr(eq + 1));
+    if (!value.ok()) return value.status();
+    if (name == "pin-value") {
+      pin = *value;
+    } else {
+      absl::string_view path = *value;
+      absl::ConsumePrefix(&path, "file://");
+      absl::ConsumePrefix(&path, "file:");
+      std::ifstream in{std::string(path)};
+      if (!in) {
+        return absl::InvalidArgumentError(
+            "pkcs11: cannot read the URI's pin-source file");
+      }
+      std::getline(in, pin);
+      while (!pin.empty() && (pin.back() == '\r' || pin.back() == '\n')) {
+        pin.pop_back();
+      }
+    }
+    OPENSSL_cleanse(value->data(), value->size());
+  }
+  if (pin.empty()) return absl::OkStatus();
+  CK_RV rv = fl_->C_Login(anchor_, CKU_USER,
+                          reinterpret_cast<CK_UTF8CHAR*>(pin.data()),
+                          pin.size());
+  if (rv != CKR_OK && rv != CKR_USER_ALREADY_LOGGED_IN) {
+    OPENSSL_cleanse(pin.data(), pin.size());
+    absl::Status st = FromCkRv(rv, "C_Login");
+    if (rv == CKR_PIN_INCORRECT || rv == CKR_PIN_LEN_RANGE) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "pkcs11: login to token '%s' with the URI's PIN failed: %s", label_,
+          CkRvName(rv)));
+    }
+    return st;
+  }
+  // Kept for the re-login of a forked child; wiped with the config.
+  config_.pin = std::move(pin);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<uint8_t>> Token::GetAttribute(

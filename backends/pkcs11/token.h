@@ -17,6 +17,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "accelcrypt/backend.h"
@@ -104,7 +105,12 @@ class Token {
                                      const Attrs& pub_template);
   // FindByUri looks up token objects named by an RFC 7512 URI (object=,
   // id=, token=), cached like imports. kUnimplemented when the URI names
-  // another token or nothing is found.
+  // another token or nothing is found. When no PIN is configured and the
+  // URI's query carries `pin-value` or `pin-source` (a file, `file:` URI or
+  // path; first line), the token is logged in with that PIN first (kept for
+  // a forked child's login; never logged); a wrong one is kInvalidArgument.
+  // When the URI names the private key only, the public key object with the
+  // same CKA_ID (else the same CKA_LABEL) is found as well.
   absl::StatusOr<KeyObjects> FindByUri(const std::string& uri);
   // Forget drops a cache entry whose handles turned out stale.
   void Forget(const std::string& fingerprint);
@@ -121,6 +127,14 @@ class Token {
 
  private:
   Token() = default;
+  // LoginWithUriPin logs in with the PIN of a URI's query (see FindByUri)
+  // unless a PIN is configured or none is given.
+  absl::Status LoginWithUriPin(absl::string_view query)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // FindOne returns the first object matching `attrs` on the anchor
+  // session, or CK_INVALID_HANDLE.
+  absl::StatusOr<CK_OBJECT_HANDLE> FindOne(const Attrs& attrs)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Start runs C_Initialize, finds the slot, opens the anchor session and
   // logs in. Called at Create and in a forked child.
   absl::Status Start() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

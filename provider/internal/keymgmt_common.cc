@@ -192,9 +192,14 @@ int KeymgmtExport(const KeyFormat& format, void* keydata, int selection,
   if (key == nullptr || param_cb == nullptr) return 0;
   return Guard(key->prov(), [&] {
     if ((selection & OSSL_KEYMGMT_SELECT_PRIVATE_KEY) != 0 &&
-        !key->material().uri.empty() && !key->has_private()) {
-      return RaiseError(key->prov(), absl::FailedPreconditionError(
-                                         "the private key stays on its token"));
+        !key->material().uri.empty() &&
+        !key->material().has_private_material()) {
+      // A token key: only its public half exists outside the token.
+      return RaiseError(
+          key->prov(),
+          absl::FailedPreconditionError(
+              "the private key stays on its token (export the public key: "
+              "e.g. openssl pkey -pubout)"));
     }
     absl::StatusOr<OSSL_PARAM*> params =
         ToParams(format, key->material(), selection);

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <regex>
 #include <string>
@@ -554,6 +555,75 @@ TEST_F(Pkcs11ClientTest, PerKeySizeRoutesOverrideTheOrder) {
   }
 }
 
+// offload_min_bits keeps small keys on the CPU although the token comes
+// first in the order; the per-family keys override the general one, and a
+// per-size route still decides its size.
+TEST_F(Pkcs11ClientTest, OffloadThresholdKeepsSmallKeysOnTheCpu) {
+  core_.reset();
+  std::vector<uint8_t> digest = Digest("threshold");
+  PkeyParams dsa_params;
+  dsa_params.md = ACCELCRYPT_ALG_SHA256;
+  const KeyMaterial rsa2048 = RsaKey(2048), rsa3072 = RsaKey(3072);
+  const KeyMaterial dsa2048 = DsaKeyFromVectors();
+  struct Case {
+    std::map<std::string, std::string> extra;
+    // Backend expected for RSA-2048, RSA-3072, DSA-2048.
+    const char* want[3];
+  } cases[] = {
+      {{}, {"pkcs11", "pkcs11", "pkcs11"}},
+      {{{"offload_min_bits", "3072"}}, {"software", "pkcs11", "software"}},
+      {{{"rsa_offload_min_bits", "3072"}}, {"software", "pkcs11", "pkcs11"}},
+      {{{"offload_min_bits", "4096"}, {"dsa_offload_min_bits", "1024"}},
+       {"software", "software", "pkcs11"}},
+      {{{"offload_min_bits", "4096"}, {"route.rsa-2048", "pkcs11, software"}},
+       {"pkcs11", "software", "software"}},
+  };
+  for (const Case& c : cases) {
+    auto overrides = g_hsm->Overrides();
+    overrides["route.rsa"] = "pkcs11, software";
+    overrides["route.dsa"] = "pkcs11, software";
+    std::string label;
+    for (const auto& [k, v] : c.extra) {
+      overrides[k] = v;
+      label += k + "=" + v + " ";
+    }
+    auto core = MakeCore(overrides);
+    ASSERT_TRUE(core.ok()) << core.status();
+    const KeyMaterial* keys[3] = {&rsa2048, &rsa3072, &dsa2048};
+    for (int i = 0; i < 3; ++i) {
+      auto ops = (*core)->router().NewPublicKeyOps(*keys[i]);
+      ASSERT_TRUE(ops.ok()) << ops.status();
+      std::vector<uint8_t> sig((*ops)->SignatureSize());
+      auto len = (*ops)->Sign(i < 2 ? Pkcs1() : dsa_params, digest,
+                              absl::MakeSpan(sig));
+      ASSERT_TRUE(len.ok()) << label << len.status();
+      EXPECT_EQ((*ops)->last_backend(), c.want[i])
+          << label << "key " << keys[i]->bits() << " bits";
+      sig.resize(*len);
+      EXPECT_TRUE((*ops)->Verify(i < 2 ? Pkcs1() : dsa_params, digest, sig).ok())
+          << label;
+    }
+  }
+  // Below the threshold with only the token left, the token still serves.
+  auto overrides = g_hsm->Overrides();
+  overrides["backends"] = "pkcs11";
+  overrides["offload_min_bits"] = "4096";
+  auto only_token = MakeCore(overrides);
+  ASSERT_TRUE(only_token.ok()) << only_token.status();
+  auto ops = (*only_token)->router().NewPublicKeyOps(rsa2048);
+  ASSERT_TRUE(ops.ok());
+  std::vector<uint8_t> sig(256);
+  ASSERT_TRUE((*ops)->Sign(Pkcs1(), digest, absl::MakeSpan(sig)).ok());
+  EXPECT_EQ((*ops)->last_backend(), "pkcs11");
+  // Bad values are configuration errors.
+  for (const char* bad : {"-1", "big"}) {
+    auto o = g_hsm->Overrides();
+    o["rsa_offload_min_bits"] = bad;
+    auto core = MakeCore(o);
+    EXPECT_FALSE(core.ok()) << bad;
+  }
+}
+
 // The token fails mid-run (the latency shim injects CKR_DEVICE_REMOVED and
 // CKR_SESSION_HANDLE_INVALID): callers see no failure, signatures stay
 // correct, the breaker opens, and after the cool-down the token is probed
@@ -667,6 +737,139 @@ TEST_F(Pkcs11ClientTest, TokenKeyByUriIsUsedInPlace) {
     EXPECT_EQ(st.status().code(), absl::StatusCode::kUnimplemented)
         << uri << ": " << st.status();
   }
+}
+
+// Router::DescribeTokenKey turns a URI into a key with the public parts
+// read from the token (RSA n, e; DSA p, q, g, y), equal to what was put on
+// it; that key routes by its size, signs on the token and verifies in
+// software. Unknown objects and non-pkcs11 URIs are clear errors.
+TEST_F(Pkcs11ClientTest, DescribeTokenKeyReadsThePublicPartsFromTheToken) {
+  const KeyMaterial rsa = RsaKey(2048);
+  const KeyMaterial dsa = DsaKeyFromVectors();
+  ASSERT_TRUE(g_hsm->Import(rsa, "desc rsa", "0a01").ok());
+  ASSERT_TRUE(g_hsm->Import(dsa, "desc dsa", "0a02").ok());
+  const uint64_t before = Created(*pkcs11_);
+  std::vector<uint8_t> digest = Digest("described");
+  PkeyParams dsa_params;
+  dsa_params.md = ACCELCRYPT_ALG_SHA256;
+  struct Case {
+    std::string uri;
+    const KeyMaterial* put;
+    PkeyParams params;
+  } cases[] = {
+      {absl::StrFormat("pkcs11:token=%s;object=desc%%20rsa;type=private",
+                       SoftHsm::kLabel),
+       &rsa, Pkcs1()},
+      {"pkcs11:id=%0a%01", &rsa, Pss()},
+      {"pkcs11:object=desc%20dsa;type=private", &dsa, dsa_params},
+  };
+  for (const Case& c : cases) {
+    auto key = core_->router().DescribeTokenKey(c.uri);
+    ASSERT_TRUE(key.ok()) << c.uri << ": " << key.status();
+    EXPECT_EQ(key->uri, c.uri);
+    EXPECT_EQ(key->type, c.put->type);
+    EXPECT_FALSE(key->has_private_material());
+    EXPECT_TRUE(key->has_public()) << c.uri;
+    EXPECT_EQ(key->bits(), c.put->bits());
+    EXPECT_EQ(key->n, c.put->n);
+    EXPECT_EQ(key->e, c.put->e);
+    EXPECT_EQ(key->dsa_p, c.put->dsa_p);
+    EXPECT_EQ(key->dsa_q, c.put->dsa_q);
+    EXPECT_EQ(key->dsa_g, c.put->dsa_g);
+    EXPECT_EQ(key->dsa_y, c.put->dsa_y);
+    auto ops = core_->router().NewPublicKeyOps(*key);
+    ASSERT_TRUE(ops.ok());
+    std::vector<uint8_t> sig((*ops)->SignatureSize());
+    auto len = (*ops)->Sign(c.params, digest, absl::MakeSpan(sig));
+    ASSERT_TRUE(len.ok()) << c.uri << ": " << len.status();
+    EXPECT_EQ((*ops)->last_backend(), "pkcs11");
+    sig.resize(*len);
+    // The public parts alone verify in software.
+    auto alg = key->type == KeyMaterial::Type::kRsa ? ACCELCRYPT_ALG_RSA_SIGN
+                                                    : ACCELCRYPT_ALG_DSA_SIGN;
+    auto sw = software_->LoadKey(alg, PublicOnly(*key));
+    ASSERT_TRUE(sw.ok()) << sw.status();
+    EXPECT_TRUE((*sw)->Verify(c.params, digest, sig).ok()) << c.uri;
+    sig[sig.size() / 2] ^= 1;
+    EXPECT_FALSE((*sw)->Verify(c.params, digest, sig).ok());
+  }
+  EXPECT_EQ(Created(*pkcs11_), before);  // used in place, nothing imported
+  // A private key without its public object: n and e come from the private
+  // key object's own public attributes.
+  std::string del = absl::StrFormat(
+      "pkcs11-tool --module %s --token-label %s --login --pin %s "
+      "--delete-object --type pubkey --id 0a01 >%s/delete.log 2>&1",
+      SoftHsm::kModule, SoftHsm::kLabel, SoftHsm::kPin, g_hsm->dir());
+  if (access("/usr/bin/pkcs11-tool", X_OK) == 0 && std::system(del.c_str()) == 0) {
+    auto core = MakeCore(g_hsm->Overrides());  // a fresh URI cache
+    ASSERT_TRUE(core.ok());
+    auto key = (*core)->router().DescribeTokenKey("pkcs11:object=desc%20rsa");
+    ASSERT_TRUE(key.ok()) << key.status();
+    EXPECT_EQ(key->n, rsa.n);
+    EXPECT_EQ(key->e, rsa.e);
+  }
+  // Errors.
+  auto missing = core_->router().DescribeTokenKey("pkcs11:object=nothing");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("no key on token"),
+            std::string::npos)
+      << missing.status();
+  auto other = core_->router().DescribeTokenKey(
+      "pkcs11:token=elsewhere;object=desc%20rsa");
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(core_->router().DescribeTokenKey("file:/etc/passwd").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(core_->router().DescribeTokenKey("pkcs11:id=%zz").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // A PIN in the URI never shows in a message.
+  auto pinned =
+      core_->router().DescribeTokenKey("pkcs11:object=nothing?pin-value=secret");
+  EXPECT_EQ(pinned.status().message().find("secret"), std::string::npos);
+}
+
+// A key whose private half lives only on the token: when the token fails,
+// the caller gets the token's error (the software backend, holding the
+// public parts, cannot sign and is not what the message is about), and the
+// next call signs on the token again. offload_min_bits does not apply to
+// such a key.
+TEST_F(Pkcs11ClientTest, TokenOnlyKeyFailsClearlyWhenTheTokenFails) {
+  core_.reset();
+  const KeyMaterial rsa = RsaKey(2048);
+  ASSERT_TRUE(g_hsm->Import(rsa, "fail rsa", "0b01").ok());
+  setenv("ACCELCRYPT_SHIM_MODULE", SoftHsm::kModule, 1);
+  auto overrides = g_hsm->Overrides();
+  overrides["pkcs11.module"] = ACCELCRYPT_LATENCY_SHIM;
+  overrides["offload_min_bits"] = "4096";
+  auto core = MakeCore(overrides);
+  ASSERT_TRUE(core.ok());
+  ASSERT_NE((*core)->registry().Find("pkcs11"), nullptr) << LoadMessage(**core);
+  void* shim = dlopen(ACCELCRYPT_LATENCY_SHIM, RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(shim, nullptr);
+  auto control = reinterpret_cast<long (*)(const char*)>(
+      dlsym(shim, "accelcrypt_shim_control"));
+  ASSERT_NE(control, nullptr);
+  auto key = (*core)->router().DescribeTokenKey("pkcs11:object=fail%20rsa");
+  ASSERT_TRUE(key.ok()) << key.status();
+  auto ops = (*core)->router().NewPublicKeyOps(*key);
+  ASSERT_TRUE(ops.ok());
+  std::vector<uint8_t> digest = Digest("token only"), sig(256);
+  ASSERT_TRUE((*ops)->Sign(Pkcs1(), digest, absl::MakeSpan(sig)).ok());
+  EXPECT_EQ((*ops)->last_backend(), "pkcs11");  // below the threshold, too
+  control("fail=CKR_DEVICE_REMOVED,count=1");
+  auto failed = (*ops)->Sign(Pkcs1(), digest, absl::MakeSpan(sig));
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kUnavailable)
+      << failed.status();
+  EXPECT_NE(failed.status().message().find("stays on its token"),
+            std::string::npos)
+      << failed.status();
+  EXPECT_NE(failed.status().message().find("CKR_DEVICE_REMOVED"),
+            std::string::npos)
+      << failed.status();
+  auto again = (*ops)->Sign(Pkcs1(), digest, absl::MakeSpan(sig));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ((*ops)->last_backend(), "pkcs11");
+  EXPECT_TRUE((*ops)->Verify(Pkcs1(), digest, sig).ok());
 }
 
 }  // namespace

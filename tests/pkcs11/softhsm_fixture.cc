@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tests/pkcs11/softhsm_fixture.h"
 
+#include <openssl/bn.h>
 #include <openssl/core_names.h>
 #include <openssl/evp.h>
+#include <openssl/param_build.h>
+#include <openssl/pem.h>
 #include <openssl/rsa.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -79,6 +82,66 @@ std::map<std::string, std::string> SoftHsm::Overrides() const {
           // SoftHSMv2 lists CKM_DSA up to 1024 bits but signs larger keys;
           // the registration self-test proves 2048 before it is offered.
           {"pkcs11.dsa_max_key_bits", "3072"}};
+}
+
+absl::Status SoftHsm::Import(const KeyMaterial& key, const std::string& label,
+                             const std::string& id_hex) const {
+  const bool rsa = key.type == KeyMaterial::Type::kRsa;
+  OSSL_PARAM_BLD* bld = OSSL_PARAM_BLD_new();
+  std::vector<BIGNUM*> bns;
+  auto add = [&](const char* name, const std::vector<uint8_t>& v) {
+    if (v.empty()) return;
+    BIGNUM* bn = BN_bin2bn(v.data(), static_cast<int>(v.size()), nullptr);
+    bns.push_back(bn);
+    OSSL_PARAM_BLD_push_BN(bld, name, bn);
+  };
+  if (rsa) {
+    add(OSSL_PKEY_PARAM_RSA_N, key.n);
+    add(OSSL_PKEY_PARAM_RSA_E, key.e);
+    add(OSSL_PKEY_PARAM_RSA_D, key.d);
+    add(OSSL_PKEY_PARAM_RSA_FACTOR1, key.p);
+    add(OSSL_PKEY_PARAM_RSA_FACTOR2, key.q);
+    add(OSSL_PKEY_PARAM_RSA_EXPONENT1, key.dmp1);
+    add(OSSL_PKEY_PARAM_RSA_EXPONENT2, key.dmq1);
+    add(OSSL_PKEY_PARAM_RSA_COEFFICIENT1, key.iqmp);
+  } else {
+    add(OSSL_PKEY_PARAM_FFC_P, key.dsa_p);
+    add(OSSL_PKEY_PARAM_FFC_Q, key.dsa_q);
+    add(OSSL_PKEY_PARAM_FFC_G, key.dsa_g);
+    add(OSSL_PKEY_PARAM_PUB_KEY, key.dsa_y);
+    add(OSSL_PKEY_PARAM_PRIV_KEY, key.dsa_x);
+  }
+  OSSL_PARAM* params = OSSL_PARAM_BLD_to_param(bld);
+  EVP_PKEY_CTX* ctx = EVP_PKEY_CTX_new_from_name(nullptr, rsa ? "RSA" : "DSA",
+                                                 "provider=default");
+  EVP_PKEY* pkey = nullptr;
+  const bool made = ctx != nullptr && params != nullptr &&
+                    EVP_PKEY_fromdata_init(ctx) == 1 &&
+                    EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_KEYPAIR, params) == 1;
+  EVP_PKEY_CTX_free(ctx);
+  OSSL_PARAM_free(params);
+  OSSL_PARAM_BLD_free(bld);
+  for (BIGNUM* bn : bns) BN_clear_free(bn);
+  if (!made) return absl::InternalError("Import: libcrypto refused the key");
+  const std::string pem = absl::StrFormat("%s/import-%s.pem", dir_, id_hex);
+  FILE* f = std::fopen(pem.c_str(), "w");
+  const bool written =
+      f != nullptr &&
+      PEM_write_PrivateKey(f, pkey, nullptr, nullptr, 0, nullptr, nullptr) == 1;
+  if (f != nullptr) std::fclose(f);
+  EVP_PKEY_free(pkey);
+  if (!written) return absl::InternalError("Import: cannot write " + pem);
+  const std::string cmd = absl::StrFormat(
+      "softhsm2-util --import '%s' --token %s --label '%s' --id %s --pin %s "
+      ">>'%s/import.log' 2>&1",
+      pem, kLabel, label, id_hex, kPin, dir_);
+  const int rc = std::system(cmd.c_str());
+  std::remove(pem.c_str());
+  if (rc != 0) {
+    return absl::InternalError(absl::StrFormat(
+        "softhsm2-util --import failed (see %s/import.log)", dir_));
+  }
+  return absl::OkStatus();
 }
 
 KeyMaterial RsaKey(int bits) {

@@ -30,6 +30,11 @@ class SoftHsm {
   // this token (PIN from a file) ahead of software.
   std::map<std::string, std::string> Overrides() const;
   const std::string& dir() const { return dir_; }
+  // Import puts `key` (with its private part) on the token as a token key
+  // pair (softhsm2-util --import: private and public key objects sharing
+  // CKA_LABEL `label` and CKA_ID `id_hex`), as an administrator would.
+  absl::Status Import(const KeyMaterial& key, const std::string& label,
+                      const std::string& id_hex) const;
   const std::string& pin_file() const { return pin_file_; }
 
  private:

@@ -167,6 +167,12 @@ typedef uint32_t accelcrypt_alg;
 /* The backend can use a key given as key material (imports it); without
  * this flag it serves only keys referenced by URI (token objects). */
 #define ACCELCRYPT_CAP_KEY_IMPORT (1u << 12)
+/* RSA/DSA: the operation leaves the CPU (a token, an HSM, a card behind a
+ * driver), so it has a per-call cost the CPU does not. The router keeps
+ * keys smaller than `offload_min_bits` away from such backends. (Added
+ * after the first layout; a backend that does not set it is taken as
+ * running on the CPU unless it sets ACCELCRYPT_CAP_HARDWARE.) */
+#define ACCELCRYPT_CAP_OFFLOAD (1u << 13)
 
 typedef struct accelcrypt_capability {
   accelcrypt_alg alg;
@@ -342,6 +348,24 @@ typedef struct accelcrypt_bn {
   size_t len;
 } accelcrypt_bn;
 
+/* Public parts of a key, as accelcrypt_key_public_sink reports them. */
+#define ACCELCRYPT_KEY_PART_RSA_N 1u
+#define ACCELCRYPT_KEY_PART_RSA_E 2u
+#define ACCELCRYPT_KEY_PART_DSA_P 3u
+#define ACCELCRYPT_KEY_PART_DSA_Q 4u
+#define ACCELCRYPT_KEY_PART_DSA_G 5u
+#define ACCELCRYPT_KEY_PART_DSA_Y 6u
+
+/* accelcrypt_key_public_sink receives the public parts of a key that lives
+ * on a token (see accelcrypt_key_desc.public_out). Owned by the core. */
+typedef struct accelcrypt_key_public_sink {
+  uint32_t struct_size;
+  void *arg;
+  /* put stores one part (ACCELCRYPT_KEY_PART_*), a big-endian integer; the
+   * core copies it before put returns. Called from within load_key only. */
+  void (*put)(void *arg, uint32_t part, const uint8_t *data, size_t len);
+} accelcrypt_key_public_sink;
+
 typedef struct accelcrypt_key_desc {
   uint32_t struct_size;
   accelcrypt_alg alg; /* ACCELCRYPT_ALG_RSA_SIGN/CRYPT or DSA_SIGN */
@@ -352,6 +376,17 @@ typedef struct accelcrypt_key_desc {
   accelcrypt_bn dsa_p, dsa_q, dsa_g, dsa_y, dsa_x;
   /* RFC 7512 URI of a token object holding the (private) key, or NULL. */
   const char *uri;
+  /* Added after the first layout (read it only when struct_size covers
+   * it). public_out, when not NULL with `uri` set: a backend that finds the
+   * object the URI names reports the key's public parts through it before
+   * load_key returns (RSA n and e; DSA p, q, g and, when readable, y), read
+   * from the token: the public attributes of the private key object or of
+   * the public key object with the same CKA_ID or label. It reports them
+   * whatever the key's type, also when it then refuses the load (an RSA
+   * load_key naming a DSA key returns UNIMPLEMENTED after reporting DSA
+   * parts), so the core learns the type and size of a URI it has no other
+   * description of. Backends not owning the URI report nothing. */
+  const accelcrypt_key_public_sink *public_out;
 } accelcrypt_key_desc;
 
 typedef struct accelcrypt_pkey accelcrypt_pkey;
