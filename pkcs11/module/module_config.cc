@@ -168,6 +168,10 @@ std::string PreventRecursion(const std::string& self_path, Config* config) {
   std::vector<std::string> disabled = config->GetList("disable");
   disabled.push_back("pkcs11");
   config->Set("disable", absl::StrJoin(disabled, ","));
+  // The core initialises a backend before it applies `disable` (and the
+  // client backend's init loads and initialises its module), so the module
+  // path goes too: without it the client backend declines at init.
+  config->Set("pkcs11.module", "");
   return absl::StrCat(reason, ": PKCS#11 client backend disabled");
 }
 

@@ -40,7 +40,9 @@ absl::StatusOr<ModuleConfig> LoadModuleConfig();
 // that would call back into this module: when `pkcs11.module` names
 // `self_path` (compared after realpath) or a p11-kit proxy/client module
 // (which may forward to every registered module, this one included),
-// `pkcs11` is added to the core's `disable` list. Returns the reason
+// `pkcs11` is added to the core's `disable` list and `pkcs11.module` is
+// cleared (so the backend declines even where the core initialises a
+// backend before applying `disable`). Returns the reason
 // (for the log), or an empty string when nothing was changed.
 std::string PreventRecursion(const std::string& self_path, Config* config);
 
