@@ -49,8 +49,7 @@ class AesBlockOp final : public OperationBase {
  public:
   AesBlockOp(Core& core, std::unique_ptr<CipherStream> stream, bool encrypt,
              bool pad)
-      : core_(core), stream_(std::move(stream)), encrypt_(encrypt),
-        pad_(pad) {}
+      : core_(core), stream_(std::move(stream)), encrypt_(encrypt), pad_(pad) {}
 
   size_t OutputBound(Call call, size_t in_len) const override {
     switch (call) {
@@ -149,8 +148,11 @@ class AesCtrOp final : public OperationBase {
  public:
   AesCtrOp(Core& core, std::unique_ptr<CipherStream> stream, bool encrypt,
            unsigned __int128 max_blocks, bool unlimited)
-      : core_(core), stream_(std::move(stream)), encrypt_(encrypt),
-        max_blocks_(max_blocks), unlimited_(unlimited) {}
+      : core_(core),
+        stream_(std::move(stream)),
+        encrypt_(encrypt),
+        max_blocks_(max_blocks),
+        unlimited_(unlimited) {}
 
   size_t OutputBound(Call call, size_t in_len) const override {
     return call == Call::kFinal ? 0 : in_len;
@@ -203,7 +205,9 @@ class AesGcmOp final : public OperationBase {
  public:
   AesGcmOp(Core& core, std::unique_ptr<Cipher> cipher, bool encrypt,
            size_t tag_len)
-      : core_(core), cipher_(std::move(cipher)), encrypt_(encrypt),
+      : core_(core),
+        cipher_(std::move(cipher)),
+        encrypt_(encrypt),
         tag_len_(tag_len) {}
 
   size_t OutputBound(Call call, size_t in_len) const override {
@@ -365,10 +369,9 @@ absl::StatusOr<std::unique_ptr<Operation>> NewAesOperation(
         iv = absl::MakeConstSpan(param, param_len);
       }
       ACCELCRYPT_ASSIGN_OR_RETURN(
-          auto cipher,
-          RoutedCipher(core, AesAlg(ecb ? ACCELCRYPT_MODE_ECB
-                                        : ACCELCRYPT_MODE_CBC,
-                                    key_len)));
+          auto cipher, RoutedCipher(core, AesAlg(ecb ? ACCELCRYPT_MODE_ECB
+                                                     : ACCELCRYPT_MODE_CBC,
+                                                 key_len)));
       auto stream = std::make_unique<CipherStream>(std::move(cipher));
       const bool pad = mechanism.mechanism == CKM_AES_CBC_PAD;
       stream->set_padding(pad);
@@ -397,7 +400,8 @@ absl::StatusOr<std::unique_ptr<Operation>> NewAesOperation(
         max_blocks = space - (counter & (space - 1));
       }
       ACCELCRYPT_ASSIGN_OR_RETURN(
-          auto cipher, RoutedCipher(core, AesAlg(ACCELCRYPT_MODE_CTR, key_len)));
+          auto cipher,
+          RoutedCipher(core, AesAlg(ACCELCRYPT_MODE_CTR, key_len)));
       auto stream = std::make_unique<CipherStream>(std::move(cipher));
       stream->set_padding(false);
       absl::Status st = stream->Init(encrypt, key.value(),
@@ -419,17 +423,17 @@ absl::StatusOr<std::unique_ptr<Operation>> NewAesOperation(
       if (gcm.pIv == nullptr || gcm.ulIvLen < 1 || gcm.ulIvLen > 256) {
         return ParamInvalid("GCM IV must be 1..256 bytes");
       }
-      if (gcm.ulTagBits % 8 != 0 || gcm.ulTagBits < 32 ||
-          gcm.ulTagBits > 128) {
+      if (gcm.ulTagBits % 8 != 0 || gcm.ulTagBits < 32 || gcm.ulTagBits > 128) {
         return ParamInvalid("GCM ulTagBits must be 32..128, whole bytes");
       }
       if (gcm.pAAD == nullptr && gcm.ulAADLen != 0) {
         return ParamInvalid("GCM AAD pointer is null");
       }
       ACCELCRYPT_ASSIGN_OR_RETURN(
-          auto cipher, RoutedCipher(core, AesAlg(ACCELCRYPT_MODE_GCM, key_len)));
-      absl::Status st = cipher->Init(
-          encrypt, key.value(), absl::MakeConstSpan(gcm.pIv, gcm.ulIvLen));
+          auto cipher,
+          RoutedCipher(core, AesAlg(ACCELCRYPT_MODE_GCM, key_len)));
+      absl::Status st = cipher->Init(encrypt, key.value(),
+                                     absl::MakeConstSpan(gcm.pIv, gcm.ulIvLen));
       if (st.ok() && gcm.ulAADLen > 0) {
         st = cipher->Aad(absl::MakeConstSpan(gcm.pAAD, gcm.ulAADLen));
       }

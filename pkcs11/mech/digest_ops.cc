@@ -31,7 +31,8 @@ constexpr size_t kStateHeader = sizeof(kStateMagic) + 1 + 4 + 4;
 constexpr size_t kStateCheck = 32;
 
 void PutU32(std::vector<uint8_t>* out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out->push_back(static_cast<uint8_t>(v >> (8 * i)));
+  for (int i = 0; i < 4; ++i)
+    out->push_back(static_cast<uint8_t>(v >> (8 * i)));
 }
 uint32_t GetU32(const uint8_t* p) {
   return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 |
@@ -83,7 +84,9 @@ class DigestOp final : public OperationBase {
  public:
   DigestOp(Core& core, CK_MECHANISM_TYPE mechanism,
            std::unique_ptr<Digest> digest)
-      : core_(core), mechanism_(mechanism), digest_(std::move(digest)),
+      : core_(core),
+        mechanism_(mechanism),
+        digest_(std::move(digest)),
         len_(digest_->info().digest_len) {}
 
   size_t OutputBound(Call call, size_t) const override {
@@ -197,9 +200,8 @@ class HmacOp final : public OperationBase {
     ACCELCRYPT_ASSIGN_OR_RETURN(auto inner, RoutedDigest(core, alg));
     absl::Status st = inner->Update(ipad.span());
     if (!st.ok()) return CoreError(st);
-    return std::unique_ptr<Operation>(
-        new HmacOp(core, sign, alg, info->digest_len, std::move(inner),
-                   std::move(opad)));
+    return std::unique_ptr<Operation>(new HmacOp(
+        core, sign, alg, info->digest_len, std::move(inner), std::move(opad)));
   }
 
   size_t OutputBound(Call call, size_t) const override {
@@ -247,8 +249,12 @@ class HmacOp final : public OperationBase {
  private:
   HmacOp(Core& core, bool sign, accelcrypt_alg alg, size_t len,
          std::unique_ptr<Digest> inner, SecretBytes opad)
-      : core_(core), sign_(sign), alg_(alg), len_(len),
-        inner_(std::move(inner)), opad_(std::move(opad)) {}
+      : core_(core),
+        sign_(sign),
+        alg_(alg),
+        len_(len),
+        inner_(std::move(inner)),
+        opad_(std::move(opad)) {}
 
   static absl::Status LenError() {
     return CkError(CKR_SIGNATURE_LEN_RANGE, "HMAC length does not match");
@@ -355,8 +361,8 @@ absl::StatusOr<std::unique_ptr<Operation>> RestoreDigestOperation(
   }
   if (DigestAlg(mechanism) == 0) return invalid("state names no digest");
   ACCELCRYPT_ASSIGN_OR_RETURN(auto op, NewDigestOperation(core, mechanism));
-  ACCELCRYPT_RETURN_IF_ERROR(static_cast<DigestOp&>(*op).Feed(
-      state.subspan(kStateHeader, data_len)));
+  ACCELCRYPT_RETURN_IF_ERROR(
+      static_cast<DigestOp&>(*op).Feed(state.subspan(kStateHeader, data_len)));
   return op;
 }
 

@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <limits>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -180,10 +180,9 @@ class MechanismsImpl final : public Mechanisms {
     }
     // Key generation runs in libcrypto (software); the others are served
     // by the router's first choice.
-    const bool keygen = row->group == Group::kAesKeyGen ||
-                        row->group == Group::kSecretKeyGen ||
-                        row->group == Group::kRsaKeyGen ||
-                        row->group == Group::kDsaKeyGen;
+    const bool keygen =
+        row->group == Group::kAesKeyGen || row->group == Group::kSecretKeyGen ||
+        row->group == Group::kRsaKeyGen || row->group == Group::kDsaKeyGen;
     if (!keygen && row->alg != 0 &&
         internal::FirstChoiceIsHardware(core_, row->alg)) {
       info.flags |= CKF_HW;
@@ -340,9 +339,9 @@ class MechanismsImpl final : public Mechanisms {
                        "CKA_MODULUS_BITS malformed");
       }
       if (!range.Holds(*bits)) {
-        return CkError(CKR_KEY_SIZE_RANGE,
-                       absl::StrFormat("RSA keys are %d..%d bits", range.min,
-                                       range.max));
+        return CkError(
+            CKR_KEY_SIZE_RANGE,
+            absl::StrFormat("RSA keys are %d..%d bits", range.min, range.max));
       }
       std::vector<uint8_t> e = {0x01, 0x00, 0x01};
       if (const SecretBytes* given = public_tmpl.Find(CKA_PUBLIC_EXPONENT)) {
@@ -365,9 +364,9 @@ class MechanismsImpl final : public Mechanisms {
                      "DSA needs CKA_PRIME, CKA_SUBPRIME and CKA_BASE");
     }
     if (!range.Holds(StrippedBits(p->span()))) {
-      return CkError(CKR_KEY_SIZE_RANGE,
-                     absl::StrFormat("DSA primes are %d..%d bits", range.min,
-                                     range.max));
+      return CkError(
+          CKR_KEY_SIZE_RANGE,
+          absl::StrFormat("DSA primes are %d..%d bits", range.min, range.max));
     }
     const size_t q_bits = StrippedBits(q->span());
     if (q_bits != 160 && q_bits != 224 && q_bits != 256) {
@@ -446,8 +445,7 @@ class MechanismsImpl final : public Mechanisms {
     }
     switch (type) {
       case CKK_AES:
-        if (value->size() != 16 && value->size() != 24 &&
-            value->size() != 32) {
+        if (value->size() != 16 && value->size() != 24 && value->size() != 32) {
           return CkError(CKR_KEY_SIZE_RANGE, "AES keys are 16, 24, 32 bytes");
         }
         break;
@@ -473,9 +471,9 @@ class MechanismsImpl final : public Mechanisms {
     const Range range = KeyRange(type == CKK_RSA ? ACCELCRYPT_ALG_RSA_SIGN
                                                  : ACCELCRYPT_ALG_DSA_SIGN);
     if (!range.Holds(material.bits())) {
-      return CkError(CKR_KEY_SIZE_RANGE,
-                     absl::StrFormat("%d-bit key: no backend takes it",
-                                     material.bits()));
+      return CkError(
+          CKR_KEY_SIZE_RANGE,
+          absl::StrFormat("%d-bit key: no backend takes it", material.bits()));
     }
     auto ops = core_.router().NewPublicKeyOps(std::move(material));
     if (!ops.ok()) {
@@ -546,10 +544,10 @@ class MechanismsImpl final : public Mechanisms {
 
   static absl::StatusOr<std::vector<uint8_t>> DsaPublic(const KeyMaterial& m) {
     BN_CTX* ctx = BN_CTX_new();
-    BIGNUM* p = BN_bin2bn(m.dsa_p.data(), static_cast<int>(m.dsa_p.size()),
-                          nullptr);
-    BIGNUM* g = BN_bin2bn(m.dsa_g.data(), static_cast<int>(m.dsa_g.size()),
-                          nullptr);
+    BIGNUM* p =
+        BN_bin2bn(m.dsa_p.data(), static_cast<int>(m.dsa_p.size()), nullptr);
+    BIGNUM* g =
+        BN_bin2bn(m.dsa_g.data(), static_cast<int>(m.dsa_g.size()), nullptr);
     BIGNUM* x = BN_secure_new();
     BIGNUM* y = BN_new();
     bool ok = ctx != nullptr && p != nullptr && g != nullptr && x != nullptr &&
@@ -587,9 +585,8 @@ absl::StatusOr<std::unique_ptr<Mechanisms>> Mechanisms::Create(Core* core) {
   if (core == nullptr) {
     return CkError(CKR_GENERAL_ERROR, "Mechanisms need a core");
   }
-  ACCELCRYPT_ASSIGN_OR_RETURN(auto lib,
-                              internal::PrivateLibcrypto::Create(
-                                  &core->router()));
+  ACCELCRYPT_ASSIGN_OR_RETURN(
+      auto lib, internal::PrivateLibcrypto::Create(&core->router()));
   return std::unique_ptr<Mechanisms>(new MechanismsImpl(core, std::move(lib)));
 }
 

@@ -16,9 +16,9 @@ absl::Status NotSupported(std::string_view what) {
 }
 
 absl::Status TooSmall(size_t have, size_t need) {
-  return CkError(CKR_BUFFER_TOO_SMALL,
-                 absl::StrFormat("output buffer of %d bytes, need %d", have,
-                                 need));
+  return CkError(
+      CKR_BUFFER_TOO_SMALL,
+      absl::StrFormat("output buffer of %d bytes, need %d", have, need));
 }
 
 absl::StatusOr<size_t> OperationBase::OneShot(absl::Span<const uint8_t>,

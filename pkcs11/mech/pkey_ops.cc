@@ -150,8 +150,12 @@ class PkeyOp final : public OperationBase {
   PkeyOp(Core& core, OpKind kind, Scheme scheme,
          std::shared_ptr<AsymmetricKey> key, PkeyParams params,
          std::unique_ptr<Digest> digest, size_t hash_len)
-      : core_(core), kind_(kind), scheme_(scheme), key_(std::move(key)),
-        params_(std::move(params)), digest_(std::move(digest)),
+      : core_(core),
+        kind_(kind),
+        scheme_(scheme),
+        key_(std::move(key)),
+        params_(std::move(params)),
+        digest_(std::move(digest)),
         hash_len_(hash_len) {
     k_ = key_->modulus_len();
     if (scheme_ == Scheme::kDsa) q_len_ = StrippedLen(key_->material().dsa_q);
@@ -223,11 +227,11 @@ class PkeyOp final : public OperationBase {
   bool hardware() const override {
     std::string last = key_->ops().last_backend();
     if (!last.empty()) return IsHardwareBackend(core_, last);
-    accelcrypt_alg alg = scheme_ == Scheme::kDsa ? ACCELCRYPT_ALG_DSA_SIGN
-                         : (kind_ == OpKind::kEncrypt ||
-                            kind_ == OpKind::kDecrypt)
-                             ? ACCELCRYPT_ALG_RSA_CRYPT
-                             : ACCELCRYPT_ALG_RSA_SIGN;
+    accelcrypt_alg alg =
+        scheme_ == Scheme::kDsa ? ACCELCRYPT_ALG_DSA_SIGN
+        : (kind_ == OpKind::kEncrypt || kind_ == OpKind::kDecrypt)
+            ? ACCELCRYPT_ALG_RSA_CRYPT
+            : ACCELCRYPT_ALG_RSA_SIGN;
     return FirstChoiceIsHardware(core_, alg);
   }
 
@@ -254,8 +258,7 @@ class PkeyOp final : public OperationBase {
       std::vector<uint8_t> der(key_->ops().SignatureSize());
       auto len = key_->ops().Sign(params_, tbs, absl::MakeSpan(der));
       if (!len.ok()) return CoreFailure(len.status(), CKR_FUNCTION_FAILED);
-      if (!DerToRs(absl::MakeConstSpan(der).first(*len), q_len_,
-                   out.data())) {
+      if (!DerToRs(absl::MakeConstSpan(der).first(*len), q_len_, out.data())) {
         return CkError(CKR_FUNCTION_FAILED,
                        "DSA: the backend returned a malformed signature");
       }
@@ -542,8 +545,9 @@ absl::StatusOr<std::unique_ptr<Operation>> NewRsaOperation(
   const CK_MECHANISM_TYPE hash_mech = HashOfMechanism(m);
   if (m == CKM_RSA_PKCS || m == CKM_RSA_X_509) {
     if (!sig_kind && !enc_kind && kind != OpKind::kVerifyRecover) {
-      return CkError(CKR_MECHANISM_INVALID, "not an operation of this RSA "
-                                            "mechanism");
+      return CkError(CKR_MECHANISM_INVALID,
+                     "not an operation of this RSA "
+                     "mechanism");
     }
     ACCELCRYPT_RETURN_IF_ERROR(NoParameter(mechanism));
     scheme = m == CKM_RSA_PKCS ? Scheme::kPkcs1 : Scheme::kX509;
@@ -591,11 +595,10 @@ absl::StatusOr<std::unique_ptr<Operation>> NewRsaOperation(
     if (!sig_kind) {
       return CkError(CKR_MECHANISM_INVALID, "this mechanism only signs");
     }
-    const bool pss = m == CKM_RSA_PKCS_PSS || m == CKM_SHA1_RSA_PKCS_PSS ||
-                     m == CKM_SHA224_RSA_PKCS_PSS ||
-                     m == CKM_SHA256_RSA_PKCS_PSS ||
-                     m == CKM_SHA384_RSA_PKCS_PSS ||
-                     m == CKM_SHA512_RSA_PKCS_PSS;
+    const bool pss =
+        m == CKM_RSA_PKCS_PSS || m == CKM_SHA1_RSA_PKCS_PSS ||
+        m == CKM_SHA224_RSA_PKCS_PSS || m == CKM_SHA256_RSA_PKCS_PSS ||
+        m == CKM_SHA384_RSA_PKCS_PSS || m == CKM_SHA512_RSA_PKCS_PSS;
     if (pss) {
       if (mechanism.pParameter == nullptr ||
           mechanism.ulParameterLen != sizeof(CK_RSA_PKCS_PSS_PARAMS)) {
@@ -617,8 +620,7 @@ absl::StatusOr<std::unique_ptr<Operation>> NewRsaOperation(
       hash_len = DigestLen(params.md);
       // RFC 8017 9.1.1: emLen = ceil((modBits - 1) / 8) >= hLen + sLen + 2.
       const size_t em_len = (key->material().bits() - 1 + 7) / 8;
-      if (pss_params.sLen > em_len ||
-          em_len < hash_len + pss_params.sLen + 2) {
+      if (pss_params.sLen > em_len || em_len < hash_len + pss_params.sLen + 2) {
         return ParamInvalid("PSS salt too long for this key");
       }
       params.salt_len = static_cast<int32_t>(pss_params.sLen);
@@ -668,9 +670,8 @@ absl::StatusOr<std::unique_ptr<Operation>> NewRsaOperation(
   }
   ACCELCRYPT_RETURN_IF_ERROR(
       CheckOffered(core, alg, flag, key->material().bits()));
-  return std::unique_ptr<Operation>(new PkeyOp(core, kind, scheme,
-                                               std::move(key), params,
-                                               std::move(digest), hash_len));
+  return std::unique_ptr<Operation>(new PkeyOp(
+      core, kind, scheme, std::move(key), params, std::move(digest), hash_len));
 }
 
 absl::StatusOr<std::unique_ptr<Operation>> NewDsaOperation(
@@ -678,11 +679,10 @@ absl::StatusOr<std::unique_ptr<Operation>> NewDsaOperation(
     std::shared_ptr<AsymmetricKey> key) {
   const CK_MECHANISM_TYPE m = mechanism.mechanism;
   const CK_MECHANISM_TYPE hash_mech = HashOfMechanism(m);
-  if (m != CKM_DSA && !(hash_mech != 0 && (m == CKM_DSA_SHA1 ||
-                                           m == CKM_DSA_SHA224 ||
-                                           m == CKM_DSA_SHA256 ||
-                                           m == CKM_DSA_SHA384 ||
-                                           m == CKM_DSA_SHA512))) {
+  if (m != CKM_DSA &&
+      !(hash_mech != 0 &&
+        (m == CKM_DSA_SHA1 || m == CKM_DSA_SHA224 || m == CKM_DSA_SHA256 ||
+         m == CKM_DSA_SHA384 || m == CKM_DSA_SHA512))) {
     return CkError(CKR_MECHANISM_INVALID, "not a DSA mechanism");
   }
   if (kind != OpKind::kSign && kind != OpKind::kVerify) {
@@ -693,17 +693,16 @@ absl::StatusOr<std::unique_ptr<Operation>> NewDsaOperation(
     return CkError(CKR_KEY_TYPE_INCONSISTENT, "DSA mechanism needs a DSA key");
   }
   ACCELCRYPT_RETURN_IF_ERROR(CheckKeyClass(kind, *key));
-  ACCELCRYPT_RETURN_IF_ERROR(CheckOffered(core, ACCELCRYPT_ALG_DSA_SIGN, 0,
-                                          key->material().bits()));
+  ACCELCRYPT_RETURN_IF_ERROR(
+      CheckOffered(core, ACCELCRYPT_ALG_DSA_SIGN, 0, key->material().bits()));
   PkeyParams params;
   std::unique_ptr<Digest> digest;
   if (hash_mech != 0) {
     params.md = DigestAlg(hash_mech);
     ACCELCRYPT_ASSIGN_OR_RETURN(digest, MechanismDigest(core, params.md));
   }
-  return std::unique_ptr<Operation>(new PkeyOp(core, kind, Scheme::kDsa,
-                                               std::move(key), params,
-                                               std::move(digest), 0));
+  return std::unique_ptr<Operation>(new PkeyOp(
+      core, kind, Scheme::kDsa, std::move(key), params, std::move(digest), 0));
 }
 
 }  // namespace accelcrypt::p11::internal

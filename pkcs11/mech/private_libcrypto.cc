@@ -149,9 +149,9 @@ absl::Status PrivateLibcrypto::ReseedLocked(absl::Span<const uint8_t> adin) {
   absl::StatusOr<size_t> bits = router_->Entropy(absl::MakeSpan(input));
   if (!bits.ok()) input.clear();
   input.insert(input.end(), adin.begin(), adin.end());
-  const int rc = EVP_RAND_reseed(drbg_, 0, nullptr, 0,
-                                 input.empty() ? nullptr : input.data(),
-                                 input.size());
+  const int rc =
+      EVP_RAND_reseed(drbg_, 0, nullptr, 0,
+                      input.empty() ? nullptr : input.data(), input.size());
   OPENSSL_cleanse(input.data(), input.size());
   if (rc != 1) return LibcryptoFailure("reseeding CTR-DRBG");
   bytes_since_reseed_ = 0;
@@ -270,10 +270,10 @@ PrivateLibcrypto::GenerateDsa(absl::Span<const uint8_t> p,
   OSSL_PARAM_BLD_free(bld);
   PkeyCtxPtr from(EVP_PKEY_CTX_new_from_name(libctx_, "DSA", nullptr));
   EVP_PKEY* domain_raw = nullptr;
-  const bool built =
-      from != nullptr && EVP_PKEY_fromdata_init(from.get()) == 1 &&
-      EVP_PKEY_fromdata(from.get(), &domain_raw, EVP_PKEY_KEY_PARAMETERS,
-                        params) == 1;
+  const bool built = from != nullptr &&
+                     EVP_PKEY_fromdata_init(from.get()) == 1 &&
+                     EVP_PKEY_fromdata(from.get(), &domain_raw,
+                                       EVP_PKEY_KEY_PARAMETERS, params) == 1;
   OSSL_PARAM_free(params);
   if (!built || domain_raw == nullptr) {
     ERR_clear_error();

@@ -115,8 +115,7 @@ absl::StatusOr<std::unique_ptr<Operation>> NewDigestOperation(
 absl::StatusOr<std::unique_ptr<Operation>> RestoreDigestOperation(
     Core& core, absl::Span<const uint8_t> state);
 absl::StatusOr<std::unique_ptr<Operation>> NewHmacOperation(
-    Core& core, OpKind kind, CK_MECHANISM_TYPE mechanism,
-    const SecretKey& key);
+    Core& core, OpKind kind, CK_MECHANISM_TYPE mechanism, const SecretKey& key);
 absl::StatusOr<std::unique_ptr<Operation>> NewRsaOperation(
     Core& core, OpKind kind, const CK_MECHANISM& mechanism,
     std::shared_ptr<AsymmetricKey> key);

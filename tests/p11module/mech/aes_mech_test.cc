@@ -29,8 +29,8 @@ class AesMechTest : public MechTest {
       const Bytes& in = encrypt ? pt : ct;
       const Bytes& want = encrypt ? ct : pt;
       OpKind kind = encrypt ? OpKind::kEncrypt : OpKind::kDecrypt;
-      auto op = Start(kind, type, iv.empty() ? nullptr : iv.data(), iv.size(),
-                      k);
+      auto op =
+          Start(kind, type, iv.empty() ? nullptr : iv.data(), iv.size(), k);
       ASSERT_NE(op, nullptr);
       ASSERT_OK_AND_ASSIGN(Bytes got, OneShot(*op, in));
       EXPECT_EQ(accelcrypt::testing::ToHex(got),
@@ -44,17 +44,17 @@ class AesMechTest : public MechTest {
 };
 
 TEST_F(AesMechTest, EcbVectors) {
-  for (const char* f : {"aes/ECBMMT128.rsp", "aes/ECBMMT192.rsp",
-                        "aes/ECBMMT256.rsp", "aes/ECBGFSbox128.rsp",
-                        "aes/ECBVarKey256.rsp"}) {
+  for (const char* f :
+       {"aes/ECBMMT128.rsp", "aes/ECBMMT192.rsp", "aes/ECBMMT256.rsp",
+        "aes/ECBGFSbox128.rsp", "aes/ECBVarKey256.rsp"}) {
     RunFile(f, CKM_AES_ECB);
   }
 }
 
 TEST_F(AesMechTest, CbcVectors) {
-  for (const char* f : {"aes/CBCMMT128.rsp", "aes/CBCMMT192.rsp",
-                        "aes/CBCMMT256.rsp", "aes/CBCGFSbox256.rsp",
-                        "aes/CBCKeySbox128.rsp"}) {
+  for (const char* f :
+       {"aes/CBCMMT128.rsp", "aes/CBCMMT192.rsp", "aes/CBCMMT256.rsp",
+        "aes/CBCGFSbox256.rsp", "aes/CBCKeySbox128.rsp"}) {
     RunFile(f, CKM_AES_CBC);
   }
 }
@@ -95,17 +95,19 @@ TEST_F(AesMechTest, CtrRefusesCounterWrap) {
   EXPECT_EQ(Rv(op->OneShot(in, absl::MakeSpan(out)).status()),
             CKR_DATA_LEN_RANGE);
   op = Start(OpKind::kEncrypt, CKM_AES_CTR, &params, sizeof(params), k);
-  ASSERT_OK_AND_ASSIGN(Bytes two, OneShot(*op, absl::MakeConstSpan(in).first(32)));
+  ASSERT_OK_AND_ASSIGN(Bytes two,
+                       OneShot(*op, absl::MakeConstSpan(in).first(32)));
   EXPECT_EQ(two.size(), 32u);
   // Multi-part: the update that would cross the wrap is refused.
   op = Start(OpKind::kDecrypt, CKM_AES_CTR, &params, sizeof(params), k);
-  ASSERT_OK(op->Update(absl::MakeConstSpan(in).first(20),
-                       absl::MakeSpan(out)).status());
-  EXPECT_EQ(Rv(op->Update(absl::MakeConstSpan(in).first(13),
-                          absl::MakeSpan(out)).status()),
-            CKR_ENCRYPTED_DATA_LEN_RANGE);
-  ASSERT_OK(op->Update(absl::MakeConstSpan(in).first(12),
-                       absl::MakeSpan(out)).status());
+  ASSERT_OK(op->Update(absl::MakeConstSpan(in).first(20), absl::MakeSpan(out))
+                .status());
+  EXPECT_EQ(
+      Rv(op->Update(absl::MakeConstSpan(in).first(13), absl::MakeSpan(out))
+             .status()),
+      CKR_ENCRYPTED_DATA_LEN_RANGE);
+  ASSERT_OK(op->Update(absl::MakeConstSpan(in).first(12), absl::MakeSpan(out))
+                .status());
 }
 
 TEST_F(AesMechTest, CtrParameterErrors) {
@@ -113,14 +115,13 @@ TEST_F(AesMechTest, CtrParameterErrors) {
   CK_AES_CTR_PARAMS params{};
   for (CK_ULONG bits : {0ul, 129ul}) {
     params.ulCounterBits = bits;
-    EXPECT_EQ(InitRv(OpKind::kEncrypt, CKM_AES_CTR, &params, sizeof(params),
-                     k),
+    EXPECT_EQ(InitRv(OpKind::kEncrypt, CKM_AES_CTR, &params, sizeof(params), k),
               CKR_MECHANISM_PARAM_INVALID);
   }
   params.ulCounterBits = 64;
-  EXPECT_EQ(InitRv(OpKind::kEncrypt, CKM_AES_CTR, &params, sizeof(params) - 1,
-                   k),
-            CKR_MECHANISM_PARAM_INVALID);
+  EXPECT_EQ(
+      InitRv(OpKind::kEncrypt, CKM_AES_CTR, &params, sizeof(params) - 1, k),
+      CKR_MECHANISM_PARAM_INVALID);
   EXPECT_EQ(InitRv(OpKind::kEncrypt, CKM_AES_CTR, nullptr, 0, k),
             CKR_MECHANISM_PARAM_INVALID);
 }
@@ -131,7 +132,8 @@ TEST_F(AesMechTest, GcmVectors) {
         "aes-gcm/gcmDecrypt128.rsp", "aes-gcm/gcmDecrypt192.rsp"}) {
     ASSERT_OK_AND_ASSIGN(VectorFile vf, ParseVectorFile(Vec(f)));
     ASSERT_FALSE(vf.records.empty());
-    const bool decrypt_file = std::string(f).find("Decrypt") != std::string::npos;
+    const bool decrypt_file =
+        std::string(f).find("Decrypt") != std::string::npos;
     size_t fails = 0;
     for (const VectorRecord& r : vf.records) {
       Bytes key = Field(r, "Key"), iv = Field(r, "IV"), pt = Field(r, "PT"),
@@ -147,8 +149,8 @@ TEST_F(AesMechTest, GcmVectors) {
       Bytes sealed = ct;
       sealed.insert(sealed.end(), tag.begin(), tag.end());
       if (!decrypt_file) {
-        auto op = Start(OpKind::kEncrypt, CKM_AES_GCM, &params, sizeof(params),
-                        k);
+        auto op =
+            Start(OpKind::kEncrypt, CKM_AES_GCM, &params, sizeof(params), k);
         ASSERT_OK_AND_ASSIGN(Bytes got, OneShot(*op, pt));
         EXPECT_EQ(got, sealed) << f << ":" << r.line;
         op = Start(OpKind::kEncrypt, CKM_AES_GCM, &params, sizeof(params), k);
@@ -157,8 +159,8 @@ TEST_F(AesMechTest, GcmVectors) {
         continue;
       }
       for (bool stream : {false, true}) {
-        auto op = Start(OpKind::kDecrypt, CKM_AES_GCM, &params, sizeof(params),
-                        k);
+        auto op =
+            Start(OpKind::kDecrypt, CKM_AES_GCM, &params, sizeof(params), k);
         absl::StatusOr<Bytes> got =
             stream ? Stream(*op, sealed, 9) : OneShot(*op, sealed);
         if (r.Has("FAIL")) {
@@ -218,29 +220,26 @@ TEST_F(AesMechTest, GcmParameterErrors) {
   Bytes iv(300, 3);
   for (CK_ULONG tag_bits : {0ul, 24ul, 33ul, 136ul}) {
     CK_GCM_PARAMS params{iv.data(), 12, 96, nullptr, 0, tag_bits};
-    EXPECT_EQ(InitRv(OpKind::kEncrypt, CKM_AES_GCM, &params, sizeof(params),
-                     k),
+    EXPECT_EQ(InitRv(OpKind::kEncrypt, CKM_AES_GCM, &params, sizeof(params), k),
               CKR_MECHANISM_PARAM_INVALID)
         << tag_bits;
   }
   for (CK_ULONG iv_len : {0ul, 257ul}) {
     CK_GCM_PARAMS params{iv.data(), iv_len, iv_len * 8, nullptr, 0, 128};
-    EXPECT_EQ(InitRv(OpKind::kDecrypt, CKM_AES_GCM, &params, sizeof(params),
-                     k),
+    EXPECT_EQ(InitRv(OpKind::kDecrypt, CKM_AES_GCM, &params, sizeof(params), k),
               CKR_MECHANISM_PARAM_INVALID)
         << iv_len;
   }
   for (CK_ULONG iv_len : {1ul, 256ul}) {
     CK_GCM_PARAMS params{iv.data(), iv_len, iv_len * 8, nullptr, 0, 32};
-    EXPECT_EQ(InitRv(OpKind::kEncrypt, CKM_AES_GCM, &params, sizeof(params),
-                     k),
+    EXPECT_EQ(InitRv(OpKind::kEncrypt, CKM_AES_GCM, &params, sizeof(params), k),
               CKR_OK)
         << iv_len;
   }
   CK_GCM_PARAMS aad_null{iv.data(), 12, 96, nullptr, 5, 128};
-  EXPECT_EQ(InitRv(OpKind::kEncrypt, CKM_AES_GCM, &aad_null, sizeof(aad_null),
-                   k),
-            CKR_MECHANISM_PARAM_INVALID);
+  EXPECT_EQ(
+      InitRv(OpKind::kEncrypt, CKM_AES_GCM, &aad_null, sizeof(aad_null), k),
+      CKR_MECHANISM_PARAM_INVALID);
   EXPECT_EQ(InitRv(OpKind::kEncrypt, CKM_AES_GCM, nullptr, 0, k),
             CKR_MECHANISM_PARAM_INVALID);
 }
@@ -250,9 +249,9 @@ TEST_F(AesMechTest, BlockModeLengthAndIvErrors) {
   Bytes iv(16, 1), in(17), out(48);
   for (size_t iv_len : {0u, 15u, 17u}) {
     for (CK_MECHANISM_TYPE m : {CKM_AES_CBC, CKM_AES_CBC_PAD}) {
-      EXPECT_EQ(InitRv(OpKind::kEncrypt, m, iv_len ? iv.data() : nullptr,
-                       iv_len, k),
-                CKR_MECHANISM_PARAM_INVALID);
+      EXPECT_EQ(
+          InitRv(OpKind::kEncrypt, m, iv_len ? iv.data() : nullptr, iv_len, k),
+          CKR_MECHANISM_PARAM_INVALID);
     }
   }
   EXPECT_EQ(InitRv(OpKind::kEncrypt, CKM_AES_ECB, iv.data(), 16, k),
@@ -335,16 +334,16 @@ TEST_F(AesMechTest, BufferTooSmallLeavesOperationUsable) {
   Bytes out(op->OutputBound(Operation::Call::kUpdate, 40));
   EXPECT_EQ(out.size(), 32u);
   Bytes tiny(31);
-  EXPECT_EQ(Rv(op->Update(absl::MakeConstSpan(pt).first(40),
-                          absl::MakeSpan(tiny))
-                   .status()),
-            CKR_BUFFER_TOO_SMALL);
+  EXPECT_EQ(
+      Rv(op->Update(absl::MakeConstSpan(pt).first(40), absl::MakeSpan(tiny))
+             .status()),
+      CKR_BUFFER_TOO_SMALL);
   ASSERT_OK_AND_ASSIGN(size_t n, op->Update(absl::MakeConstSpan(pt).first(40),
                                             absl::MakeSpan(out)));
   Bytes all(out.begin(), out.begin() + n);
   Bytes rest(op->OutputBound(Operation::Call::kUpdate, 8));
-  ASSERT_OK_AND_ASSIGN(n, op->Update(absl::MakeConstSpan(pt).subspan(40),
-                                     absl::MakeSpan(rest)));
+  ASSERT_OK_AND_ASSIGN(
+      n, op->Update(absl::MakeConstSpan(pt).subspan(40), absl::MakeSpan(rest)));
   all.insert(all.end(), rest.begin(), rest.begin() + n);
   Bytes fin(16);
   Bytes fin_small(15);

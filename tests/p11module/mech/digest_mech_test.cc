@@ -87,11 +87,10 @@ TEST_F(DigestMechTest, HmacMatchesLibcryptoForAllKeyLengths) {
     CK_MECHANISM_TYPE mech;
     const char* md;
   };
-  for (const Pair& p : {Pair{CKM_SHA_1_HMAC, "SHA1"},
-                        Pair{CKM_SHA224_HMAC, "SHA224"},
-                        Pair{CKM_SHA256_HMAC, "SHA256"},
-                        Pair{CKM_SHA384_HMAC, "SHA384"},
-                        Pair{CKM_SHA512_HMAC, "SHA512"}}) {
+  for (const Pair& p :
+       {Pair{CKM_SHA_1_HMAC, "SHA1"}, Pair{CKM_SHA224_HMAC, "SHA224"},
+        Pair{CKM_SHA256_HMAC, "SHA256"}, Pair{CKM_SHA384_HMAC, "SHA384"},
+        Pair{CKM_SHA512_HMAC, "SHA512"}}) {
     EVP_MD* md = EVP_MD_fetch(nullptr, p.md, nullptr);
     ASSERT_NE(md, nullptr);
     for (size_t key_len : {1u, 20u, 64u, 65u, 128u, 129u, 300u}) {
@@ -185,8 +184,7 @@ TEST_F(DigestMechTest, StateIsCheckedOnRestore) {
             CKR_SAVED_STATE_INVALID);
   Bytes longer = state;
   longer.push_back(0);
-  EXPECT_EQ(Rv(mech_->RestoreDigest(longer).status()),
-            CKR_SAVED_STATE_INVALID);
+  EXPECT_EQ(Rv(mech_->RestoreDigest(longer).status()), CKR_SAVED_STATE_INVALID);
 }
 
 TEST_F(DigestMechTest, StateUnsaveableBeyond64KiBAndAfterDigestKey) {
@@ -236,8 +234,7 @@ TEST_F(DigestMechTest, DigestBufferTooSmallThenRetry) {
             1);
   EXPECT_EQ(got, want);
   CK_ULONG param = 1;
-  EXPECT_EQ(InitRv(OpKind::kDigest, CKM_SHA256, &param, sizeof(param),
-                   nullptr),
+  EXPECT_EQ(InitRv(OpKind::kDigest, CKM_SHA256, &param, sizeof(param), nullptr),
             CKR_MECHANISM_PARAM_INVALID);
   EXPECT_EQ(InitRv(OpKind::kSign, CKM_SHA256, nullptr, 0, nullptr),
             CKR_MECHANISM_INVALID);

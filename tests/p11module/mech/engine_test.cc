@@ -15,18 +15,45 @@ namespace {
 
 class EngineTest : public MechTest {};
 
-const CK_MECHANISM_TYPE kAll[] = {
-    CKM_AES_ECB, CKM_AES_CBC, CKM_AES_CBC_PAD, CKM_AES_CTR, CKM_AES_GCM,
-    CKM_AES_KEY_GEN, CKM_SHA_1, CKM_SHA224, CKM_SHA256, CKM_SHA384,
-    CKM_SHA512, CKM_SHA_1_HMAC, CKM_SHA224_HMAC, CKM_SHA256_HMAC,
-    CKM_SHA384_HMAC, CKM_SHA512_HMAC, CKM_GENERIC_SECRET_KEY_GEN,
-    CKM_RSA_PKCS_KEY_PAIR_GEN, CKM_RSA_PKCS, CKM_RSA_X_509, CKM_RSA_PKCS_PSS,
-    CKM_SHA1_RSA_PKCS, CKM_SHA224_RSA_PKCS, CKM_SHA256_RSA_PKCS,
-    CKM_SHA384_RSA_PKCS, CKM_SHA512_RSA_PKCS, CKM_SHA1_RSA_PKCS_PSS,
-    CKM_SHA224_RSA_PKCS_PSS, CKM_SHA256_RSA_PKCS_PSS, CKM_SHA384_RSA_PKCS_PSS,
-    CKM_SHA512_RSA_PKCS_PSS, CKM_RSA_PKCS_OAEP, CKM_DSA_KEY_PAIR_GEN, CKM_DSA,
-    CKM_DSA_SHA1, CKM_DSA_SHA224, CKM_DSA_SHA256, CKM_DSA_SHA384,
-    CKM_DSA_SHA512};
+const CK_MECHANISM_TYPE kAll[] = {CKM_AES_ECB,
+                                  CKM_AES_CBC,
+                                  CKM_AES_CBC_PAD,
+                                  CKM_AES_CTR,
+                                  CKM_AES_GCM,
+                                  CKM_AES_KEY_GEN,
+                                  CKM_SHA_1,
+                                  CKM_SHA224,
+                                  CKM_SHA256,
+                                  CKM_SHA384,
+                                  CKM_SHA512,
+                                  CKM_SHA_1_HMAC,
+                                  CKM_SHA224_HMAC,
+                                  CKM_SHA256_HMAC,
+                                  CKM_SHA384_HMAC,
+                                  CKM_SHA512_HMAC,
+                                  CKM_GENERIC_SECRET_KEY_GEN,
+                                  CKM_RSA_PKCS_KEY_PAIR_GEN,
+                                  CKM_RSA_PKCS,
+                                  CKM_RSA_X_509,
+                                  CKM_RSA_PKCS_PSS,
+                                  CKM_SHA1_RSA_PKCS,
+                                  CKM_SHA224_RSA_PKCS,
+                                  CKM_SHA256_RSA_PKCS,
+                                  CKM_SHA384_RSA_PKCS,
+                                  CKM_SHA512_RSA_PKCS,
+                                  CKM_SHA1_RSA_PKCS_PSS,
+                                  CKM_SHA224_RSA_PKCS_PSS,
+                                  CKM_SHA256_RSA_PKCS_PSS,
+                                  CKM_SHA384_RSA_PKCS_PSS,
+                                  CKM_SHA512_RSA_PKCS_PSS,
+                                  CKM_RSA_PKCS_OAEP,
+                                  CKM_DSA_KEY_PAIR_GEN,
+                                  CKM_DSA,
+                                  CKM_DSA_SHA1,
+                                  CKM_DSA_SHA224,
+                                  CKM_DSA_SHA256,
+                                  CKM_DSA_SHA384,
+                                  CKM_DSA_SHA512};
 
 TEST_F(EngineTest, ListAndInfo) {
   std::vector<CK_MECHANISM_TYPE> list = mech_->List();
@@ -152,8 +179,7 @@ TEST_F(EngineTest, SecretKeyGeneration) {
   EXPECT_EQ(Rv(mech_->GenerateKey(aes_gen, tmpl).status()),
             CKR_ATTRIBUTE_VALUE_INVALID);
   tmpl.SetUlong(CKA_VALUE_LEN, 20);
-  EXPECT_EQ(Rv(mech_->GenerateKey(aes_gen, tmpl).status()),
-            CKR_KEY_SIZE_RANGE);
+  EXPECT_EQ(Rv(mech_->GenerateKey(aes_gen, tmpl).status()), CKR_KEY_SIZE_RANGE);
   std::set<Bytes> seen;
   for (CK_ULONG len : {16ul, 24ul, 32ul}) {
     tmpl.SetUlong(CKA_VALUE_LEN, len);

@@ -83,8 +83,7 @@ inline absl::StatusOr<Bytes> OneShot(Operation& op,
 }
 
 // Stream feeds `in` through Update in `chunk`-byte pieces, then Final.
-inline absl::StatusOr<Bytes> Stream(Operation& op,
-                                    absl::Span<const uint8_t> in,
+inline absl::StatusOr<Bytes> Stream(Operation& op, absl::Span<const uint8_t> in,
                                     size_t chunk) {
   Bytes out;
   for (size_t off = 0; off < in.size() || (in.empty() && off == 0);

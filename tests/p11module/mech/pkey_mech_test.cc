@@ -66,47 +66,72 @@ CK_MECHANISM_TYPE HashMech(const std::string& sha) {
 }
 CK_MECHANISM_TYPE RsaPkcsMech(CK_MECHANISM_TYPE h) {
   switch (h) {
-    case CKM_SHA_1: return CKM_SHA1_RSA_PKCS;
-    case CKM_SHA224: return CKM_SHA224_RSA_PKCS;
-    case CKM_SHA256: return CKM_SHA256_RSA_PKCS;
-    case CKM_SHA384: return CKM_SHA384_RSA_PKCS;
-    default: return CKM_SHA512_RSA_PKCS;
+    case CKM_SHA_1:
+      return CKM_SHA1_RSA_PKCS;
+    case CKM_SHA224:
+      return CKM_SHA224_RSA_PKCS;
+    case CKM_SHA256:
+      return CKM_SHA256_RSA_PKCS;
+    case CKM_SHA384:
+      return CKM_SHA384_RSA_PKCS;
+    default:
+      return CKM_SHA512_RSA_PKCS;
   }
 }
 CK_MECHANISM_TYPE RsaPssMech(CK_MECHANISM_TYPE h) {
   switch (h) {
-    case CKM_SHA_1: return CKM_SHA1_RSA_PKCS_PSS;
-    case CKM_SHA224: return CKM_SHA224_RSA_PKCS_PSS;
-    case CKM_SHA256: return CKM_SHA256_RSA_PKCS_PSS;
-    case CKM_SHA384: return CKM_SHA384_RSA_PKCS_PSS;
-    default: return CKM_SHA512_RSA_PKCS_PSS;
+    case CKM_SHA_1:
+      return CKM_SHA1_RSA_PKCS_PSS;
+    case CKM_SHA224:
+      return CKM_SHA224_RSA_PKCS_PSS;
+    case CKM_SHA256:
+      return CKM_SHA256_RSA_PKCS_PSS;
+    case CKM_SHA384:
+      return CKM_SHA384_RSA_PKCS_PSS;
+    default:
+      return CKM_SHA512_RSA_PKCS_PSS;
   }
 }
 CK_MECHANISM_TYPE DsaMech(CK_MECHANISM_TYPE h) {
   switch (h) {
-    case CKM_SHA_1: return CKM_DSA_SHA1;
-    case CKM_SHA224: return CKM_DSA_SHA224;
-    case CKM_SHA256: return CKM_DSA_SHA256;
-    case CKM_SHA384: return CKM_DSA_SHA384;
-    default: return CKM_DSA_SHA512;
+    case CKM_SHA_1:
+      return CKM_DSA_SHA1;
+    case CKM_SHA224:
+      return CKM_DSA_SHA224;
+    case CKM_SHA256:
+      return CKM_DSA_SHA256;
+    case CKM_SHA384:
+      return CKM_DSA_SHA384;
+    default:
+      return CKM_DSA_SHA512;
   }
 }
 CK_RSA_PKCS_MGF_TYPE Mgf(CK_MECHANISM_TYPE h) {
   switch (h) {
-    case CKM_SHA_1: return CKG_MGF1_SHA1;
-    case CKM_SHA224: return CKG_MGF1_SHA224;
-    case CKM_SHA256: return CKG_MGF1_SHA256;
-    case CKM_SHA384: return CKG_MGF1_SHA384;
-    default: return CKG_MGF1_SHA512;
+    case CKM_SHA_1:
+      return CKG_MGF1_SHA1;
+    case CKM_SHA224:
+      return CKG_MGF1_SHA224;
+    case CKM_SHA256:
+      return CKG_MGF1_SHA256;
+    case CKM_SHA384:
+      return CKG_MGF1_SHA384;
+    default:
+      return CKG_MGF1_SHA512;
   }
 }
 const char* MdName(CK_MECHANISM_TYPE h) {
   switch (h) {
-    case CKM_SHA_1: return "SHA1";
-    case CKM_SHA224: return "SHA224";
-    case CKM_SHA256: return "SHA256";
-    case CKM_SHA384: return "SHA384";
-    default: return "SHA512";
+    case CKM_SHA_1:
+      return "SHA1";
+    case CKM_SHA224:
+      return "SHA224";
+    case CKM_SHA256:
+      return "SHA256";
+    case CKM_SHA384:
+      return "SHA384";
+    default:
+      return "SHA512";
   }
 }
 
@@ -281,8 +306,7 @@ class PkeyMechTest : public MechTest {
       auto got = mech_->GenerateKeyPair(m, pub_tmpl, priv_tmpl);
       EXPECT_TRUE(got.ok()) << got.status();
       return new std::pair<AttributeMap, AttributeMap>(
-          got.ok() ? *std::move(got)
-                   : std::pair<AttributeMap, AttributeMap>());
+          got.ok() ? *std::move(got) : std::pair<AttributeMap, AttributeMap>());
     }();
     return *pair;
   }
@@ -295,8 +319,8 @@ class PkeyMechTest : public MechTest {
     return got.ok() ? *got : Bytes();
   }
   CK_RV VerifyRv(CK_MECHANISM_TYPE type, const void* param, size_t len,
-                 std::shared_ptr<PreparedKey> key,
-                 absl::Span<const uint8_t> in, absl::Span<const uint8_t> sig) {
+                 std::shared_ptr<PreparedKey> key, absl::Span<const uint8_t> in,
+                 absl::Span<const uint8_t> sig) {
     auto op = Start(OpKind::kVerify, type, param, len, std::move(key));
     if (op == nullptr) return CKR_GENERAL_ERROR;
     return Rv(op->Verify(in, sig));
@@ -420,9 +444,9 @@ TEST_F(PkeyMechTest, SigGenPssVerifies) {
         << r.line;
     CK_RSA_PKCS_PSS_PARAMS wrong_salt = params;
     wrong_salt.sLen += 1;
-    EXPECT_EQ(VerifyRv(RsaPssMech(h), &wrong_salt, sizeof(wrong_salt), pub,
-                       msg, s),
-              CKR_SIGNATURE_INVALID)
+    EXPECT_EQ(
+        VerifyRv(RsaPssMech(h), &wrong_salt, sizeof(wrong_salt), pub, msg, s),
+        CKR_SIGNATURE_INVALID)
         << r.line;
   }
 }
@@ -484,11 +508,12 @@ TEST_F(PkeyMechTest, RsaRoundTripsWithLibcrypto) {
   EXPECT_TRUE(EvpVerify(evp_pub,
                         {RSA_PKCS1_PSS_PADDING, "SHA384", "SHA384", 48},
                         Sha(CKM_SHA384, msg), pss_sig));
-  EXPECT_EQ(VerifyRv(CKM_SHA384_RSA_PKCS_PSS, &pss, sizeof(pss), pub, msg,
-                     pss_sig),
-            CKR_OK);
-  Bytes evp_pss = EvpSign(evp_priv, {RSA_PKCS1_PSS_PADDING, "SHA256", "SHA1", 20},
-                          Sha(CKM_SHA256, msg));
+  EXPECT_EQ(
+      VerifyRv(CKM_SHA384_RSA_PKCS_PSS, &pss, sizeof(pss), pub, msg, pss_sig),
+      CKR_OK);
+  Bytes evp_pss =
+      EvpSign(evp_priv, {RSA_PKCS1_PSS_PADDING, "SHA256", "SHA1", 20},
+              Sha(CKM_SHA256, msg));
   CK_RSA_PKCS_PSS_PARAMS pss2{CKM_SHA256, CKG_MGF1_SHA1, 20};
   EXPECT_EQ(VerifyRv(CKM_RSA_PKCS_PSS, &pss2, sizeof(pss2), pub,
                      Sha(CKM_SHA256, msg), evp_pss),
@@ -499,8 +524,8 @@ TEST_F(PkeyMechTest, RsaRoundTripsWithLibcrypto) {
   CK_RSA_PKCS_OAEP_PARAMS oaep{CKM_SHA256, CKG_MGF1_SHA256, CKZ_DATA_SPECIFIED,
                                label.data(), label.size()};
   Bytes secret = Rng(12).Bytes(64);
-  auto enc = Start(OpKind::kEncrypt, CKM_RSA_PKCS_OAEP, &oaep, sizeof(oaep),
-                   pub);
+  auto enc =
+      Start(OpKind::kEncrypt, CKM_RSA_PKCS_OAEP, &oaep, sizeof(oaep), pub);
   ASSERT_OK_AND_ASSIGN(Bytes ct, OneShot(*enc, secret));
   {
     EVP_PKEY_CTX* ctx = EVP_PKEY_CTX_new_from_pkey(nullptr, evp_priv, nullptr);
@@ -511,8 +536,7 @@ TEST_F(PkeyMechTest, RsaRoundTripsWithLibcrypto) {
     EVP_PKEY_CTX_set0_rsa_oaep_label(ctx, OPENSSL_memdup(label.data(), 3), 3);
     Bytes out(256);
     size_t len = out.size();
-    ASSERT_EQ(EVP_PKEY_decrypt(ctx, out.data(), &len, ct.data(), ct.size()),
-              1);
+    ASSERT_EQ(EVP_PKEY_decrypt(ctx, out.data(), &len, ct.data(), ct.size()), 1);
     out.resize(len);
     EXPECT_EQ(out, secret);
     // And libcrypto encrypts for the module.
@@ -524,11 +548,11 @@ TEST_F(PkeyMechTest, RsaRoundTripsWithLibcrypto) {
     EVP_PKEY_CTX_set0_rsa_oaep_label(ectx, OPENSSL_memdup(label.data(), 3), 3);
     Bytes ct2(256);
     len = ct2.size();
-    ASSERT_EQ(EVP_PKEY_encrypt(ectx, ct2.data(), &len, secret.data(),
-                               secret.size()),
-              1);
-    auto dec = Start(OpKind::kDecrypt, CKM_RSA_PKCS_OAEP, &oaep, sizeof(oaep),
-                     priv);
+    ASSERT_EQ(
+        EVP_PKEY_encrypt(ectx, ct2.data(), &len, secret.data(), secret.size()),
+        1);
+    auto dec =
+        Start(OpKind::kDecrypt, CKM_RSA_PKCS_OAEP, &oaep, sizeof(oaep), priv);
     ASSERT_OK_AND_ASSIGN(Bytes back, OneShot(*dec, ct2));
     EXPECT_EQ(back, secret);
     EVP_PKEY_CTX_free(ctx);
@@ -538,8 +562,8 @@ TEST_F(PkeyMechTest, RsaRoundTripsWithLibcrypto) {
   CK_RSA_PKCS_OAEP_PARAMS wrong = oaep;
   wrong.pSourceData = other_label.data();
   wrong.ulSourceDataLen = 1;
-  auto dec = Start(OpKind::kDecrypt, CKM_RSA_PKCS_OAEP, &wrong, sizeof(wrong),
-                   priv);
+  auto dec =
+      Start(OpKind::kDecrypt, CKM_RSA_PKCS_OAEP, &wrong, sizeof(wrong), priv);
   Bytes out(256);
   EXPECT_EQ(Rv(dec->OneShot(ct, absl::MakeSpan(out)).status()),
             CKR_ENCRYPTED_DATA_INVALID);
@@ -586,38 +610,38 @@ TEST_F(PkeyMechTest, RsaErrorCodes) {
   Bytes out(256);
   // Parameters.
   CK_RSA_PKCS_PSS_PARAMS pss{CKM_SHA256, CKG_MGF1_SHA256, 32};
-  EXPECT_EQ(InitRv(OpKind::kSign, CKM_RSA_PKCS_PSS, &pss, sizeof(pss) - 1,
-                   priv),
-            CKR_MECHANISM_PARAM_INVALID);
-  EXPECT_EQ(InitRv(OpKind::kSign, CKM_SHA384_RSA_PKCS_PSS, &pss, sizeof(pss),
-                   priv),
-            CKR_MECHANISM_PARAM_INVALID);
+  EXPECT_EQ(
+      InitRv(OpKind::kSign, CKM_RSA_PKCS_PSS, &pss, sizeof(pss) - 1, priv),
+      CKR_MECHANISM_PARAM_INVALID);
+  EXPECT_EQ(
+      InitRv(OpKind::kSign, CKM_SHA384_RSA_PKCS_PSS, &pss, sizeof(pss), priv),
+      CKR_MECHANISM_PARAM_INVALID);
   CK_RSA_PKCS_PSS_PARAMS bad_mgf{CKM_SHA256, 0x99, 32};
-  EXPECT_EQ(InitRv(OpKind::kSign, CKM_RSA_PKCS_PSS, &bad_mgf, sizeof(bad_mgf),
-                   priv),
-            CKR_MECHANISM_PARAM_INVALID);
+  EXPECT_EQ(
+      InitRv(OpKind::kSign, CKM_RSA_PKCS_PSS, &bad_mgf, sizeof(bad_mgf), priv),
+      CKR_MECHANISM_PARAM_INVALID);
   CK_RSA_PKCS_PSS_PARAMS big_salt{CKM_SHA256, CKG_MGF1_SHA256, 256 - 32 - 1};
-  EXPECT_EQ(InitRv(OpKind::kSign, CKM_RSA_PKCS_PSS, &big_salt,
-                   sizeof(big_salt), priv),
+  EXPECT_EQ(InitRv(OpKind::kSign, CKM_RSA_PKCS_PSS, &big_salt, sizeof(big_salt),
+                   priv),
             CKR_MECHANISM_PARAM_INVALID);
   CK_RSA_PKCS_OAEP_PARAMS oaep{CKM_SHA256, CKG_MGF1_SHA256, 2, nullptr, 0};
-  EXPECT_EQ(InitRv(OpKind::kEncrypt, CKM_RSA_PKCS_OAEP, &oaep, sizeof(oaep),
-                   pub),
-            CKR_MECHANISM_PARAM_INVALID);
+  EXPECT_EQ(
+      InitRv(OpKind::kEncrypt, CKM_RSA_PKCS_OAEP, &oaep, sizeof(oaep), pub),
+      CKR_MECHANISM_PARAM_INVALID);
   oaep.source = CKZ_DATA_SPECIFIED;
   oaep.ulSourceDataLen = 4;
-  EXPECT_EQ(InitRv(OpKind::kEncrypt, CKM_RSA_PKCS_OAEP, &oaep, sizeof(oaep),
-                   pub),
-            CKR_MECHANISM_PARAM_INVALID);
+  EXPECT_EQ(
+      InitRv(OpKind::kEncrypt, CKM_RSA_PKCS_OAEP, &oaep, sizeof(oaep), pub),
+      CKR_MECHANISM_PARAM_INVALID);
   CK_ULONG junk = 0;
   EXPECT_EQ(InitRv(OpKind::kSign, CKM_RSA_PKCS, &junk, sizeof(junk), priv),
             CKR_MECHANISM_PARAM_INVALID);
   // Mechanism/operation and key mismatches.
   EXPECT_EQ(InitRv(OpKind::kSign, CKM_RSA_PKCS_OAEP, nullptr, 0, priv),
             CKR_MECHANISM_INVALID);
-  EXPECT_EQ(InitRv(OpKind::kVerifyRecover, CKM_RSA_PKCS_PSS, &pss,
-                   sizeof(pss), pub),
-            CKR_MECHANISM_INVALID);
+  EXPECT_EQ(
+      InitRv(OpKind::kVerifyRecover, CKM_RSA_PKCS_PSS, &pss, sizeof(pss), pub),
+      CKR_MECHANISM_INVALID);
   EXPECT_EQ(InitRv(OpKind::kSign, CKM_RSA_PKCS, nullptr, 0, pub),
             CKR_KEY_TYPE_INCONSISTENT);
   EXPECT_EQ(InitRv(OpKind::kSign, CKM_DSA_SHA256, nullptr, 0, priv),
@@ -639,9 +663,9 @@ TEST_F(PkeyMechTest, RsaErrorCodes) {
   op = Start(OpKind::kSign, CKM_RSA_PKCS_PSS, &pss, sizeof(pss), priv);
   EXPECT_EQ(Rv(op->OneShot(Bytes(31), absl::MakeSpan(out)).status()),
             CKR_DATA_LEN_RANGE);
-  EXPECT_EQ(VerifyRv(CKM_SHA256_RSA_PKCS, nullptr, 0, pub, Bytes(3),
-                     Bytes(255)),
-            CKR_SIGNATURE_LEN_RANGE);
+  EXPECT_EQ(
+      VerifyRv(CKM_SHA256_RSA_PKCS, nullptr, 0, pub, Bytes(3), Bytes(255)),
+      CKR_SIGNATURE_LEN_RANGE);
   auto enc = Start(OpKind::kEncrypt, CKM_RSA_PKCS, nullptr, 0, pub);
   EXPECT_EQ(Rv(enc->OneShot(Bytes(246), absl::MakeSpan(out)).status()),
             CKR_DATA_LEN_RANGE);
@@ -711,7 +735,8 @@ TEST_F(PkeyMechTest, DsaSigVerPassAndFail) {
   ASSERT_OK_AND_ASSIGN(VectorFile vf, ParseVectorFile(Vec("dsa/SigVer.rsp")));
   size_t pass = 0, fail = 0;
   for (const VectorRecord& r : vf.records) {
-    Bytes p = SectionHex(r, "P"), q = SectionHex(r, "Q"), g = SectionHex(r, "G");
+    Bytes p = SectionHex(r, "P"), q = SectionHex(r, "Q"),
+          g = SectionHex(r, "G");
     Bytes msg = Hex(r, "Msg"), y = Hex(r, "Y");
     const size_t q_len = LeftPad(q, 0).size();
     Bytes rs = LeftPad(Hex(r, "R"), q_len);
@@ -774,8 +799,8 @@ TEST_F(PkeyMechTest, DsaKeyGenerationAndLibcryptoRoundTrip) {
   Bytes msg = Rng(21).Bytes(100);
   Bytes sig = Sign(CKM_DSA_SHA256, nullptr, 0, priv, msg);
   ASSERT_EQ(sig.size(), 64u);
-  EXPECT_TRUE(EvpVerify(evp_pub, {0, "SHA256"}, Sha(CKM_SHA256, msg),
-                        DsaDer(sig)));
+  EXPECT_TRUE(
+      EvpVerify(evp_pub, {0, "SHA256"}, Sha(CKM_SHA256, msg), DsaDer(sig)));
   // libcrypto signs (key with x and y), the module verifies.
   AttributeMap full = pair.first;
   full.Set(CKA_VALUE, pair.second.GetBytes(CKA_VALUE));
