@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "tests/p11module/mech/mech_test_util.h"
@@ -268,6 +269,46 @@ TEST_F(EngineTest, RandomDiffersBetweenParentAndForkedChild) {
   waitpid(pid, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   EXPECT_NE(parent, child);
+}
+
+TEST_F(EngineTest, SharedKeysAndTheDrbgFromManyThreads) {
+  // One prepared key per object is shared by every session's operations,
+  // and the DRBG by all of them.
+  auto hmac_key = SecretKeyOf(CKK_GENERIC_SECRET, Bytes(32, 0x33));
+  auto aes_key = SecretKeyOf(CKK_AES, Bytes(16, 0x44));
+  Bytes msg = accelcrypt::testing::Rng(5).Bytes(1000);
+  auto ref = Start(OpKind::kSign, CKM_SHA256_HMAC, nullptr, 0, hmac_key);
+  ASSERT_OK_AND_ASSIGN(Bytes want_mac, OneShot(*ref, msg));
+  ref = Start(OpKind::kEncrypt, CKM_AES_ECB, nullptr, 0, aes_key);
+  ASSERT_OK_AND_ASSIGN(Bytes want_ct,
+                       OneShot(*ref, Bytes(msg.begin(), msg.begin() + 992)));
+  constexpr int kThreads = 6;
+  std::vector<Bytes> random(kThreads);
+  std::vector<int> good(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        CK_MECHANISM m{CKM_SHA256_HMAC, nullptr, 0};
+        auto op = mech_->NewOperation(OpKind::kSign, m, hmac_key);
+        auto mac = op.ok() ? OneShot(**op, msg) : op.status();
+        CK_MECHANISM e{CKM_AES_ECB, nullptr, 0};
+        auto enc = mech_->NewOperation(OpKind::kEncrypt, e, aes_key);
+        auto ct = enc.ok() ? OneShot(**enc, absl::MakeConstSpan(msg).first(992))
+                           : enc.status();
+        Bytes r(16);
+        const bool rnd = mech_->GenerateRandom(absl::MakeSpan(r)).ok();
+        if (mac.ok() && *mac == want_mac && ct.ok() && *ct == want_ct && rnd) {
+          ++good[t];
+        }
+        random[t] = r;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  std::set<Bytes> distinct(random.begin(), random.end());
+  EXPECT_EQ(distinct.size(), static_cast<size_t>(kThreads));
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(good[t], 50) << t;
 }
 
 TEST_F(EngineTest, CreateNeedsACore) {
