@@ -202,8 +202,12 @@ check_pkcs11_tool() {
 
   gen_rsa 01 rsa1
 
-  step "generate AES-256 key (C_GenerateKey, --key-type aes:32)"
-  run p11_user --keygen -m AES-KEY-GEN --key-type aes:32 --id 02 --label aes1
+  # pkcs11-tool 0.23 --keygen sends CKA_PRIVATE=FALSE and CKA_SENSITIVE=
+  # FALSE unless told: --private --sensitive make it a private object
+  # (hidden before C_Login, encrypted at rest by accelcrypt's store).
+  step "generate AES-256 key (C_GenerateKey, --key-type aes:32 --private --sensitive)"
+  run p11_user --keygen -m AES-KEY-GEN --key-type aes:32 --id 02 --label aes1 \
+      --private --sensitive
   expect_out "Secret Key Object; AES length 32" "AES key generated"
 
   step "pkcs11-tool --test with an RSA key on the token"
@@ -224,9 +228,11 @@ check_pkcs11_tool() {
   step "list objects (-O: C_FindObjects*, C_GetAttributeValue)"
   run p11 --token-label "$LABEL" -O
   expect_out "Public Key Object; RSA 2048 bits" "public key visible without login"
-  # pkcs11-tool generates private and secret keys with CKA_PRIVATE=TRUE:
-  # invisible in a public session (PKCS#11 v2.40 section 4.4).
+  # Private objects (pkcs11-tool --keypairgen sends CKA_PRIVATE=TRUE for
+  # the private key; aes1 was made --private) are invisible in a public
+  # session (PKCS#11 v2.40 section 4.4).
   expect_no_out "Private Key Object" "private key hidden before C_Login"
+  expect_no_out "label: +aes1" "private secret key hidden before C_Login"
   run p11_user -O
   expect_out "Private Key Object; RSA" "private key listed after login"
   expect_out "label: +rsa1" "RSA key label"
