@@ -411,7 +411,10 @@ void PkeyPkcs11Client::BuildTemplates() {
   Token::Attrs priv{attr(CKA_CLASS, &priv_class_, sizeof(priv_class_)),
                     attr(CKA_KEY_TYPE, &key_type_, sizeof(key_type_)),
                     attr(CKA_TOKEN, &false_, sizeof(false_)),
-                    attr(CKA_PRIVATE, &true_, sizeof(true_)),
+                    // Not logged in, a session may create public objects
+                    // only; the key stays sensitive and non-extractable.
+                    attr(CKA_PRIVATE, token_->logged_in() ? &true_ : &false_,
+                         sizeof(true_)),
                     attr(CKA_SENSITIVE, &true_, sizeof(true_)),
                     attr(CKA_EXTRACTABLE, &false_, sizeof(false_)),
                     attr(CKA_SIGN, &true_, sizeof(true_))};

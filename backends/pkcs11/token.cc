@@ -284,6 +284,7 @@ absl::Status Token::Start() {
           "pkcs11: login to token '%s' failed: %s%s", label_, CkRvName(rv),
           rv == CKR_PIN_INCORRECT ? " (wrong PIN in pin_file/pin_env)" : ""));
     }
+    logged_in_.store(true, std::memory_order_release);
   }
   return absl::OkStatus();
 }
@@ -684,6 +685,7 @@ absl::Status Token::LoginWithUriPin(absl::string_view query) {
   }
   // Kept for the re-login of a forked child; wiped with the config.
   config_.pin = std::move(pin);
+  logged_in_.store(true, std::memory_order_release);
   return absl::OkStatus();
 }
 

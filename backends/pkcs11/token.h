@@ -118,6 +118,13 @@ class Token {
   absl::StatusOr<std::vector<uint8_t>> GetAttribute(CK_OBJECT_HANDLE object,
                                                     CK_ATTRIBUTE_TYPE type);
 
+  // logged_in is true once a user login succeeded (configured PIN, or a
+  // URI's PIN). Without it, imported private keys are public session
+  // objects (CKA_PRIVATE false: PKCS#11 lets a public session create only
+  // those), still sensitive and never extractable, and visible only inside
+  // this process like every session object.
+  bool logged_in() const { return logged_in_.load(std::memory_order_acquire); }
+
   uint64_t objects_created() const {
     return objects_created_.load(std::memory_order_relaxed);
   }
@@ -165,6 +172,7 @@ class Token {
     std::list<std::string>::iterator lru;
   };
   std::map<std::string, Entry> cache_ ABSL_GUARDED_BY(mu_);
+  std::atomic<bool> logged_in_{false};
   std::atomic<uint64_t> objects_created_{0};
   std::atomic<uint64_t> reinits_{0};
   std::atomic<uint64_t> sessions_opened_{0};

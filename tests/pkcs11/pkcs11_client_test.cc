@@ -872,5 +872,65 @@ TEST_F(Pkcs11ClientTest, TokenOnlyKeyFailsClearlyWhenTheTokenFails) {
   EXPECT_TRUE((*ops)->Verify(Pkcs1(), digest, sig).ok());
 }
 
+// No PIN source configured: the backend still registers (its self-test
+// keys become public session objects), and a URI carrying the PIN
+// (pin-value, or pin-source naming a file) logs in so the token's private
+// key can be found and used. A wrong PIN is a caller error whose message
+// does not contain it.
+TEST_F(Pkcs11ClientTest, PinFromTheUriLogsInWhenNoneIsConfigured) {
+  core_.reset();
+  const KeyMaterial rsa = RsaKey(2048);
+  ASSERT_TRUE(g_hsm->Import(rsa, "pin rsa", "0c01").ok());
+  auto overrides = g_hsm->Overrides();
+  overrides.erase("pkcs11.pin_file");
+  const std::string pin_source = g_hsm->dir() + "/uri-pin";
+  { std::ofstream(pin_source) << SoftHsm::kPin << "\n"; }
+  std::vector<uint8_t> digest = Digest("uri pin"), sig(256);
+  // (SoftHSMv2's login state belongs to the module, shared by every core in
+  // this process: each case gets a fresh core, and the wrong PIN is tried
+  // last, once every core that logged in is gone.)
+  struct Case {
+    std::string query;
+    bool ok;
+  } cases[] = {
+      {absl::StrFormat("?pin-value=%s", SoftHsm::kPin), true},
+      {"?pin-source=file:" + pin_source, true},
+  };
+  for (const Case& c : cases) {
+    auto core = MakeCore(overrides);
+    ASSERT_TRUE(core.ok());
+    const accelcrypt_capability* cap =
+        (*core)->registry().Find("pkcs11")->Capability(ACCELCRYPT_ALG_RSA_SIGN);
+    ASSERT_NE(cap, nullptr) << "no PIN: RSA signing must still register\n"
+                            << LoadMessage(**core);
+    const std::string uri = "pkcs11:object=pin%20rsa;type=private" + c.query;
+    auto key = (*core)->router().DescribeTokenKey(uri);
+    if (!c.ok) {
+      EXPECT_FALSE(key.ok()) << c.query;
+      EXPECT_EQ(key.status().message().find("0000-wrong"), std::string::npos);
+      continue;
+    }
+    ASSERT_TRUE(key.ok()) << c.query << ": " << key.status();
+    EXPECT_EQ(key->n, rsa.n);
+    auto ops = (*core)->router().NewPublicKeyOps(*key);
+    ASSERT_TRUE(ops.ok());
+    auto len = (*ops)->Sign(Pkcs1(), digest, absl::MakeSpan(sig));
+    ASSERT_TRUE(len.ok()) << len.status();
+    EXPECT_EQ((*ops)->last_backend(), "pkcs11");
+    auto sw = (*core)->registry().Find("software")->LoadKey(
+        ACCELCRYPT_ALG_RSA_SIGN, PublicOnly(rsa));
+    ASSERT_TRUE(sw.ok());
+    EXPECT_TRUE((*sw)->Verify(Pkcs1(), digest, sig).ok());
+  }
+  auto wrong = MakeCore(overrides);
+  ASSERT_TRUE(wrong.ok());
+  auto st = (*wrong)->router().DescribeTokenKey(
+      "pkcs11:object=pin%20rsa?pin-value=0000-wrong");
+  EXPECT_EQ(st.status().code(), absl::StatusCode::kInvalidArgument)
+      << st.status();
+  EXPECT_NE(st.status().message().find("CKR_PIN_INCORRECT"), std::string::npos)
+      << st.status();
+}
+
 }  // namespace
 }  // namespace accelcrypt::testing

@@ -522,6 +522,21 @@ case "$CASE" in
       -in "$WORK/h32" -out "$WORK/other.sig" 2>&1)"
     check "another token's URI: fails clearly" \
       grep -q "names token 'other'" <<<"$out"
+    # No PIN source configured: the URI's pin-value logs in.
+    grep -v '^pkcs11.pin_file' "$WORK/accelcrypt.conf" >"$WORK/nopin.conf"
+    sed "s|conf = $WORK/accelcrypt.conf|conf = $WORK/nopin.conf|" "$CNF" \
+      >"$WORK/nopin.cnf"
+    check "no PIN configured: pin-value in the URI signs on the token" \
+      env ACCELCRYPT_STATS_DIR="$WORK/stats.np" OPENSSL_CONF="$WORK/nopin.cnf" \
+      "$OPENSSL" pkeyutl -sign -inkey 'pkcs11:object=rsakey?pin-value=1234' \
+      -in "$WORK/h32" -out "$WORK/np.sig" -pkeyopt digest:sha256
+    check "pin-value: same signature as with the configured PIN" \
+      same "$WORK/np.sig" "$WORK/u.pkcs1"
+    out="$(OPENSSL_CONF="$WORK/nopin.cnf" "$OPENSSL" pkeyutl -sign \
+      -inkey 'pkcs11:object=rsakey?pin-value=9999' -in "$WORK/h32" \
+      -out "$WORK/np2.sig" 2>&1)"
+    check "wrong pin-value: accelcrypt explains" \
+      grep -q "with the URI's PIN failed: CKR_PIN_INCORRECT" <<<"$out"
     ;;
 
   pkcs11_speed)
