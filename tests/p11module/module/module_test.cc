@@ -23,6 +23,7 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -757,6 +758,63 @@ TEST_F(ModuleTest, RsaSignatureVerifiesWithLibcrypto) {
   OSSL_PARAM_BLD_free(bld);
   BN_free(bn_n);
   BN_free(bn_e);
+}
+
+// Many threads, each with its own session, share one key and the handle
+// table: encryption, digests, and session objects made, found and
+// destroyed concurrently; every call must succeed.
+TEST_F(ModuleTest, ManyThreadsShareTheModule) {
+  ASSERT_EQ(f_->C_Initialize(nullptr), CKR_OK);
+  InitToken();
+  CK_SESSION_HANDLE s = Open(true);
+  ASSERT_EQ(LoginUser(s), CKR_OK);
+  CK_MECHANISM gen = {CKM_AES_KEY_GEN, nullptr, 0};
+  CK_ULONG len = 16;
+  CK_ATTRIBUTE t[] = {{CKA_VALUE_LEN, &len, sizeof(len)}};
+  CK_OBJECT_HANDLE key;
+  ASSERT_EQ(f_->C_GenerateKey(s, &gen, t, 1, &key), CKR_OK);
+  constexpr int kThreads = 8;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      CK_SESSION_HANDLE mine;
+      if (f_->C_OpenSession(0, CKF_SERIAL_SESSION, nullptr, nullptr, &mine) !=
+          CKR_OK) {
+        ++failures;
+        return;
+      }
+      unsigned char iv[16] = {};
+      CK_MECHANISM cbc = {CKM_AES_CBC, iv, sizeof(iv)};
+      CK_MECHANISM sha = {CKM_SHA256, nullptr, 0};
+      unsigned char in[64] = {}, out[64];
+      const std::string label = "thread-" + std::to_string(i);
+      for (int round = 0; round < 50; ++round) {
+        CK_ULONG n = sizeof(out);
+        if (f_->C_EncryptInit(mine, &cbc, key) != CKR_OK ||
+            f_->C_Encrypt(mine, in, sizeof(in), out, &n) != CKR_OK) {
+          ++failures;
+        }
+        n = 32;
+        if (f_->C_DigestInit(mine, &sha) != CKR_OK ||
+            f_->C_Digest(mine, in, sizeof(in), out, &n) != CKR_OK) {
+          ++failures;
+        }
+        CK_OBJECT_HANDLE obj = CreateData(mine, label, false, false);
+        std::vector<CK_OBJECT_HANDLE> found = FindByLabel(mine, label);
+        if (found.size() != 1 || found[0] != obj ||
+            f_->C_DestroyObject(mine, obj) != CKR_OK) {
+          ++failures;
+        }
+      }
+      if (f_->C_CloseSession(mine) != CKR_OK) ++failures;
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  CK_TOKEN_INFO ti;
+  ASSERT_EQ(f_->C_GetTokenInfo(0, &ti), CKR_OK);
+  EXPECT_EQ(ti.ulSessionCount, 1u);
 }
 
 }  // namespace
