@@ -326,6 +326,10 @@ accelcrypt_alg AesAlg(uint32_t mode, size_t key_len) {
 
 absl::StatusOr<std::unique_ptr<Cipher>> RoutedCipher(Core& core,
                                                      accelcrypt_alg alg) {
+  if (!core.router().Supports(alg)) {
+    // The mechanism is offered for other key sizes only.
+    return CkError(CKR_KEY_SIZE_RANGE, "no backend offers this AES key size");
+  }
   auto cipher = core.router().NewCipher(alg);
   if (!cipher.ok()) {
     if (IsDeviceError(cipher.status())) return cipher.status();

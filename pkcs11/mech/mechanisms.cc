@@ -157,10 +157,19 @@ class MechanismsImpl final : public Mechanisms {
     info.flags = row->flags;
     switch (row->group) {
       case Group::kAes:
-      case Group::kAesKeyGen:
-        info.ulMinKeySize = 16;
-        info.ulMaxKeySize = 32;
+      case Group::kAesKeyGen: {
+        // Key sizes (bytes) some backend offers in this mode.
+        const uint32_t mode = ACCELCRYPT_CIPHER_MODE(row->alg);
+        info.ulMinKeySize = 32;
+        info.ulMaxKeySize = 16;
+        for (uint32_t key_len : {16u, 24u, 32u}) {
+          if (core_.router().Supports(ACCELCRYPT_CIPHER_ALG(mode, key_len))) {
+            info.ulMinKeySize = std::min<CK_ULONG>(info.ulMinKeySize, key_len);
+            info.ulMaxKeySize = std::max<CK_ULONG>(info.ulMaxKeySize, key_len);
+          }
+        }
         break;
+      }
       case Group::kHmac:
       case Group::kSecretKeyGen:
         info.ulMinKeySize = 1;

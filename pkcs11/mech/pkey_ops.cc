@@ -273,9 +273,13 @@ class PkeyOp final : public OperationBase {
     } else {
       len = key_->ops().Sign(params_, tbs, out);
     }
-    if (!len.ok()) return CoreFailure(len.status(), CKR_FUNCTION_FAILED);
-    // RSA signatures are exactly k bytes (RFC 8017 8.1.1/8.2.1 I2OSP).
-    if (*len != k_) return CkError(CKR_FUNCTION_FAILED, "RSA signature size");
+    if (!len.ok() || *len != k_) {
+      // Nothing of a failed signature is released. RSA signatures are
+      // exactly k bytes (RFC 8017 8.1.1/8.2.1 I2OSP).
+      OPENSSL_cleanse(out.data(), std::min(out.size(), k_));
+      if (!len.ok()) return CoreFailure(len.status(), CKR_FUNCTION_FAILED);
+      return CkError(CKR_FUNCTION_FAILED, "RSA signature size");
+    }
     return *len;
   }
 
@@ -442,7 +446,10 @@ class PkeyOp final : public OperationBase {
     } else {
       len = key_->ops().Encrypt(params_, in, out);
     }
-    if (!len.ok()) return CoreFailure(len.status(), CKR_FUNCTION_FAILED);
+    if (!len.ok()) {
+      OPENSSL_cleanse(out.data(), std::min(out.size(), k_));
+      return CoreFailure(len.status(), CKR_FUNCTION_FAILED);
+    }
     return *len;
   }
 
@@ -457,6 +464,8 @@ class PkeyOp final : public OperationBase {
     }
     auto len = key_->ops().Decrypt(params_, in, out);
     if (!len.ok()) {
+      // No partial plaintext: whatever a backend wrote is wiped.
+      OPENSSL_cleanse(out.data(), std::min(out.size(), k_));
       return CoreFailure(len.status(), CKR_ENCRYPTED_DATA_INVALID);
     }
     return *len;
