@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include <openssl/crypto.h>
 
@@ -983,6 +984,15 @@ absl::StatusOr<std::unique_ptr<Router>> Router::Create(
     router->routes_.push_back(std::move(order));
   }
   router->LoadCalibration(config);
+  for (const auto& [family, bits] :
+       {std::pair<const char*, size_t>{"RSA", router->rsa_offload_min_bits_},
+        std::pair<const char*, size_t>{"DSA", router->dsa_offload_min_bits_}}) {
+    if (bits == 0) continue;
+    router->notes_.push_back(absl::StrFormat(
+        "offload_min_bits: %s keys below %d bits stay on CPU backends (not "
+        "on offload backends unless a per-size route names them)",
+        family, bits));
+  }
   return router;
 }
 

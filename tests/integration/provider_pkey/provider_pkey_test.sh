@@ -580,6 +580,11 @@ case "$CASE" in
       served_by t2048 software RSA-SIGN
     check_not "RSA-2048 not sent to the token" served_by t2048 pkcs11 RSA-SIGN
     check "RSA-3072 signed by the token" served_by t3072 pkcs11 RSA-SIGN
+    if [ -x "$CLI" ]; then
+      check "accelcrypt list shows the RSA threshold" grep -q \
+        "offload_min_bits: RSA keys below 3072 bits stay on CPU backends" \
+        <("$CLI" list --config "$WORK/accelcrypt.conf" 2>&1)
+    fi
     ;;
 
   *)
