@@ -95,7 +95,9 @@ class DigestOp final : public OperationBase {
   absl::StatusOr<size_t> OneShot(absl::Span<const uint8_t> in,
                                  absl::Span<uint8_t> out) override {
     if (out.size() < len_) return TooSmall(out.size(), len_);
-    ACCELCRYPT_RETURN_IF_ERROR(Feed(in));
+    // The operation ends here: nothing is kept for GetState.
+    absl::Status st = digest_->Update(in);
+    if (!st.ok()) return CoreError(st);
     return Final(out);
   }
   absl::StatusOr<size_t> Update(absl::Span<const uint8_t> in,
