@@ -103,7 +103,8 @@ absl::Status CryptoError(std::string_view what) {
 }
 
 void PutLe(uint64_t v, int n, std::vector<uint8_t>* out) {
-  for (int i = 0; i < n; ++i) out->push_back(static_cast<uint8_t>(v >> (8 * i)));
+  for (int i = 0; i < n; ++i)
+    out->push_back(static_cast<uint8_t>(v >> (8 * i)));
 }
 
 std::vector<uint8_t> ObjectAad(uint64_t id, uint32_t format) {
@@ -171,8 +172,9 @@ class Crypto {
     OSSL_PARAM params[] = {
         OSSL_PARAM_construct_octet_string(
             OSSL_KDF_PARAM_PASSWORD, const_cast<char*>(pin.data()), pin.size()),
-        OSSL_PARAM_construct_octet_string(
-            OSSL_KDF_PARAM_SALT, const_cast<uint8_t*>(salt.data()), salt.size()),
+        OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT,
+                                          const_cast<uint8_t*>(salt.data()),
+                                          salt.size()),
         OSSL_PARAM_construct_uint64(OSSL_KDF_PARAM_ITER, &iterations),
         OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, digest, 0),
         OSSL_PARAM_construct_int(OSSL_KDF_PARAM_PKCS5, &pkcs5),
@@ -254,11 +256,11 @@ class Crypto {
     unsigned int len = 0;
     EVP_MD_CTX* ctx = EVP_MD_CTX_new();
     if (ctx == nullptr) return CryptoError("EVP_MD_CTX_new");
-    bool ok = EVP_DigestInit_ex2(ctx, sha256_, nullptr) == 1 &&
-              EVP_DigestUpdate(ctx, kDekCheckLabel, sizeof(kDekCheckLabel)) ==
-                  1 &&
-              EVP_DigestUpdate(ctx, dek.data(), dek.size()) == 1 &&
-              EVP_DigestFinal_ex(ctx, out.data(), &len) == 1;
+    bool ok =
+        EVP_DigestInit_ex2(ctx, sha256_, nullptr) == 1 &&
+        EVP_DigestUpdate(ctx, kDekCheckLabel, sizeof(kDekCheckLabel)) == 1 &&
+        EVP_DigestUpdate(ctx, dek.data(), dek.size()) == 1 &&
+        EVP_DigestFinal_ex(ctx, out.data(), &len) == 1;
     EVP_MD_CTX_free(ctx);
     if (!ok) return CryptoError("SHA-256");
     return out;
@@ -278,7 +280,8 @@ class Crypto {
 class Stmt {
  public:
   Stmt(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
-  Stmt(Stmt&& o) noexcept : db_(o.db_), stmt_(std::exchange(o.stmt_, nullptr)) {}
+  Stmt(Stmt&& o) noexcept
+      : db_(o.db_), stmt_(std::exchange(o.stmt_, nullptr)) {}
   Stmt& operator=(Stmt&&) = delete;
   ~Stmt() { sqlite3_finalize(stmt_); }
 
@@ -416,8 +419,8 @@ absl::Status MakeDirs(const std::string& dir) {
 // gives its -wal and -shm files the database file's mode) never creates a
 // world-readable file under a permissive umask.
 absl::Status CreateFile(const std::string& path) {
-  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-                0600);
+  int fd = open(path.c_str(),
+                O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd >= 0) {
     fchmod(fd, 0600);
     close(fd);
@@ -430,9 +433,9 @@ absl::Status CreateFile(const std::string& path) {
   }
   struct stat st;
   if (lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    return CkError(CKR_DEVICE_ERROR,
-                   absl::StrFormat("token store: %s is not a regular file",
-                                   path));
+    return CkError(
+        CKR_DEVICE_ERROR,
+        absl::StrFormat("token store: %s is not a regular file", path));
   }
   return absl::OkStatus();
 }
@@ -561,7 +564,8 @@ struct TokenStore::Impl {
   absl::StatusOr<AuthState> ReadAuthState(User user)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // CheckDek verifies `dek` is the current DEK of an initialised token.
-  absl::Status CheckDek(const SecretBytes* dek) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  absl::Status CheckDek(const SecretBytes* dek)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   absl::Status RequireInitialized() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
 
   absl::StatusOr<PinRecord> Wrap(std::string_view pin, const SecretBytes& dek,
@@ -595,9 +599,9 @@ absl::Status TokenStore::Impl::CheckSchemaVersion() {
                         path, version, kSchemaVersion));
   }
   if (version < 1) {
-    return CkError(CKR_DEVICE_ERROR,
-                   absl::StrFormat("token store %s: no valid schema version",
-                                   path));
+    return CkError(
+        CKR_DEVICE_ERROR,
+        absl::StrFormat("token store %s: no valid schema version", path));
   }
   return absl::OkStatus();
 }
@@ -616,8 +620,7 @@ absl::Status TokenStore::Impl::EnsureSchema() {
     ACCELCRYPT_ASSIGN_OR_RETURN(Stmt a, Prepare("PRAGMA application_id"));
     ACCELCRYPT_ASSIGN_OR_RETURN(row, a.Step());
     int64_t app_id = row ? a.Int(0) : 0;
-    if ((app_id != 0 && app_id != kApplicationId) ||
-        (total > 0 && !has_meta)) {
+    if ((app_id != 0 && app_id != kApplicationId) || (total > 0 && !has_meta)) {
       return CkError(CKR_DEVICE_ERROR,
                      absl::StrFormat("token store %s: an SQLite database but "
                                      "not an accelcrypt token store",
@@ -631,9 +634,9 @@ absl::Status TokenStore::Impl::EnsureSchema() {
     ACCELCRYPT_RETURN_IF_ERROR(Exec(kSchemaSql));
     ACCELCRYPT_RETURN_IF_ERROR(Exec(
         absl::StrFormat("PRAGMA application_id = %d", kApplicationId).c_str()));
-    ACCELCRYPT_ASSIGN_OR_RETURN(
-        Stmt m, Prepare("INSERT INTO meta(key, value) VALUES "
-                        "('schema_version', ?1)"));
+    ACCELCRYPT_ASSIGN_OR_RETURN(Stmt m,
+                                Prepare("INSERT INTO meta(key, value) VALUES "
+                                        "('schema_version', ?1)"));
     ACCELCRYPT_RETURN_IF_ERROR(m.Bind(1, kSchemaVersion).Run());
     uint8_t serial_bytes[8];
     ACCELCRYPT_RETURN_IF_ERROR(crypto->Random(absl::MakeSpan(serial_bytes)));
@@ -660,9 +663,9 @@ absl::StatusOr<AuthState> TokenStore::Impl::ReadAuthState(User user) {
   ACCELCRYPT_ASSIGN_OR_RETURN(Stmt s, Prepare(sql));
   ACCELCRYPT_ASSIGN_OR_RETURN(bool row, s.Step());
   if (!row) {
-    return CkError(CKR_DEVICE_ERROR,
-                   absl::StrFormat("token store %s: token record missing",
-                                   path));
+    return CkError(
+        CKR_DEVICE_ERROR,
+        absl::StrFormat("token store %s: token record missing", path));
   }
   AuthState st;
   st.initialized = s.Int(0) != 0;
@@ -701,7 +704,8 @@ absl::Status TokenStore::Impl::CheckDek(const SecretBytes* dek) {
     return CkError(CKR_TOKEN_NOT_RECOGNIZED, "token not initialised");
   }
   std::vector<uint8_t> stored = s.Blob(1);
-  ACCELCRYPT_ASSIGN_OR_RETURN(std::vector<uint8_t> check, crypto->DekCheck(*dek));
+  ACCELCRYPT_ASSIGN_OR_RETURN(std::vector<uint8_t> check,
+                              crypto->DekCheck(*dek));
   if (dek->size() != kDekLen || stored.size() != check.size() ||
       CRYPTO_memcmp(stored.data(), check.data(), check.size()) != 0) {
     return CkError(CKR_USER_NOT_LOGGED_IN,
@@ -724,7 +728,8 @@ absl::StatusOr<PinRecord> TokenStore::Impl::Wrap(std::string_view pin,
   ACCELCRYPT_ASSIGN_OR_RETURN(SecretBytes key,
                               crypto->DeriveKey(pin, rec.salt, rec.iterations));
   ACCELCRYPT_ASSIGN_OR_RETURN(
-      rec.wrapped, crypto->GcmSeal(key.span(), rec.iv, DekAad(user), dek.span()));
+      rec.wrapped,
+      crypto->GcmSeal(key.span(), rec.iv, DekAad(user), dek.span()));
   return rec;
 }
 
@@ -760,9 +765,9 @@ absl::StatusOr<Verified> TokenStore::Impl::Verify(User user,
         return CkError(CKR_USER_PIN_NOT_INITIALIZED,
                        "the user PIN is not initialised");
       }
-      return CkError(CKR_DEVICE_ERROR,
-                     absl::StrFormat("token store %s: SO PIN record missing",
-                                     path));
+      return CkError(
+          CKR_DEVICE_ERROR,
+          absl::StrFormat("token store %s: SO PIN record missing", path));
     }
     if (before.pin.iterations == 0 || before.pin.iterations > kMaxIterations ||
         before.pin.salt.empty()) {
@@ -805,19 +810,19 @@ absl::StatusOr<Verified> TokenStore::Impl::Verify(User user,
     uint32_t failures = match ? 0 : now.failures + 1;
     bool locked = failures >= options.max_pin_failures;
     ACCELCRYPT_ASSIGN_OR_RETURN(
-        Stmt s, Prepare(user == User::kSo
-                            ? "UPDATE token SET so_failures = ?1, "
-                              "so_locked = ?2 WHERE id = 1"
-                            : "UPDATE token SET user_failures = ?1, "
-                              "user_locked = ?2 WHERE id = 1"));
+        Stmt s,
+        Prepare(user == User::kSo ? "UPDATE token SET so_failures = ?1, "
+                                    "so_locked = ?2 WHERE id = 1"
+                                  : "UPDATE token SET user_failures = ?1, "
+                                    "user_locked = ?2 WHERE id = 1"));
     ACCELCRYPT_RETURN_IF_ERROR(
         s.Bind(1, int64_t{failures}).Bind(2, int64_t{locked}).Run());
     ACCELCRYPT_RETURN_IF_ERROR(txn.Commit());
     if (match) return Verified{std::move(*dek), std::move(before.pin)};
-    return CkError(CKR_PIN_INCORRECT,
-                   absl::StrFormat("wrong %s PIN (%d of %d failures)",
-                                   UserName(user), failures,
-                                   options.max_pin_failures));
+    return CkError(
+        CKR_PIN_INCORRECT,
+        absl::StrFormat("wrong %s PIN (%d of %d failures)", UserName(user),
+                        failures, options.max_pin_failures));
   }
   return CkError(CKR_DEVICE_ERROR,
                  absl::StrFormat("token store %s: the %s PIN record kept "
@@ -829,13 +834,14 @@ absl::StatusOr<std::pair<std::vector<uint8_t>, std::vector<uint8_t>>>
 TokenStore::Impl::Seal(uint64_t id, const AttributeMap& attributes,
                        bool is_private, const SecretBytes* dek) const {
   std::vector<uint8_t> plain = attributes.Serialize();
-  if (!is_private) return std::make_pair(std::vector<uint8_t>(), std::move(plain));
+  if (!is_private)
+    return std::make_pair(std::vector<uint8_t>(), std::move(plain));
   std::vector<uint8_t> iv(kIvLen);
   absl::Status st = crypto->Random(absl::MakeSpan(iv));
   absl::StatusOr<std::vector<uint8_t>> sealed;
   if (st.ok()) {
-    sealed = crypto->GcmSeal(dek->span(), iv, ObjectAad(id, kObjectFormat),
-                             plain);
+    sealed =
+        crypto->GcmSeal(dek->span(), iv, ObjectAad(id, kObjectFormat), plain);
   }
   OPENSSL_cleanse(plain.data(), plain.size());
   if (!st.ok()) return st;
@@ -888,7 +894,8 @@ absl::Status TokenStore::Impl::WriteObject(uint64_t id,
                                            const AttributeMap& attributes,
                                            bool is_private,
                                            const SecretBytes* dek) {
-  ACCELCRYPT_ASSIGN_OR_RETURN(auto sealed, Seal(id, attributes, is_private, dek));
+  ACCELCRYPT_ASSIGN_OR_RETURN(auto sealed,
+                              Seal(id, attributes, is_private, dek));
   ACCELCRYPT_ASSIGN_OR_RETURN(
       Stmt s, Prepare("UPDATE objects SET is_private = ?1, format = ?2, "
                       "iv = ?3, data = ?4 WHERE id = ?5"));
@@ -984,15 +991,15 @@ absl::StatusOr<TokenStore::TokenInfo> TokenStore::Info() {
   ACCELCRYPT_RETURN_IF_ERROR(impl_->CheckPid());
   Impl::Locked lock(impl_.get());
   ACCELCRYPT_ASSIGN_OR_RETURN(
-      Stmt s, impl_->Prepare(
-                  "SELECT initialized, label, serial, so_failures, "
-                  "user_failures, so_locked, user_locked, EXISTS (SELECT 1 "
-                  "FROM pins WHERE user = 1) FROM token WHERE id = 1"));
+      Stmt s,
+      impl_->Prepare("SELECT initialized, label, serial, so_failures, "
+                     "user_failures, so_locked, user_locked, EXISTS (SELECT 1 "
+                     "FROM pins WHERE user = 1) FROM token WHERE id = 1"));
   ACCELCRYPT_ASSIGN_OR_RETURN(bool row, s.Step());
   if (!row) {
-    return CkError(CKR_DEVICE_ERROR,
-                   absl::StrFormat("token store %s: token record missing",
-                                   impl_->path));
+    return CkError(
+        CKR_DEVICE_ERROR,
+        absl::StrFormat("token store %s: token record missing", impl_->path));
   }
   TokenInfo info;
   info.initialized = s.Int(0) != 0;
@@ -1040,7 +1047,8 @@ absl::Status TokenStore::InitToken(std::string_view so_pin,
     ACCELCRYPT_ASSIGN_OR_RETURN(AuthState now, impl_->ReadAuthState(User::kSo));
     // Initialised (or re-initialised) by someone else meanwhile: the SO PIN
     // we checked, if any, no longer decides. Start over.
-    if (now.initialized != initialized || (initialized && now.pin != verified)) {
+    if (now.initialized != initialized ||
+        (initialized && now.pin != verified)) {
       continue;
     }
     if (now.locked) return CkError(CKR_PIN_LOCKED, "the SO PIN is locked");
@@ -1090,7 +1098,8 @@ absl::Status TokenStore::SetPin(User user, std::string_view old_pin,
   ACCELCRYPT_RETURN_IF_ERROR(impl_->CheckPid());
   for (int attempt = 0; attempt < kVerifyAttempts; ++attempt) {
     ACCELCRYPT_ASSIGN_OR_RETURN(Verified v, impl_->Verify(user, old_pin));
-    ACCELCRYPT_ASSIGN_OR_RETURN(PinRecord rec, impl_->Wrap(new_pin, v.dek, user));
+    ACCELCRYPT_ASSIGN_OR_RETURN(PinRecord rec,
+                                impl_->Wrap(new_pin, v.dek, user));
     Impl::Locked lock(impl_.get());
     Impl::Txn txn(impl_.get());
     ACCELCRYPT_RETURN_IF_ERROR(txn.Begin(true));
@@ -1102,9 +1111,8 @@ absl::Status TokenStore::SetPin(User user, std::string_view old_pin,
     }
     ACCELCRYPT_RETURN_IF_ERROR(impl_->WritePin(user, rec));
     ACCELCRYPT_RETURN_IF_ERROR(impl_->Exec(
-        user == User::kSo
-            ? "UPDATE token SET so_failures = 0 WHERE id = 1"
-            : "UPDATE token SET user_failures = 0 WHERE id = 1"));
+        user == User::kSo ? "UPDATE token SET so_failures = 0 WHERE id = 1"
+                          : "UPDATE token SET user_failures = 0 WHERE id = 1"));
     return txn.Commit();
   }
   return CkError(CKR_DEVICE_ERROR,

@@ -2,13 +2,13 @@
 #ifndef ACCELCRYPT_PKCS11_STORE_TOKEN_STORE_H_
 #define ACCELCRYPT_PKCS11_STORE_TOKEN_STORE_H_
 
+#include <openssl/types.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <openssl/types.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -51,26 +51,29 @@ namespace accelcrypt::p11 {
 // method fails with CKR_CRYPTOKI_NOT_INITIALIZED; the child destroys the
 // inherited store (the destructor notices the new pid: it takes no lock and
 // releases only this process's copy of SQLite's per-file state, so a store
-// reopened in the child holds real file locks) and opens a new one.
+// reopened in the child holds real file locks) and only then opens a new
+// one on the same directory (opened while the inherited one still exists,
+// the new connection would share the parent's lock bookkeeping and hold no
+// real locks).
 class TokenStore {
  public:
   enum class User { kSo, kUser };
 
   struct TokenInfo {
-    bool initialized = false;   // C_InitToken done
-    std::string label;          // as given (<= 32 bytes), unpadded
-    std::string serial;         // 16 hex chars, made when the store is made
+    bool initialized = false;  // C_InitToken done
+    std::string label;         // as given (<= 32 bytes), unpadded
+    std::string serial;        // 16 hex chars, made when the store is made
     bool user_pin_initialized = false;
-    uint32_t so_failures = 0;   // consecutive wrong SO PINs
+    uint32_t so_failures = 0;  // consecutive wrong SO PINs
     uint32_t user_failures = 0;
-    bool so_locked = false;     // failures reached max_pin_failures
+    bool so_locked = false;  // failures reached max_pin_failures
     bool user_locked = false;
     bool so_pin_to_be_changed = false;    // never set by this store
     bool user_pin_to_be_changed = false;  // never set by this store
   };
 
   struct StoredObject {
-    uint64_t id = 0;           // stable id in this store (never reused)
+    uint64_t id = 0;  // stable id in this store (never reused)
     bool is_private = false;
     // Decrypted attributes. For a private object loaded without the DEK:
     // empty, and `locked` is true.

@@ -1,6 +1,4 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "pkcs11/store/token_store.h"
-
 #include <fcntl.h>
 #include <openssl/rand.h>
 #include <signal.h>
@@ -12,9 +10,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <iostream>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 #include <set>
 #include <string>
@@ -24,6 +22,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pkcs11/common/ck_error.h"
+#include "pkcs11/store/token_store.h"
 #include "tests/support/status_matchers.h"
 
 namespace accelcrypt::p11 {
@@ -136,7 +135,8 @@ TEST_F(TokenStoreTest, FreshStoreIsUninitialisedWithSerialAndPrivateFiles) {
   ASSERT_EQ(stat(store->path().c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
 
-  EXPECT_THAT(store->Login(User::kSo, kSoPin), HasCkRv(CKR_TOKEN_NOT_RECOGNIZED));
+  EXPECT_THAT(store->Login(User::kSo, kSoPin),
+              HasCkRv(CKR_TOKEN_NOT_RECOGNIZED));
   EXPECT_THAT(store->Login(User::kUser, kUserPin),
               HasCkRv(CKR_TOKEN_NOT_RECOGNIZED));
   EXPECT_THAT(store->CreateObject(PublicAttrs("x"), false, nullptr),
@@ -172,8 +172,9 @@ TEST_F(TokenStoreTest, InitTokenThenLoginSoAndUser) {
 
   ASSERT_OK_AND_ASSIGN(SecretBytes user_dek,
                        store->Login(User::kUser, kUserPin));
-  EXPECT_EQ(std::vector<uint8_t>(user_dek.span().begin(), user_dek.span().end()),
-            std::vector<uint8_t>(so_dek.span().begin(), so_dek.span().end()));
+  EXPECT_EQ(
+      std::vector<uint8_t>(user_dek.span().begin(), user_dek.span().end()),
+      std::vector<uint8_t>(so_dek.span().begin(), so_dek.span().end()));
   // The PINs are not interchangeable.
   EXPECT_THAT(store->Login(User::kUser, kSoPin), HasCkRv(CKR_PIN_INCORRECT));
   EXPECT_THAT(store->Login(User::kSo, kUserPin), HasCkRv(CKR_PIN_INCORRECT));
@@ -252,7 +253,8 @@ TEST_F(TokenStoreTest, SetPinRewrapsTheSameKey) {
   EXPECT_EQ(info.user_failures, 0u);
   EXPECT_THAT(store->Login(User::kUser, kUserPin), HasCkRv(CKR_PIN_INCORRECT));
   ASSERT_OK_AND_ASSIGN(SecretBytes dek2, store->Login(User::kUser, "new-user"));
-  ASSERT_OK_AND_ASSIGN(TokenStore::StoredObject obj, store->LoadObject(id, &dek2));
+  ASSERT_OK_AND_ASSIGN(TokenStore::StoredObject obj,
+                       store->LoadObject(id, &dek2));
   EXPECT_EQ(obj.attributes.GetBytes(CKA_VALUE), value);
 
   ASSERT_OK(store->SetPin(User::kSo, kSoPin, "new-so"));
@@ -264,14 +266,16 @@ TEST_F(TokenStoreTest, SetPinRewrapsTheSameKey) {
 TEST_F(TokenStoreTest, ReinitialisingNeedsTheSoPinAndWipesEverything) {
   auto store = InitializedStore();
   ASSERT_NE(store, nullptr);
-  ASSERT_OK_AND_ASSIGN(SecretBytes old_dek, store->Login(User::kUser, kUserPin));
+  ASSERT_OK_AND_ASSIGN(SecretBytes old_dek,
+                       store->Login(User::kUser, kUserPin));
   ASSERT_OK_AND_ASSIGN(uint64_t pub_id,
                        store->CreateObject(PublicAttrs("pub"), false, nullptr));
   ASSERT_OK_AND_ASSIGN(
       uint64_t priv_id,
       store->CreateObject(PrivateAttrs(RandomBytes(16)), true, &old_dek));
 
-  EXPECT_THAT(store->InitToken("wrong", "new label"), HasCkRv(CKR_PIN_INCORRECT));
+  EXPECT_THAT(store->InitToken("wrong", "new label"),
+              HasCkRv(CKR_PIN_INCORRECT));
   ASSERT_OK_AND_ASSIGN(TokenStore::TokenInfo info, store->Info());
   EXPECT_EQ(info.so_failures, 1u);
   EXPECT_EQ(info.label, "test token");
@@ -294,10 +298,12 @@ TEST_F(TokenStoreTest, ReinitialisingNeedsTheSoPinAndWipesEverything) {
   ASSERT_OK_AND_ASSIGN(SecretBytes new_dek, store->Login(User::kSo, kSoPin));
   EXPECT_NE(std::vector<uint8_t>(new_dek.span().begin(), new_dek.span().end()),
             std::vector<uint8_t>(old_dek.span().begin(), old_dek.span().end()));
-  EXPECT_THAT(store->CreateObject(PrivateAttrs(RandomBytes(16)), true, &old_dek),
-              HasCkRv(CKR_USER_NOT_LOGGED_IN));
+  EXPECT_THAT(
+      store->CreateObject(PrivateAttrs(RandomBytes(16)), true, &old_dek),
+      HasCkRv(CKR_USER_NOT_LOGGED_IN));
   EXPECT_THAT(store->LoadObjects(&old_dek), HasCkRv(CKR_USER_NOT_LOGGED_IN));
-  EXPECT_THAT(store->InitPin(old_dek, kUserPin), HasCkRv(CKR_USER_NOT_LOGGED_IN));
+  EXPECT_THAT(store->InitPin(old_dek, kUserPin),
+              HasCkRv(CKR_USER_NOT_LOGGED_IN));
   EXPECT_THAT(store->LoadObject(pub_id, nullptr),
               HasCkRv(CKR_OBJECT_HANDLE_INVALID));
   // Ids are never reused.
@@ -314,8 +320,8 @@ TEST_F(TokenStoreTest, CreateUpdateDestroyLoad) {
 
   EXPECT_THAT(store->CreateObject(PrivateAttrs(value), true, nullptr),
               HasCkRv(CKR_USER_NOT_LOGGED_IN));
-  ASSERT_OK_AND_ASSIGN(uint64_t pub,
-                       store->CreateObject(PublicAttrs("cert"), false, nullptr));
+  ASSERT_OK_AND_ASSIGN(
+      uint64_t pub, store->CreateObject(PublicAttrs("cert"), false, nullptr));
   ASSERT_OK_AND_ASSIGN(uint64_t priv,
                        store->CreateObject(PrivateAttrs(value), true, &dek));
   EXPECT_NE(pub, priv);
@@ -385,8 +391,8 @@ TEST_F(TokenStoreTest, PersistsAcrossReopen) {
     ASSERT_OK_AND_ASSIGN(SecretBytes dek, store->Login(User::kUser, kUserPin));
     ASSERT_OK_AND_ASSIGN(priv,
                          store->CreateObject(PrivateAttrs(value), true, &dek));
-    ASSERT_OK_AND_ASSIGN(pub,
-                         store->CreateObject(PublicAttrs("kept"), false, nullptr));
+    ASSERT_OK_AND_ASSIGN(
+        pub, store->CreateObject(PublicAttrs("kept"), false, nullptr));
   }
   auto store = OpenStore();
   ASSERT_NE(store, nullptr);
@@ -486,7 +492,8 @@ TEST_F(TokenStoreTest, DataVersionSeesEveryCommit) {
   ASSERT_OK_AND_ASSIGN(uint64_t b1, b->DataVersion());
   EXPECT_NE(a0, a1) << "another connection's commit";
   EXPECT_NE(b0, b1) << "our own commit";
-  ASSERT_OK_AND_ASSIGN(TokenStore::StoredObject obj, a->LoadObject(id, nullptr));
+  ASSERT_OK_AND_ASSIGN(TokenStore::StoredObject obj,
+                       a->LoadObject(id, nullptr));
   EXPECT_EQ(obj.attributes.GetString(CKA_LABEL), "from b");
 
   ASSERT_OK(a->DestroyObject(id));
@@ -500,9 +507,9 @@ TEST_F(TokenStoreTest, DataVersionSeesEveryCommit) {
 class RawDb {
  public:
   explicit RawDb(const std::string& path) {
-    EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE,
-                              nullptr),
-              SQLITE_OK);
+    EXPECT_EQ(
+        sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE, nullptr),
+        SQLITE_OK);
     sqlite3_busy_timeout(db_, 20000);
   }
   ~RawDb() { sqlite3_close_v2(db_); }
@@ -552,12 +559,12 @@ TEST_F(TokenStoreTest, TamperedCiphertextIsAClearError) {
   auto store = InitializedStore();
   ASSERT_NE(store, nullptr);
   ASSERT_OK_AND_ASSIGN(SecretBytes dek, store->Login(User::kUser, kUserPin));
-  ASSERT_OK_AND_ASSIGN(uint64_t a,
-                       store->CreateObject(PrivateAttrs(RandomBytes(32)), true,
-                                           &dek));
-  ASSERT_OK_AND_ASSIGN(uint64_t b,
-                       store->CreateObject(PrivateAttrs(RandomBytes(32)), true,
-                                           &dek));
+  ASSERT_OK_AND_ASSIGN(
+      uint64_t a,
+      store->CreateObject(PrivateAttrs(RandomBytes(32)), true, &dek));
+  ASSERT_OK_AND_ASSIGN(
+      uint64_t b,
+      store->CreateObject(PrivateAttrs(RandomBytes(32)), true, &dek));
   ASSERT_OK(store->LoadObjects(&dek).status());
   std::string id_a = std::to_string(a), id_b = std::to_string(b);
   RawDb raw(store->path());
@@ -583,8 +590,10 @@ TEST_F(TokenStoreTest, TamperedCiphertextIsAClearError) {
 
   // A ciphertext moved to another object (with its IV) fails too: the id
   // is authenticated.
-  std::vector<uint8_t> iv_a = raw.Blob("SELECT iv FROM objects WHERE id = " + id_a);
-  std::vector<uint8_t> iv_b = raw.Blob("SELECT iv FROM objects WHERE id = " + id_b);
+  std::vector<uint8_t> iv_a =
+      raw.Blob("SELECT iv FROM objects WHERE id = " + id_a);
+  std::vector<uint8_t> iv_b =
+      raw.Blob("SELECT iv FROM objects WHERE id = " + id_b);
   raw.SetBlob("UPDATE objects SET data = ?1 WHERE id = " + id_a, data_b);
   raw.SetBlob("UPDATE objects SET iv = ?1 WHERE id = " + id_a, iv_b);
   EXPECT_THAT(store->LoadObject(a, &dek),
@@ -616,6 +625,53 @@ TEST_F(TokenStoreTest, TamperedCiphertextIsAClearError) {
                   HasSubstr("object " + std::to_string(p))));
 }
 
+TEST_F(TokenStoreTest, EmptyAndLongPinsWork) {
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK(store->InitToken("", ""));
+  ASSERT_OK_AND_ASSIGN(TokenStore::TokenInfo info, store->Info());
+  EXPECT_EQ(info.label, "");
+  ASSERT_OK_AND_ASSIGN(SecretBytes dek, store->Login(User::kSo, ""));
+  std::string long_pin(4096, 'p');
+  ASSERT_OK(store->InitPin(dek, long_pin));
+  EXPECT_OK(store->Login(User::kUser, long_pin));
+  EXPECT_THAT(store->Login(User::kUser, long_pin.substr(1)),
+              HasCkRv(CKR_PIN_INCORRECT));
+  EXPECT_THAT(store->Login(User::kSo, "x"), HasCkRv(CKR_PIN_INCORRECT));
+}
+
+TEST_F(TokenStoreTest, TruncatedFileIsAClearError) {
+  std::string path;
+  {
+    auto store = InitializedStore();
+    ASSERT_NE(store, nullptr);
+    path = store->path();
+    ASSERT_OK_AND_ASSIGN(SecretBytes dek, store->Login(User::kUser, kUserPin));
+    for (int i = 0; i < 40; ++i) {
+      ASSERT_OK(
+          store->CreateObject(PrivateAttrs(RandomBytes(2000)), i % 2 == 0, &dek)
+              .status());
+    }
+  }
+  struct stat st;
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  ASSERT_GT(st.st_size, 64 * 1024) << "closing checkpointed the WAL";
+  ASSERT_EQ(truncate(path.c_str(), 16 * 1024), 0);
+  // Opening may still work (the first pages are intact); reading the
+  // objects cannot.
+  auto store = TokenStore::Open(dir_, FastOptions());
+  if (!store.ok()) {
+    EXPECT_THAT(store, HasCkRv(CKR_DEVICE_ERROR));
+    return;
+  }
+  absl::StatusOr<SecretBytes> dek = (*store)->Login(User::kUser, kUserPin);
+  absl::Status loaded =
+      (*store)->LoadObjects(dek.ok() ? &*dek : nullptr).status();
+  EXPECT_THAT(loaded, HasCkRv(CKR_DEVICE_ERROR));
+  EXPECT_THAT(loaded, ::accelcrypt::testing::StatusIs(
+                          absl::StatusCode::kUnavailable, HasSubstr(path)));
+}
+
 TEST_F(TokenStoreTest, BadOptionsAreRefused) {
   TokenStore::Options o = FastOptions();
   o.max_pin_failures = 0;
@@ -631,11 +687,11 @@ TEST_F(TokenStoreTest, UnusableDirectoryIsAClearError) {
   // A path through a regular file can never be a directory, even for root.
   std::string file = root_ + "/plain-file";
   std::ofstream(file) << "x";
-  EXPECT_THAT(TokenStore::Open(file + "/slot0", FastOptions()),
-              ::testing::AllOf(HasCkRv(CKR_DEVICE_ERROR),
-                               ::accelcrypt::testing::StatusIs(
-                                   absl::StatusCode::kUnavailable,
-                                   HasSubstr(file))));
+  EXPECT_THAT(
+      TokenStore::Open(file + "/slot0", FastOptions()),
+      ::testing::AllOf(HasCkRv(CKR_DEVICE_ERROR),
+                       ::accelcrypt::testing::StatusIs(
+                           absl::StatusCode::kUnavailable, HasSubstr(file))));
   EXPECT_THAT(TokenStore::Open(file, FastOptions()), HasCkRv(CKR_DEVICE_ERROR));
 
   // token.sqlite being a directory.
@@ -676,8 +732,9 @@ TEST_F(TokenStoreTest, ForeignDatabaseIsRefusedAndUntouched) {
   {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE foo(x)", nullptr, nullptr, nullptr),
-              SQLITE_OK);
+    ASSERT_EQ(
+        sqlite3_exec(db, "CREATE TABLE foo(x)", nullptr, nullptr, nullptr),
+        SQLITE_OK);
     sqlite3_close(db);
   }
   EXPECT_THAT(TokenStore::Open(dir_, FastOptions()),
@@ -720,10 +777,10 @@ TEST_F(TokenStoreTest, ThreadsShareOneStore) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kPerThread; ++i) {
-        auto id = (i % 2 == 0)
-                      ? store->CreateObject(PrivateAttrs(RandomBytes(16)),
-                                            true, &dek)
-                      : store->CreateObject(PublicAttrs("t"), false, nullptr);
+        auto id =
+            (i % 2 == 0)
+                ? store->CreateObject(PrivateAttrs(RandomBytes(16)), true, &dek)
+                : store->CreateObject(PublicAttrs("t"), false, nullptr);
         if (!id.ok()) {
           ++failures;
           continue;
@@ -781,8 +838,10 @@ int CreateMany(const std::string& dir, const std::string& tag, int n,
     }
     AttributeMap a = PublicAttrs(tag + "-" + std::to_string(i));
     bool priv = i % 2 == 1;
-    if (priv) a.Set(CKA_VALUE, std::vector<uint8_t>(16, static_cast<uint8_t>(i)));
-    if (!(*store)->CreateObject(a, priv, priv ? &*dek : nullptr).ok()) return 12;
+    if (priv)
+      a.Set(CKA_VALUE, std::vector<uint8_t>(16, static_cast<uint8_t>(i)));
+    if (!(*store)->CreateObject(a, priv, priv ? &*dek : nullptr).ok())
+      return 12;
   }
   return 0;
 }
@@ -867,7 +926,8 @@ TEST_F(TokenStoreTest, WriterKilledMidLoopLeavesAConsistentStore) {
     auto dek = (*store)->Login(User::kUser, kUserPin);
     if (!dek.ok()) return 31;
     for (uint64_t i = 0;; ++i) {
-      AttributeMap a = PrivateAttrs(std::vector<uint8_t>(32, static_cast<uint8_t>(i)));
+      AttributeMap a =
+          PrivateAttrs(std::vector<uint8_t>(32, static_cast<uint8_t>(i)));
       auto id = (*store)->CreateObject(a, i % 3 != 0, &*dek);
       if (!id.ok()) return 32;
       if (i % 5 == 4 && !(*store)->DestroyObject(*id - 1).ok()) return 33;
