@@ -34,11 +34,11 @@ const Deviation kDeviations[] = {
      "terminate a multi-part operation"},
     {ModuleKind::kSoftHsm2, "cbc.bad_iv_code",
      "CKM_AES_CBC with an 8-byte IV gives CKR_MECHANISM_INVALID, with no "
-     "parameter CKR_ARGUMENTS_BAD; current mechanisms 2.10 (16-byte IV) and "
+     "parameter CKR_ARGUMENTS_BAD; current mechanisms \"AES\" (16-byte IV) and "
      "base spec 5.1.6 call for CKR_MECHANISM_PARAM_INVALID"},
     {ModuleKind::kSoftHsm2, "gcm.bad_tag_bits_code",
      "CKM_AES_GCM with ulTagBits = 136 gives CKR_ARGUMENTS_BAD; current "
-     "mechanisms 2.12 (ulTagBits at most 128) and base spec 5.1.6 call for "
+     "mechanisms \"GCM and CCM\" (ulTagBits at most 128) and base spec 5.1.6 call for "
      "CKR_MECHANISM_PARAM_INVALID"},
     {ModuleKind::kSoftHsm2, "gcm.bad_tag_code",
      "CKM_AES_GCM decryption with a wrong tag returns CKR_GENERAL_ERROR "

@@ -3,8 +3,9 @@
 // the data files under tests/vectors/ (NIST CAVP, SP 800-38A). Sections:
 // base spec v2.40 5.2 (variable-length output), 5.6.5/5.6.6 (operation
 // state), 5.8 encryption, 5.9 decryption, 5.10 digesting, 5.11/5.12
-// signing/verifying (MACs); current mechanisms v2.40 2.10 (AES ECB/CBC/
-// CBC_PAD), 2.11 (AES CTR), 2.12 (AES GCM), 2.9 (HMAC), 2.20 (SHA digests).
+// signing/verifying (MACs); current mechanisms v2.40 sections "AES"
+// (ECB/CBC/CBC_PAD), "AES with Counter", "GCM and CCM" (AES-GCM), the
+// SHA-1/SHA-2 digest and general-length HMAC sections.
 #include <p11-kit-1/p11-kit/pkcs11.h>
 
 #include <openssl/evp.h>
@@ -168,7 +169,7 @@ void MechTest::RunAesFile(const std::string& file, CK_MECHANISM_TYPE m) {
   EXPECT_GT(checked, 0);
 }
 
-// 2.10 CKM_AES_ECB, known answers (AESAVS MMT, SP 800-38A).
+// Current mechanisms "AES": CKM_AES_ECB, known answers (AESAVS MMT, SP 800-38A).
 TEST_P(MechTest, AesEcbVectors) {
   REQUIRE_MECHANISM(CKM_AES_ECB);
   for (const char* f : {"aes/ECBMMT128.rsp", "aes/ECBMMT192.rsp",
@@ -177,7 +178,7 @@ TEST_P(MechTest, AesEcbVectors) {
   }
 }
 
-// 2.10 CKM_AES_CBC.
+// Current mechanisms "AES": CKM_AES_CBC.
 TEST_P(MechTest, AesCbcVectors) {
   REQUIRE_MECHANISM(CKM_AES_CBC);
   for (const char* f : {"aes/CBCMMT128.rsp", "aes/CBCMMT192.rsp",
@@ -186,13 +187,13 @@ TEST_P(MechTest, AesCbcVectors) {
   }
 }
 
-// 2.11 CKM_AES_CTR (CK_AES_CTR_PARAMS, 128-bit counter), SP 800-38A F.5.
+// "AES with Counter": CKM_AES_CTR (CK_AES_CTR_PARAMS, 128-bit counter), SP 800-38A F.5.
 TEST_P(MechTest, AesCtrVectors) {
   REQUIRE_MECHANISM(CKM_AES_CTR);
   RunAesFile("aes/CTR_SP800-38A.rsp", CKM_AES_CTR);
 }
 
-// 2.10 CKM_AES_CBC_PAD: PKCS#7 padding. The CAVP CBC ciphertext is the
+// "AES": CKM_AES_CBC_PAD: PKCS#7 padding. The CAVP CBC ciphertext is the
 // prefix; the whole output is checked against libcrypto's AES-CBC with
 // padding; decryption (single and multi-part) gives the plaintext back.
 TEST_P(MechTest, AesCbcPadVectors) {
@@ -242,7 +243,7 @@ TEST_P(MechTest, AesCbcPadVectors) {
   }
 }
 
-// 2.12 CKM_AES_GCM (CK_GCM_PARAMS): encrypt output is C || T (T truncated
+// "GCM and CCM": CKM_AES_GCM (CK_GCM_PARAMS): encrypt output is C || T (T truncated
 // to ulTagBits); decryption of a bad tag fails and returns no plaintext.
 // Vectors: CAVP gcmEncryptExtIV / gcmDecrypt (first 3 of each section).
 TEST_P(MechTest, AesGcmVectors) {
@@ -304,7 +305,7 @@ TEST_P(MechTest, AesGcmVectors) {
   }
 }
 
-// 2.20 (SHA-1) / SHA-2 digests: SHAVS short messages, single- and
+// SHA-1 / SHA-2 digest mechanisms: SHAVS short messages, single- and
 // multi-part.
 TEST_P(MechTest, DigestVectors) {
   const struct {
@@ -336,7 +337,7 @@ TEST_P(MechTest, DigestVectors) {
   }
 }
 
-// 2.9 general-length HMAC mechanisms: C_Sign / C_Verify (single and
+// General-length HMAC mechanisms (SHA-1 .. SHA-512): C_Sign / C_Verify (single and
 // multi-part) against CAVP HMAC vectors when tests/vectors/hmac/HMAC.rsp is
 // present, else against libcrypto's HMAC; a wrong MAC is
 // CKR_SIGNATURE_INVALID (5.12.2).
@@ -495,7 +496,7 @@ TEST_P(MechTest, ErrorTerminatesOperation) {
   Bytes odd(15, 1), block(16, 1), out(64);
   CK_ULONG len = out.size();
   ASSERT_CKR(CKR_OK, f()->C_EncryptInit(h_, &ecb, k));
-  // 2.10: ECB input must be a multiple of the block size.
+  // "AES": ECB input must be a multiple of the block size.
   EXPECT_CKR(CKR_DATA_LEN_RANGE,
              f()->C_Encrypt(h_, odd.data(), odd.size(), out.data(), &len));
   len = out.size();
@@ -561,7 +562,7 @@ TEST_P(MechTest, SinglePartAfterUpdateRefused) {
   EXPECT_NE(CKR_BUFFER_TOO_SMALL, rv);
 }
 
-// 2.10 (AES-CBC: "It has a parameter, a 16-byte initialization vector"):
+// "AES" (AES-CBC: "It has a parameter, a 16-byte initialization vector"):
 // a wrong IV is CKR_MECHANISM_PARAM_INVALID (5.1.6); after a refused init
 // no operation is active.
 TEST_P(MechTest, BadCbcIvIsMechanismParamInvalid) {
@@ -578,7 +579,7 @@ TEST_P(MechTest, BadCbcIvIsMechanismParamInvalid) {
   EXPECT_CKR(CKR_OK, f()->C_EncryptInit(h_, &good, k));
 }
 
-// 2.11 CK_AES_CTR_PARAMS: "0 < ulCounterBits <= 128. For any values
+// "AES with Counter", CK_AES_CTR_PARAMS: "0 < ulCounterBits <= 128. For any values
 // outside this range the mechanism shall return
 // CKR_MECHANISM_PARAM_INVALID."
 TEST_P(MechTest, BadCtrCounterBits) {
@@ -596,7 +597,7 @@ TEST_P(MechTest, BadCtrCounterBits) {
   EXPECT_CKR(CKR_OK, f()->C_EncryptInit(h_, &m, k));
 }
 
-// 2.12 CK_GCM_PARAMS: ulTagBits is at most 128; more is
+// "GCM and CCM", CK_GCM_PARAMS: ulTagBits is at most 128; more is
 // CKR_MECHANISM_PARAM_INVALID (5.1.6).
 TEST_P(MechTest, BadGcmTagBits) {
   REQUIRE_MECHANISM(CKM_AES_GCM);

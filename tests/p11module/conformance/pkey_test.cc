@@ -608,7 +608,8 @@ TEST_P(PkeyVectorTest, DsaSigVer) {
   EXPECT_GT(fail, 3);
 }
 
-// Current mechanisms 2.2: CKM_DSA_KEY_PAIR_GEN with domain parameters from the CAVP file,
+// Current mechanisms 2.2: CKM_DSA_KEY_PAIR_GEN with domain parameters from
+// the CAVP file,
 // CKM_DSA_SHA256 / CKM_DSA signatures checked by libcrypto.
 TEST_P(PkeyVectorTest, DsaGenerateSignVerify) {
   REQUIRE_MECHANISM(CKM_DSA_KEY_PAIR_GEN);
