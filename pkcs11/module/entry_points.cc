@@ -134,15 +134,18 @@ absl::Status Finalize(void* reserved_arg) {
   return absl::OkStatus();
 }
 
-// Call runs `body` on the live instance inside Guard.
+// Call runs `body` on the live instance inside Guard; a failure is logged
+// (with `function`) when the log level asks for it.
 template <typename Body>
-CK_RV Call(Body&& body) {
+CK_RV Call(const char* function, Body&& body) {
   return Guard([&]() -> absl::Status {
     Module* m = g_module.load(std::memory_order_acquire);
     if (m == nullptr) {
       return CkError(CKR_CRYPTOKI_NOT_INITIALIZED, "C_Initialize first");
     }
-    return body(*m);
+    absl::Status st = body(*m);
+    if (!st.ok()) m->LogFailure(function, st);
+    return st;
   });
 }
 
@@ -169,7 +172,7 @@ ACCELCRYPT_P11_EXPORT CK_RV C_Finalize(CK_VOID_PTR pReserved) {
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_GetInfo(CK_INFO_PTR pInfo) {
-  return Call([&](Module& m) { return m.GetInfo(pInfo); });
+  return Call(__func__, [&](Module& m) { return m.GetInfo(pInfo); });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_GetFunctionList(CK_FUNCTION_LIST_PTR_PTR ppList);
@@ -177,25 +180,25 @@ ACCELCRYPT_P11_EXPORT CK_RV C_GetFunctionList(CK_FUNCTION_LIST_PTR_PTR ppList);
 ACCELCRYPT_P11_EXPORT CK_RV C_GetSlotList(CK_BBOOL tokenPresent,
                                           CK_SLOT_ID_PTR pSlotList,
                                           CK_ULONG_PTR pulCount) {
-  return Call([&](Module& m) {
+  return Call(__func__, [&](Module& m) {
     return m.GetSlotList(tokenPresent, pSlotList, pulCount);
   });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_GetSlotInfo(CK_SLOT_ID slotID,
                                           CK_SLOT_INFO_PTR pInfo) {
-  return Call([&](Module& m) { return m.GetSlotInfo(slotID, pInfo); });
+  return Call(__func__, [&](Module& m) { return m.GetSlotInfo(slotID, pInfo); });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_GetTokenInfo(CK_SLOT_ID slotID,
                                            CK_TOKEN_INFO_PTR pInfo) {
-  return Call([&](Module& m) { return m.GetTokenInfo(slotID, pInfo); });
+  return Call(__func__, [&](Module& m) { return m.GetTokenInfo(slotID, pInfo); });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_GetMechanismList(
     CK_SLOT_ID slotID, CK_MECHANISM_TYPE_PTR pMechanismList,
     CK_ULONG_PTR pulCount) {
-  return Call([&](Module& m) {
+  return Call(__func__, [&](Module& m) {
     return m.GetMechanismList(slotID, pMechanismList, pulCount);
   });
 }
@@ -204,20 +207,20 @@ ACCELCRYPT_P11_EXPORT CK_RV C_GetMechanismInfo(CK_SLOT_ID slotID,
                                                CK_MECHANISM_TYPE type,
                                                CK_MECHANISM_INFO_PTR pInfo) {
   return Call(
-      [&](Module& m) { return m.GetMechanismInfo(slotID, type, pInfo); });
+      __func__, [&](Module& m) { return m.GetMechanismInfo(slotID, type, pInfo); });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_InitToken(CK_SLOT_ID slotID, CK_UTF8CHAR_PTR pPin,
                                         CK_ULONG ulPinLen,
                                         CK_UTF8CHAR_PTR pLabel) {
   return Call(
-      [&](Module& m) { return m.InitToken(slotID, pPin, ulPinLen, pLabel); });
+      __func__, [&](Module& m) { return m.InitToken(slotID, pPin, ulPinLen, pLabel); });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_InitPIN(CK_SESSION_HANDLE hSession,
                                       CK_UTF8CHAR_PTR pPin,
                                       CK_ULONG ulPinLen) {
-  return Call([&](Module& m) { return m.InitPIN(hSession, pPin, ulPinLen); });
+  return Call(__func__, [&](Module& m) { return m.InitPIN(hSession, pPin, ulPinLen); });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_SetPIN(CK_SESSION_HANDLE hSession,
@@ -225,7 +228,7 @@ ACCELCRYPT_P11_EXPORT CK_RV C_SetPIN(CK_SESSION_HANDLE hSession,
                                      CK_ULONG ulOldLen,
                                      CK_UTF8CHAR_PTR pNewPin,
                                      CK_ULONG ulNewLen) {
-  return Call([&](Module& m) {
+  return Call(__func__, [&](Module& m) {
     return m.SetPIN(hSession, pOldPin, ulOldLen, pNewPin, ulNewLen);
   });
 }
@@ -236,26 +239,26 @@ ACCELCRYPT_P11_EXPORT CK_RV C_OpenSession(CK_SLOT_ID slotID, CK_FLAGS flags,
                                           CK_SESSION_HANDLE_PTR phSession) {
   // Notify callbacks are never made (no event of this token needs one).
   return Call(
-      [&](Module& m) { return m.OpenSession(slotID, flags, phSession); });
+      __func__, [&](Module& m) { return m.OpenSession(slotID, flags, phSession); });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_CloseSession(CK_SESSION_HANDLE hSession) {
-  return Call([&](Module& m) { return m.CloseSession(hSession); });
+  return Call(__func__, [&](Module& m) { return m.CloseSession(hSession); });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_CloseAllSessions(CK_SLOT_ID slotID) {
-  return Call([&](Module& m) { return m.CloseAllSessions(slotID); });
+  return Call(__func__, [&](Module& m) { return m.CloseAllSessions(slotID); });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_GetSessionInfo(CK_SESSION_HANDLE hSession,
                                              CK_SESSION_INFO_PTR pInfo) {
-  return Call([&](Module& m) { return m.GetSessionInfo(hSession, pInfo); });
+  return Call(__func__, [&](Module& m) { return m.GetSessionInfo(hSession, pInfo); });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_GetOperationState(
     CK_SESSION_HANDLE hSession, CK_BYTE_PTR pOperationState,
     CK_ULONG_PTR pulOperationStateLen) {
-  return Call([&](Module& m) {
+  return Call(__func__, [&](Module& m) {
     return m.GetOperationState(hSession, pOperationState,
                                pulOperationStateLen);
   });
@@ -265,7 +268,7 @@ ACCELCRYPT_P11_EXPORT CK_RV C_SetOperationState(
     CK_SESSION_HANDLE hSession, CK_BYTE_PTR pOperationState,
     CK_ULONG ulOperationStateLen, CK_OBJECT_HANDLE hEncryptionKey,
     CK_OBJECT_HANDLE hAuthenticationKey) {
-  return Call([&](Module& m) {
+  return Call(__func__, [&](Module& m) {
     return m.SetOperationState(hSession, pOperationState,
                                ulOperationStateLen, hEncryptionKey,
                                hAuthenticationKey);
@@ -276,18 +279,18 @@ ACCELCRYPT_P11_EXPORT CK_RV C_Login(CK_SESSION_HANDLE hSession,
                                     CK_USER_TYPE userType, CK_UTF8CHAR_PTR pPin,
                                     CK_ULONG ulPinLen) {
   return Call(
-      [&](Module& m) { return m.Login(hSession, userType, pPin, ulPinLen); });
+      __func__, [&](Module& m) { return m.Login(hSession, userType, pPin, ulPinLen); });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_Logout(CK_SESSION_HANDLE hSession) {
-  return Call([&](Module& m) { return m.Logout(hSession); });
+  return Call(__func__, [&](Module& m) { return m.Logout(hSession); });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_CreateObject(CK_SESSION_HANDLE hSession,
                                            CK_ATTRIBUTE_PTR pTemplate,
                                            CK_ULONG ulCount,
                                            CK_OBJECT_HANDLE_PTR phObject) {
-  return Call([&](Module& m) {
+  return Call(__func__, [&](Module& m) {
     return m.CreateObject(hSession, pTemplate, ulCount, phObject);
   });
 }
@@ -297,28 +300,28 @@ ACCELCRYPT_P11_EXPORT CK_RV C_CopyObject(CK_SESSION_HANDLE hSession,
                                          CK_ATTRIBUTE_PTR pTemplate,
                                          CK_ULONG ulCount,
                                          CK_OBJECT_HANDLE_PTR phNewObject) {
-  return Call([&](Module& m) {
+  return Call(__func__, [&](Module& m) {
     return m.CopyObject(hSession, hObject, pTemplate, ulCount, phNewObject);
   });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_DestroyObject(CK_SESSION_HANDLE hSession,
                                             CK_OBJECT_HANDLE hObject) {
-  return Call([&](Module& m) { return m.DestroyObject(hSession, hObject); });
+  return Call(__func__, [&](Module& m) { return m.DestroyObject(hSession, hObject); });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_GetObjectSize(CK_SESSION_HANDLE hSession,
                                             CK_OBJECT_HANDLE hObject,
                                             CK_ULONG_PTR pulSize) {
   return Call(
-      [&](Module& m) { return m.GetObjectSize(hSession, hObject, pulSize); });
+      __func__, [&](Module& m) { return m.GetObjectSize(hSession, hObject, pulSize); });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_GetAttributeValue(CK_SESSION_HANDLE hSession,
                                                 CK_OBJECT_HANDLE hObject,
                                                 CK_ATTRIBUTE_PTR pTemplate,
                                                 CK_ULONG ulCount) {
-  return Call([&](Module& m) {
+  return Call(__func__, [&](Module& m) {
     return m.GetAttributeValue(hSession, hObject, pTemplate, ulCount);
   });
 }
@@ -327,7 +330,7 @@ ACCELCRYPT_P11_EXPORT CK_RV C_SetAttributeValue(CK_SESSION_HANDLE hSession,
                                                 CK_OBJECT_HANDLE hObject,
                                                 CK_ATTRIBUTE_PTR pTemplate,
                                                 CK_ULONG ulCount) {
-  return Call([&](Module& m) {
+  return Call(__func__, [&](Module& m) {
     return m.SetAttributeValue(hSession, hObject, pTemplate, ulCount);
   });
 }
@@ -335,7 +338,7 @@ ACCELCRYPT_P11_EXPORT CK_RV C_SetAttributeValue(CK_SESSION_HANDLE hSession,
 ACCELCRYPT_P11_EXPORT CK_RV C_FindObjectsInit(CK_SESSION_HANDLE hSession,
                                               CK_ATTRIBUTE_PTR pTemplate,
                                               CK_ULONG ulCount) {
-  return Call([&](Module& m) {
+  return Call(__func__, [&](Module& m) {
     return m.FindObjectsInit(hSession, pTemplate, ulCount);
   });
 }
@@ -344,14 +347,14 @@ ACCELCRYPT_P11_EXPORT CK_RV C_FindObjects(CK_SESSION_HANDLE hSession,
                                           CK_OBJECT_HANDLE_PTR phObject,
                                           CK_ULONG ulMaxObjectCount,
                                           CK_ULONG_PTR pulObjectCount) {
-  return Call([&](Module& m) {
+  return Call(__func__, [&](Module& m) {
     return m.FindObjects(hSession, phObject, ulMaxObjectCount,
                          pulObjectCount);
   });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_FindObjectsFinal(CK_SESSION_HANDLE hSession) {
-  return Call([&](Module& m) { return m.FindObjectsFinal(hSession); });
+  return Call(__func__, [&](Module& m) { return m.FindObjectsFinal(hSession); });
 }
 
 // Encrypt, decrypt, digest, sign, verify: Init, single-part, Update, Final.
@@ -359,7 +362,7 @@ ACCELCRYPT_P11_EXPORT CK_RV C_FindObjectsFinal(CK_SESSION_HANDLE hSession) {
   ACCELCRYPT_P11_EXPORT CK_RV name(CK_SESSION_HANDLE hSession,              \
                                    CK_MECHANISM_PTR pMechanism,             \
                                    CK_OBJECT_HANDLE hKey) {                 \
-    return Call([&](Module& m) {                                            \
+    return Call(__func__, [&](Module& m) {                                            \
       return m.OpInit(p11::slot, hSession, pMechanism, hKey);               \
     });                                                                     \
   }
@@ -367,7 +370,7 @@ ACCELCRYPT_P11_EXPORT CK_RV C_FindObjectsFinal(CK_SESSION_HANDLE hSession) {
   ACCELCRYPT_P11_EXPORT CK_RV name(CK_SESSION_HANDLE hSession,              \
                                    CK_BYTE_PTR pIn, CK_ULONG ulInLen,       \
                                    CK_BYTE_PTR pOut, CK_ULONG_PTR pulOutLen) { \
-    return Call([&](Module& m) {                                            \
+    return Call(__func__, [&](Module& m) {                                            \
       return m.OneShot(p11::slot, hSession, pIn, ulInLen, pOut, pulOutLen); \
     });                                                                     \
   }
@@ -375,7 +378,7 @@ ACCELCRYPT_P11_EXPORT CK_RV C_FindObjectsFinal(CK_SESSION_HANDLE hSession) {
   ACCELCRYPT_P11_EXPORT CK_RV name(CK_SESSION_HANDLE hSession,              \
                                    CK_BYTE_PTR pIn, CK_ULONG ulInLen,       \
                                    CK_BYTE_PTR pOut, CK_ULONG_PTR pulOutLen) { \
-    return Call([&](Module& m) {                                            \
+    return Call(__func__, [&](Module& m) {                                            \
       return m.UpdateWithOutput(p11::slot, hSession, pIn, ulInLen, pOut,    \
                                 pulOutLen);                                 \
     });                                                                     \
@@ -383,14 +386,14 @@ ACCELCRYPT_P11_EXPORT CK_RV C_FindObjectsFinal(CK_SESSION_HANDLE hSession) {
 #define ACCELCRYPT_P11_UPDATE(name, slot)                                   \
   ACCELCRYPT_P11_EXPORT CK_RV name(CK_SESSION_HANDLE hSession,              \
                                    CK_BYTE_PTR pPart, CK_ULONG ulPartLen) { \
-    return Call([&](Module& m) {                                            \
+    return Call(__func__, [&](Module& m) {                                            \
       return m.Update(p11::slot, hSession, pPart, ulPartLen);               \
     });                                                                     \
   }
 #define ACCELCRYPT_P11_FINAL(name, slot)                                    \
   ACCELCRYPT_P11_EXPORT CK_RV name(CK_SESSION_HANDLE hSession,              \
                                    CK_BYTE_PTR pOut, CK_ULONG_PTR pulOutLen) { \
-    return Call([&](Module& m) {                                            \
+    return Call(__func__, [&](Module& m) {                                            \
       return m.Final(p11::slot, hSession, pOut, pulOutLen);                 \
     });                                                                     \
   }
@@ -417,7 +420,7 @@ ACCELCRYPT_P11_ONESHOT(C_VerifyRecover, kVerifyRecoverSlot)
 
 ACCELCRYPT_P11_EXPORT CK_RV C_DigestInit(CK_SESSION_HANDLE hSession,
                                          CK_MECHANISM_PTR pMechanism) {
-  return Call([&](Module& m) {
+  return Call(__func__, [&](Module& m) {
     return m.OpInit(p11::kDigestSlot, hSession, pMechanism,
                     CK_INVALID_HANDLE);
   });
@@ -425,14 +428,14 @@ ACCELCRYPT_P11_EXPORT CK_RV C_DigestInit(CK_SESSION_HANDLE hSession,
 
 ACCELCRYPT_P11_EXPORT CK_RV C_DigestKey(CK_SESSION_HANDLE hSession,
                                         CK_OBJECT_HANDLE hKey) {
-  return Call([&](Module& m) { return m.DigestKey(hSession, hKey); });
+  return Call(__func__, [&](Module& m) { return m.DigestKey(hSession, hKey); });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_Verify(CK_SESSION_HANDLE hSession,
                                      CK_BYTE_PTR pData, CK_ULONG ulDataLen,
                                      CK_BYTE_PTR pSignature,
                                      CK_ULONG ulSignatureLen) {
-  return Call([&](Module& m) {
+  return Call(__func__, [&](Module& m) {
     return m.Verify(hSession, pData, ulDataLen, pSignature, ulSignatureLen);
   });
 }
@@ -440,7 +443,7 @@ ACCELCRYPT_P11_EXPORT CK_RV C_Verify(CK_SESSION_HANDLE hSession,
 ACCELCRYPT_P11_EXPORT CK_RV C_VerifyFinal(CK_SESSION_HANDLE hSession,
                                           CK_BYTE_PTR pSignature,
                                           CK_ULONG ulSignatureLen) {
-  return Call([&](Module& m) {
+  return Call(__func__, [&](Module& m) {
     return m.VerifyFinal(hSession, pSignature, ulSignatureLen);
   });
 }
@@ -450,7 +453,7 @@ ACCELCRYPT_P11_EXPORT CK_RV C_VerifyFinal(CK_SESSION_HANDLE hSession,
 ACCELCRYPT_P11_EXPORT CK_RV C_SignRecoverInit(CK_SESSION_HANDLE hSession,
                                               CK_MECHANISM_PTR pMechanism,
                                               CK_OBJECT_HANDLE hKey) {
-  return Call([&](Module&) { return NotSupported(); });
+  return Call(__func__, [&](Module&) { return NotSupported(); });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_SignRecover(CK_SESSION_HANDLE hSession,
@@ -458,7 +461,7 @@ ACCELCRYPT_P11_EXPORT CK_RV C_SignRecover(CK_SESSION_HANDLE hSession,
                                           CK_ULONG ulDataLen,
                                           CK_BYTE_PTR pSignature,
                                           CK_ULONG_PTR pulSignatureLen) {
-  return Call([&](Module&) { return NotSupported(); });
+  return Call(__func__, [&](Module&) { return NotSupported(); });
 }
 
 // Dual-function operations (v2.40 section 5.14): not offered.
@@ -467,7 +470,7 @@ ACCELCRYPT_P11_EXPORT CK_RV C_DigestEncryptUpdate(CK_SESSION_HANDLE hSession,
                                                   CK_ULONG ulPartLen,
                                                   CK_BYTE_PTR pEncryptedPart,
                                                   CK_ULONG_PTR pulEncryptedPartLen) {
-  return Call([&](Module&) { return NotSupported(); });
+  return Call(__func__, [&](Module&) { return NotSupported(); });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_DecryptDigestUpdate(CK_SESSION_HANDLE hSession,
@@ -475,7 +478,7 @@ ACCELCRYPT_P11_EXPORT CK_RV C_DecryptDigestUpdate(CK_SESSION_HANDLE hSession,
                                                   CK_ULONG ulEncryptedPartLen,
                                                   CK_BYTE_PTR pPart,
                                                   CK_ULONG_PTR pulPartLen) {
-  return Call([&](Module&) { return NotSupported(); });
+  return Call(__func__, [&](Module&) { return NotSupported(); });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_SignEncryptUpdate(CK_SESSION_HANDLE hSession,
@@ -483,7 +486,7 @@ ACCELCRYPT_P11_EXPORT CK_RV C_SignEncryptUpdate(CK_SESSION_HANDLE hSession,
                                                 CK_ULONG ulPartLen,
                                                 CK_BYTE_PTR pEncryptedPart,
                                                 CK_ULONG_PTR pulEncryptedPartLen) {
-  return Call([&](Module&) { return NotSupported(); });
+  return Call(__func__, [&](Module&) { return NotSupported(); });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_DecryptVerifyUpdate(CK_SESSION_HANDLE hSession,
@@ -491,7 +494,7 @@ ACCELCRYPT_P11_EXPORT CK_RV C_DecryptVerifyUpdate(CK_SESSION_HANDLE hSession,
                                                   CK_ULONG ulEncryptedPartLen,
                                                   CK_BYTE_PTR pPart,
                                                   CK_ULONG_PTR pulPartLen) {
-  return Call([&](Module&) { return NotSupported(); });
+  return Call(__func__, [&](Module&) { return NotSupported(); });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_GenerateKey(CK_SESSION_HANDLE hSession,
@@ -499,7 +502,7 @@ ACCELCRYPT_P11_EXPORT CK_RV C_GenerateKey(CK_SESSION_HANDLE hSession,
                                           CK_ATTRIBUTE_PTR pTemplate,
                                           CK_ULONG ulCount,
                                           CK_OBJECT_HANDLE_PTR phKey) {
-  return Call([&](Module& m) {
+  return Call(__func__, [&](Module& m) {
     return m.GenerateKey(hSession, pMechanism, pTemplate, ulCount, phKey);
   });
 }
@@ -509,7 +512,7 @@ ACCELCRYPT_P11_EXPORT CK_RV C_GenerateKeyPair(
     CK_ATTRIBUTE_PTR pPublicKeyTemplate, CK_ULONG ulPublicKeyAttributeCount,
     CK_ATTRIBUTE_PTR pPrivateKeyTemplate, CK_ULONG ulPrivateKeyAttributeCount,
     CK_OBJECT_HANDLE_PTR phPublicKey, CK_OBJECT_HANDLE_PTR phPrivateKey) {
-  return Call([&](Module& m) {
+  return Call(__func__, [&](Module& m) {
     return m.GenerateKeyPair(hSession, pMechanism, pPublicKeyTemplate,
                              ulPublicKeyAttributeCount, pPrivateKeyTemplate,
                              ulPrivateKeyAttributeCount, phPublicKey,
@@ -524,7 +527,7 @@ ACCELCRYPT_P11_EXPORT CK_RV C_WrapKey(CK_SESSION_HANDLE hSession,
                                       CK_OBJECT_HANDLE hKey,
                                       CK_BYTE_PTR pWrappedKey,
                                       CK_ULONG_PTR pulWrappedKeyLen) {
-  return Call([&](Module&) { return NotSupported(); });
+  return Call(__func__, [&](Module&) { return NotSupported(); });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_UnwrapKey(CK_SESSION_HANDLE hSession,
@@ -535,7 +538,7 @@ ACCELCRYPT_P11_EXPORT CK_RV C_UnwrapKey(CK_SESSION_HANDLE hSession,
                                         CK_ATTRIBUTE_PTR pTemplate,
                                         CK_ULONG ulAttributeCount,
                                         CK_OBJECT_HANDLE_PTR phKey) {
-  return Call([&](Module&) { return NotSupported(); });
+  return Call(__func__, [&](Module&) { return NotSupported(); });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_DeriveKey(CK_SESSION_HANDLE hSession,
@@ -544,20 +547,20 @@ ACCELCRYPT_P11_EXPORT CK_RV C_DeriveKey(CK_SESSION_HANDLE hSession,
                                         CK_ATTRIBUTE_PTR pTemplate,
                                         CK_ULONG ulAttributeCount,
                                         CK_OBJECT_HANDLE_PTR phKey) {
-  return Call([&](Module&) { return NotSupported(); });
+  return Call(__func__, [&](Module&) { return NotSupported(); });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_SeedRandom(CK_SESSION_HANDLE hSession,
                                          CK_BYTE_PTR pSeed,
                                          CK_ULONG ulSeedLen) {
   return Call(
-      [&](Module& m) { return m.SeedRandom(hSession, pSeed, ulSeedLen); });
+      __func__, [&](Module& m) { return m.SeedRandom(hSession, pSeed, ulSeedLen); });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_GenerateRandom(CK_SESSION_HANDLE hSession,
                                              CK_BYTE_PTR RandomData,
                                              CK_ULONG ulRandomLen) {
-  return Call([&](Module& m) {
+  return Call(__func__, [&](Module& m) {
     return m.GenerateRandom(hSession, RandomData, ulRandomLen);
   });
 }
@@ -565,13 +568,13 @@ ACCELCRYPT_P11_EXPORT CK_RV C_GenerateRandom(CK_SESSION_HANDLE hSession,
 // Legacy parallel functions (v2.40 section 5.16): always
 // CKR_FUNCTION_NOT_PARALLEL (after the initialisation check).
 ACCELCRYPT_P11_EXPORT CK_RV C_GetFunctionStatus(CK_SESSION_HANDLE hSession) {
-  return Call([&](Module&) {
+  return Call(__func__, [&](Module&) {
     return CkError(CKR_FUNCTION_NOT_PARALLEL, "no parallel functions");
   });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_CancelFunction(CK_SESSION_HANDLE hSession) {
-  return Call([&](Module&) {
+  return Call(__func__, [&](Module&) {
     return CkError(CKR_FUNCTION_NOT_PARALLEL, "no parallel functions");
   });
 }
@@ -580,7 +583,7 @@ ACCELCRYPT_P11_EXPORT CK_RV C_CancelFunction(CK_SESSION_HANDLE hSession) {
 ACCELCRYPT_P11_EXPORT CK_RV C_WaitForSlotEvent(CK_FLAGS flags,
                                                CK_SLOT_ID_PTR pSlot,
                                                CK_VOID_PTR pReserved) {
-  return Call([&](Module&) { return NotSupported(); });
+  return Call(__func__, [&](Module&) { return NotSupported(); });
 }
 
 namespace {

@@ -126,6 +126,12 @@ void Module::Log(std::string_view message) const {
                static_cast<int>(message.size()), message.data());
 }
 
+void Module::LogFailure(const char* function,
+                        const absl::Status& status) const {
+  if (config_.log_level < 2) return;
+  Log(absl::StrCat(function, ": ", status.message()));
+}
+
 absl::StatusOr<Token*> Module::FindToken(CK_SLOT_ID slot) {
   if (slot >= tokens_.size()) {
     return CkError(CKR_SLOT_ID_INVALID, absl::StrFormat("no slot %d", slot));

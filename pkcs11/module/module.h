@@ -121,6 +121,10 @@ class Module {
       std::optional<AppLocking> app);
   ~Module();
 
+  // LogFailure reports a failed C_* call on stderr at log level 2 and up
+  // (the status message never holds PINs or key bytes).
+  void LogFailure(const char* function, const absl::Status& status) const;
+
   // FlushStats writes the core's stats now (process exit).
   void FlushStats();
   // ReleaseStoresAfterFork, in a forked child, closes the inherited token
