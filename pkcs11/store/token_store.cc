@@ -17,8 +17,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <climits>
 #include <cstring>
+#include <thread>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
@@ -970,8 +972,21 @@ absl::StatusOr<std::unique_ptr<TokenStore>> TokenStore::Open(
   // access, which a concurrent opener may hold: the busy handler waits.
   // The statement is finalised before anything else runs: while it is
   // active its read transaction would keep the connection on the rollback
-  // journal.
-  ACCELCRYPT_RETURN_IF_ERROR(im->CheckJournalMode("PRAGMA journal_mode = WAL"));
+  // journal. Switching a new file to WAL upgrades a read lock to a write
+  // lock, for which SQLite returns SQLITE_BUSY at once (no busy handler:
+  // waiting could deadlock) when another process is creating the store at
+  // the same moment; retry until the busy timeout.
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(options.busy_timeout_ms);
+  while (true) {
+    absl::Status st = im->CheckJournalMode("PRAGMA journal_mode = WAL");
+    if (st.ok()) break;
+    if ((sqlite3_extended_errcode(im->db) & 0xff) != SQLITE_BUSY ||
+        std::chrono::steady_clock::now() >= deadline) {
+      return st;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   // synchronous = FULL: a commit survives power loss. secure_delete: freed
   // pages (old wrapped data keys after C_SetPIN, destroyed objects) are
   // zeroed, not left readable in the file.

@@ -875,6 +875,38 @@ TEST_F(TokenStoreTest, TwoProcessesWriteConcurrently) {
   EXPECT_EQ(raw.Text("PRAGMA integrity_check"), "ok");
 }
 
+TEST_F(TokenStoreTest, ProcessesCreatingTheStoreTogetherAgree) {
+  constexpr int kProcs = 6;
+  int go[2];
+  ASSERT_EQ(pipe(go), 0);
+  std::vector<pid_t> children;
+  for (int i = 0; i < kProcs; ++i) {
+    children.push_back(Spawn([&]() -> int {
+      close(go[1]);
+      char c;
+      if (read(go[0], &c, 1) != 0) return 40;  // start together at EOF
+      auto store = TokenStore::Open(dir_, FastOptions());
+      if (!store.ok()) {
+        std::cerr << "child: " << store.status() << "\n";
+        return 41;
+      }
+      auto info = (*store)->Info();
+      if (!info.ok() || info->serial.size() != 16) return 42;
+      return (*store)->CreateObject(PublicAttrs("x"), false, nullptr).ok()
+                 ? 43  // nobody initialised the token
+                 : 0;
+    }));
+  }
+  close(go[0]);
+  close(go[1]);
+  for (pid_t pid : children) EXPECT_EQ(ExitCode(pid), 0);
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  RawDb raw(store->path());
+  EXPECT_EQ(raw.Text("SELECT count(*) FROM token"), "1");
+  EXPECT_EQ(raw.Text("PRAGMA journal_mode"), "wal");
+}
+
 TEST_F(TokenStoreTest, ForkedChildReopensAndOutlivesTheParentsStore) {
   auto parent = InitializedStore();
   ASSERT_NE(parent, nullptr);
