@@ -113,7 +113,7 @@ case "$(basename "$module")" in
       printf '[accelcrypt]\nbackend_dir = %s\n\n' "$backend_dir"
     fi
     # Low PBKDF2 cost: tests, not a deployment.
-    printf '[accelcrypt_pkcs11]\ntoken_dir = %s/tokens\nslots = 1\npbkdf2_iterations = 1000\n' "$tmp"
+    printf '[accelcrypt_pkcs11]\ntoken_dir = %s/tokens\nslots = 1\npbkdf2_iterations = 1000\nmax_pin_failures = 3\n' "$tmp"
   } > "$tmp/accelcrypt-pkcs11.conf"
   export ACCELCRYPT_PKCS11_CONF=$tmp/accelcrypt-pkcs11.conf
   EXP_MANUF="accelcrypt"
@@ -321,6 +321,40 @@ check_pkcs11_tool() {
   step "wrong PIN is refused (C_Login CKR_PIN_INCORRECT)"
   run_fails p11 --token-label "$LABEL" --login --pin 000000 -O
   expect_out "CKR_PIN_INCORRECT" "wrong PIN error code"
+
+  step "C_Initialize again in a forked child (pkcs11-tool --test-fork)"
+  if [ "$flavour" = softhsm ]; then
+    echo "    (skipped for SoftHSMv2 2.6: its child gets CKR_CRYPTOKI_ALREADY_INITIALIZED)"
+  else
+    run p11_user --test-fork
+  fi
+
+  step "change the user PIN (C_SetPIN), old PIN refused afterwards"
+  run p11_user --change-pin --new-pin 654321
+  expect_out "PIN successfully changed" "pkcs11-tool --change-pin"
+  run_fails p11 --token-label "$LABEL" --login --pin "$USER_PIN" -O
+  expect_out "CKR_PIN_INCORRECT" "old PIN after C_SetPIN"
+  run p11 --token-label "$LABEL" --login --pin 654321 -O
+  expect_out "label: +aes1" "new PIN logs in"
+  run p11 --token-label "$LABEL" --login --pin 654321 --change-pin --new-pin "$USER_PIN"
+
+  if [ "$flavour" = accelcrypt ]; then
+    step "max_pin_failures = 3 wrong PINs lock the user PIN; the SO's C_InitPIN unlocks"
+    local i
+    for i in 1 2 3; do
+      run_fails p11 --token-label "$LABEL" --login --pin 000000 -O
+    done
+    run_fails p11_user -O
+    expect_out "CKR_PIN_LOCKED" "right PIN while locked"
+    run p11 -T
+    expect_out "token flags +:.*user PIN locked" "CKF_USER_PIN_LOCKED"
+    run p11 --token-label "$LABEL" --login --login-type so --so-pin "$SO_PIN" \
+        --init-pin --pin "$USER_PIN"
+    run p11_user -O
+    expect_out "label: +aes1" "login after unlock"
+    run p11 -T
+    expect_no_out "user PIN locked" "CKF_USER_PIN_LOCKED cleared"
+  fi
 
   step "delete the imported key (C_DestroyObject)"
   run p11_user --delete-object --type secrkey --id 03
