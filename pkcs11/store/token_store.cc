@@ -966,6 +966,12 @@ absl::StatusOr<std::unique_ptr<TokenStore>> TokenStore::Open(
     im->db = nullptr;
     return st;
   }
+  // SQLite silently falls back to read-only for a file it cannot write.
+  if (sqlite3_db_readonly(im->db, "main") == 1) {
+    return CkError(
+        CKR_DEVICE_ERROR,
+        absl::StrFormat("token store %s: the file is not writable", im->path));
+  }
   sqlite3_busy_timeout(im->db, options.busy_timeout_ms);
   // WAL: readers never block the writer, a killed writer leaves the last
   // commit. Switching a fresh file to WAL needs a moment of exclusive

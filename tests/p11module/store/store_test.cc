@@ -907,6 +907,36 @@ TEST_F(TokenStoreTest, ProcessesCreatingTheStoreTogetherAgree) {
   EXPECT_EQ(raw.Text("PRAGMA journal_mode"), "wal");
 }
 
+TEST_F(TokenStoreTest, WrongPinsFromSeveralProcessesAllCount) {
+  { ASSERT_NE(InitializedStore(), nullptr); }
+  constexpr int kProcs = 3;  // == max_pin_failures
+  int go[2];
+  ASSERT_EQ(pipe(go), 0);
+  std::vector<pid_t> children;
+  for (int i = 0; i < kProcs; ++i) {
+    children.push_back(Spawn([&]() -> int {
+      close(go[1]);
+      auto store = TokenStore::Open(dir_, FastOptions());
+      if (!store.ok()) return 50;
+      char c;
+      if (read(go[0], &c, 1) != 0) return 51;
+      return ToCkRv((*store)->Login(User::kUser, "wrong").status()) ==
+                     CKR_PIN_INCORRECT
+                 ? 0
+                 : 52;
+    }));
+  }
+  close(go[0]);
+  close(go[1]);
+  for (pid_t pid : children) EXPECT_EQ(ExitCode(pid), 0);
+  auto store = OpenStore();
+  ASSERT_NE(store, nullptr);
+  ASSERT_OK_AND_ASSIGN(TokenStore::TokenInfo info, store->Info());
+  EXPECT_EQ(info.user_failures, 3u);
+  EXPECT_TRUE(info.user_locked);
+  EXPECT_THAT(store->Login(User::kUser, kUserPin), HasCkRv(CKR_PIN_LOCKED));
+}
+
 TEST_F(TokenStoreTest, ForkedChildReopensAndOutlivesTheParentsStore) {
   auto parent = InitializedStore();
   ASSERT_NE(parent, nullptr);
