@@ -66,8 +66,8 @@ void P11Test::TearDown() {
   }
 }
 
-CK_RV P11Test::Initialize() {
-  CK_RV rv = f_->C_Initialize(nullptr);
+CK_RV P11Test::Initialize(CK_C_INITIALIZE_ARGS* args) {
+  CK_RV rv = f_->C_Initialize(args);
   if (rv == CKR_OK) initialized_ = true;
   return rv;
 }

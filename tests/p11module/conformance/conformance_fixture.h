@@ -87,9 +87,9 @@ class P11Test : public ::testing::TestWithParam<ModuleKind> {
   CK_SLOT_ID slot() const { return slot_; }
   TokenEnv& env() { return *env_; }
 
-  // Initialize/Finalize call C_Initialize(NULL)/C_Finalize(NULL) and track
+  // Initialize/Finalize call C_Initialize(args)/C_Finalize(NULL) and track
   // the state so TearDown finalizes exactly once.
-  CK_RV Initialize();
+  CK_RV Initialize(CK_C_INITIALIZE_ARGS* args = nullptr);
   CK_RV Finalize();
   // SetUpToken initialises the token (label kLabel, SO PIN kSoPin) and,
   // when `user_pin`, the user PIN kUserPin.

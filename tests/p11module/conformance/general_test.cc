@@ -5,8 +5,12 @@
 // Interface Base Specification Version 2.40" (pkcs11-base-v2.40).
 #include <p11-kit-1/p11-kit/pkcs11.h>
 
+#include <openssl/evp.h>
+
+#include <atomic>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -135,6 +139,48 @@ TEST_P(InitTest, FinalizeWithReservedIsArgumentsBad) {
   ASSERT_CKR(CKR_OK, Initialize());
   int something = 0;
   EXPECT_CKR(CKR_ARGUMENTS_BAD, f()->C_Finalize(&something));
+}
+
+// 5.4.4 C_GetFunctionList: NULL ppFunctionList is CKR_ARGUMENTS_BAD; the
+// list carries the Cryptoki version (3.1 CK_VERSION, 2.x here) and is the
+// same one every time.
+TEST_P(InitTest, GetFunctionList) {
+  auto module = Module::Load(ModulePath(kind()));
+  ASSERT_TRUE(module.ok());
+  auto get = reinterpret_cast<CK_C_GetFunctionList>(
+      (*module)->Symbol("C_GetFunctionList"));
+  ASSERT_NE(nullptr, get);
+  EXPECT_CKR(CKR_ARGUMENTS_BAD, get(nullptr));
+  CK_FUNCTION_LIST* list = nullptr;
+  ASSERT_CKR(CKR_OK, get(&list));
+  EXPECT_EQ(f(), list);
+  EXPECT_EQ(2, list->version.major);
+  EXPECT_NE(nullptr, list->C_Initialize);
+  EXPECT_NE(nullptr, list->C_WaitForSlotEvent);
+}
+
+// 5.4.1: the library may refuse CKF_LIBRARY_CANT_CREATE_OS_THREADS only
+// with CKR_NEED_TO_CREATE_THREADS; mutex functions without
+// CKF_OS_LOCKING_OK: use them or CKR_CANT_LOCK.
+TEST_P(InitTest, InitializeFlags) {
+  CK_C_INITIALIZE_ARGS args;
+  std::memset(&args, 0, sizeof(args));
+  args.flags = CKF_LIBRARY_CANT_CREATE_OS_THREADS | CKF_OS_LOCKING_OK;
+  CK_RV rv = f()->C_Initialize(&args);
+  EXPECT_TRUE(rv == CKR_OK || rv == CKR_NEED_TO_CREATE_THREADS) << CkrName(rv);
+  if (rv == CKR_OK) {
+    ASSERT_CKR(CKR_OK, f()->C_Finalize(nullptr));
+  }
+  std::memset(&args, 0, sizeof(args));
+  args.CreateMutex = DummyCreateMutex;
+  args.DestroyMutex = DummyDestroyMutex;
+  args.LockMutex = DummyLockMutex;
+  args.UnlockMutex = DummyUnlockMutex;
+  rv = f()->C_Initialize(&args);
+  EXPECT_TRUE(rv == CKR_OK || rv == CKR_CANT_LOCK) << CkrName(rv);
+  if (rv == CKR_OK) {
+    ASSERT_CKR(CKR_OK, f()->C_Finalize(nullptr));
+  }
 }
 
 ACCELCRYPT_P11_INSTANTIATE(InitTest);
@@ -495,7 +541,85 @@ TEST_P(SessionTest, GenerateRandom) {
   EXPECT_TRUE(info.flags & CKF_RNG);
 }
 
+// 5.5.4 C_WaitForSlotEvent with CKF_DONT_BLOCK: CKR_NO_EVENT when nothing
+// happened (or CKR_FUNCTION_NOT_SUPPORTED, 5.1.6).
+TEST_P(SessionTest, WaitForSlotEventDontBlock) {
+  CK_SLOT_ID s;
+  CK_RV rv = f()->C_WaitForSlotEvent(CKF_DONT_BLOCK, &s, nullptr);
+  EXPECT_TRUE(rv == CKR_NO_EVENT || rv == CKR_FUNCTION_NOT_SUPPORTED)
+      << CkrName(rv);
+}
+
+// A library initialised with CKF_OS_LOCKING_OK is used from several
+// threads at once (5.4.1; sessions are per thread here): every thread's
+// digests and encryptions are right and its objects are all created.
+class ThreadTest : public P11Test {
+ protected:
+  bool AutoInitialize() const override { return false; }
+};
+
+TEST_P(ThreadTest, ConcurrentSessionsFromThreads) {
+  CK_C_INITIALIZE_ARGS args;
+  std::memset(&args, 0, sizeof(args));
+  args.flags = CKF_OS_LOCKING_OK;
+  ASSERT_CKR(CKR_OK, Initialize(&args));
+  ASSERT_CKR(CKR_OK, SetUpToken(true));
+  CK_SESSION_HANDLE login;
+  ASSERT_CKR(CKR_OK, OpenUserRw(&login));
+  std::vector<uint8_t> msg(1000, 0x77), expect(32);
+  unsigned int elen = 0;
+  EVP_Digest(msg.data(), msg.size(), expect.data(), &elen, EVP_sha256(),
+             nullptr);
+  constexpr int kThreads = 4, kRounds = 50;
+  std::atomic<int> bad{0}, created{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      CK_SESSION_HANDLE h;
+      if (OpenSession(f(), slot(), true, &h) != CKR_OK) {
+        ++bad;
+        return;
+      }
+      for (int i = 0; i < kRounds; ++i) {
+        CK_MECHANISM sha = {CKM_SHA256, nullptr, 0};
+        std::vector<uint8_t> out(32);
+        CK_ULONG len = out.size();
+        std::vector<uint8_t> in = msg;
+        if (f()->C_DigestInit(h, &sha) != CKR_OK ||
+            f()->C_Digest(h, in.data(), in.size(), out.data(), &len) != CKR_OK ||
+            out != expect) {
+          ++bad;
+        }
+        Template d;
+        d.Ulong(CKA_CLASS, CKO_DATA)
+            .Bool(CKA_TOKEN, (i % 5) == 0)
+            .Bool(CKA_PRIVATE, true)
+            .Str(CKA_LABEL, "thread-" + std::to_string(t))
+            .Str(CKA_APPLICATION, "threads");
+        CK_OBJECT_HANDLE obj;
+        if (f()->C_CreateObject(h, d.data(), d.size(), &obj) == CKR_OK) {
+          ++created;
+        } else {
+          ++bad;
+        }
+      }
+      f()->C_CloseSession(h);
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(0, bad.load());
+  EXPECT_EQ(kThreads * kRounds, created.load());
+  // The token objects (every fifth) are all there; session objects died
+  // with their sessions.
+  Template all;
+  all.Ulong(CKA_CLASS, CKO_DATA).Str(CKA_APPLICATION, "threads");
+  std::vector<CK_OBJECT_HANDLE> found;
+  ASSERT_CKR(CKR_OK, FindObjects(f(), login, all, &found));
+  EXPECT_EQ(static_cast<size_t>(kThreads * kRounds / 5), found.size());
+}
+
 ACCELCRYPT_P11_INSTANTIATE(SessionTest);
+ACCELCRYPT_P11_INSTANTIATE(ThreadTest);
 
 }  // namespace
 }  // namespace accelcrypt::p11test

@@ -389,6 +389,43 @@ TEST_P(ObjectTest, PrivateObjectsHiddenBeforeLogin) {
   EXPECT_EQ(1u, FindByLabel("hidden-tok").size());
 }
 
+// 5.6.8 C_Logout: "any of the application's handles to private objects
+// become invalid (even if a user is later logged back into the token, those
+// handles remain invalid). In addition, all private session objects from
+// sessions belonging to the application are destroyed."
+TEST_P(ObjectTest, LogoutInvalidatesPrivateHandles) {
+  CK_OBJECT_HANDLE priv_tok, priv_ses, pub_ses;
+  ASSERT_CKR(CKR_OK, CreateData("p-tok", true, true, &priv_tok));
+  ASSERT_CKR(CKR_OK, CreateData("p-ses", false, true, &priv_ses));
+  ASSERT_CKR(CKR_OK, CreateData("pub-ses", false, false, &pub_ses));
+  ASSERT_CKR(CKR_OK, f()->C_Logout(h_));
+  ASSERT_CKR(CKR_OK, LoginUser(h_));
+  std::vector<uint8_t> v;
+  EXPECT_CKR(CKR_OBJECT_HANDLE_INVALID,
+             GetAttribute(f(), h_, priv_tok, CKA_LABEL, &v));
+  EXPECT_CKR(CKR_OBJECT_HANDLE_INVALID,
+             GetAttribute(f(), h_, priv_ses, CKA_LABEL, &v));
+  EXPECT_TRUE(FindByLabel("p-ses").empty());
+  // The token object itself survives, under a new handle; public session
+  // objects are untouched.
+  EXPECT_EQ(1u, FindByLabel("p-tok").size());
+  EXPECT_CKR(CKR_OK, GetAttribute(f(), h_, pub_ses, CKA_LABEL, &v));
+}
+
+// Object handles belong to the application: a session object made in one
+// session is usable from another session of the same application (4.4:
+// session objects are visible to the application that created them).
+TEST_P(ObjectTest, HandlesSharedAcrossSessions) {
+  CK_OBJECT_HANDLE obj;
+  ASSERT_CKR(CKR_OK, CreateData("shared", false, false, &obj));
+  CK_SESSION_HANDLE other;
+  ASSERT_CKR(CKR_OK, OpenRo(&other));
+  std::vector<uint8_t> v;
+  ASSERT_CKR(CKR_OK, GetAttribute(f(), other, obj, CKA_VALUE, &v));
+  EXPECT_EQ(Bytes("shared-value"), v);
+  EXPECT_EQ(std::vector<CK_OBJECT_HANDLE>{obj}, FindByLabel("shared", other));
+}
+
 // 5.8.1: a key handle that is not a valid key is CKR_KEY_HANDLE_INVALID,
 // while object functions report CKR_OBJECT_HANDLE_INVALID (5.1 return
 // values); a key without CKA_ENCRYPT is CKR_KEY_FUNCTION_NOT_PERMITTED.
