@@ -59,6 +59,17 @@ TEST_F(AesMechTest, CbcVectors) {
   }
 }
 
+TEST_F(AesMechTest, VectorsOnTheSoftwareBackendAlone) {
+  // The default route may lead to a hardware backend; the same vectors
+  // through the software backend alone.
+  Build({{"backends", "software"}});
+  RunFile("aes/ECBMMT256.rsp", CKM_AES_ECB);
+  RunFile("aes/CBCMMT128.rsp", CKM_AES_CBC);
+  auto k = SecretKeyOf(CKK_AES, Bytes(16, 1));
+  auto op = Start(OpKind::kEncrypt, CKM_AES_ECB, nullptr, 0, k);
+  EXPECT_FALSE(op->hardware());
+}
+
 TEST_F(AesMechTest, CtrVectorsWithFullAndShortCounters) {
   ASSERT_OK_AND_ASSIGN(VectorFile vf,
                        ParseVectorFile(Vec("aes/CTR_SP800-38A.rsp")));
