@@ -257,6 +257,29 @@ PrivateLibcrypto::GenerateDsa(absl::Span<const uint8_t> p,
                               absl::Span<const uint8_t> q,
                               absl::Span<const uint8_t> g) {
   BnPtr bp = ToBn(p), bq = ToBn(q), bg = ToBn(g);
+  {
+    // FIPS 186-4 A.2.2 (partial validation of g): 1 < g < p and
+    // g^q = 1 mod p, so keys land in the order-q subgroup; p odd and q
+    // dividing p - 1. (Primality of p and q is the caller's domain.)
+    BN_CTX* ctx = BN_CTX_new_ex(libctx_);
+    BnPtr check(BN_new()), p_minus_1(BN_new());
+    bool ok = ctx != nullptr && bp != nullptr && bq != nullptr &&
+              bg != nullptr && check != nullptr && p_minus_1 != nullptr &&
+              BN_is_odd(bp.get()) && !BN_is_zero(bq.get()) &&
+              BN_cmp(bg.get(), BN_value_one()) > 0 &&
+              BN_cmp(bg.get(), bp.get()) < 0 &&
+              BN_sub(p_minus_1.get(), bp.get(), BN_value_one()) == 1 &&
+              BN_mod(check.get(), p_minus_1.get(), bq.get(), ctx) == 1 &&
+              BN_is_zero(check.get()) &&
+              BN_mod_exp(check.get(), bg.get(), bq.get(), bp.get(), ctx) == 1 &&
+              BN_is_one(check.get());
+    BN_CTX_free(ctx);
+    if (!ok) {
+      ERR_clear_error();
+      return CkError(CKR_ATTRIBUTE_VALUE_INVALID,
+                     "DSA domain parameters are inconsistent");
+    }
+  }
   OSSL_PARAM_BLD* bld = OSSL_PARAM_BLD_new();
   OSSL_PARAM* params = nullptr;
   if (bp == nullptr || bq == nullptr || bg == nullptr || bld == nullptr ||

@@ -790,6 +790,14 @@ TEST_F(PkeyMechTest, DsaKeyGenerationAndLibcryptoRoundTrip) {
   EXPECT_EQ(Rv(mech_->GenerateKeyPair(m, tmpl, none).status()),
             CKR_ATTRIBUTE_VALUE_INVALID);
   tmpl.Set(CKA_SUBPRIME, SectionHex(*domain, "Q"));
+  // A base outside the order-q subgroup (g = 2 almost surely is) or g = 1.
+  tmpl.Set(CKA_BASE, Bytes{0x02});
+  EXPECT_EQ(Rv(mech_->GenerateKeyPair(m, tmpl, none).status()),
+            CKR_ATTRIBUTE_VALUE_INVALID);
+  tmpl.Set(CKA_BASE, Bytes{0x01});
+  EXPECT_EQ(Rv(mech_->GenerateKeyPair(m, tmpl, none).status()),
+            CKR_ATTRIBUTE_VALUE_INVALID);
+  tmpl.Set(CKA_BASE, SectionHex(*domain, "G"));
   ASSERT_OK_AND_ASSIGN(auto pair, mech_->GenerateKeyPair(m, tmpl, none));
   EXPECT_EQ(pair.first.GetBytes(CKA_PRIME), tmpl.GetBytes(CKA_PRIME));
   auto pub = Prepare(pair.first);
