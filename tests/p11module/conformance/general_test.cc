@@ -135,7 +135,6 @@ TEST_P(InitTest, CallsAfterFinalizeAreNotInitialized) {
 // 5.4.2: "pReserved is reserved for future versions. For this version, it
 // should be set to NULL_PTR" (CKR_ARGUMENTS_BAD listed).
 TEST_P(InitTest, FinalizeWithReservedIsArgumentsBad) {
-  SKIP_IF_DEVIATES("finalize.reserved_not_null");
   ASSERT_CKR(CKR_OK, Initialize());
   int something = 0;
   EXPECT_CKR(CKR_ARGUMENTS_BAD, f()->C_Finalize(&something));
@@ -514,7 +513,6 @@ TEST_P(SessionTest, InvalidSessionHandles) {
 
 // 5.1.1/5.6.7: NULL pointers with non-zero lengths are CKR_ARGUMENTS_BAD.
 TEST_P(SessionTest, NullPinIsArgumentsBad) {
-  SKIP_IF_DEVIATES("login.null_pin");
   CK_SESSION_HANDLE h;
   ASSERT_CKR(CKR_OK, OpenRw(&h));
   EXPECT_CKR(CKR_ARGUMENTS_BAD, f()->C_Login(h, CKU_USER, nullptr, 8));

@@ -202,6 +202,57 @@ TEST_P(PersistenceTest, SurviveFinalizeAndInitialize) {
   EXPECT_EQ(ct, ct2);
 }
 
+// 5.5.9 C_SetPIN changes the PIN, nothing else: private token objects and
+// a sensitive token key (stored encrypted at rest by tokens that derive a
+// key from the PIN) stay readable and usable under the new PIN, also after
+// C_Finalize + C_Initialize.
+TEST_P(PersistenceTest, SetPinKeepsPrivateObjects) {
+  CK_SESSION_HANDLE h;
+  ASSERT_CKR(CKR_OK, OpenUserRw(&h));
+  ASSERT_CKR(CKR_OK, CreateData(h, "kept", true, true));
+  Template key_t;
+  key_t.Ulong(CKA_CLASS, CKO_SECRET_KEY)
+      .Ulong(CKA_KEY_TYPE, CKK_AES)
+      .Bool(CKA_TOKEN, true)
+      .Bool(CKA_PRIVATE, true)
+      .Bool(CKA_SENSITIVE, true)
+      .Bool(CKA_ENCRYPT, true)
+      .Str(CKA_LABEL, "kept-key")
+      .Bytes(CKA_VALUE, Bytes(16, 0x3c));
+  CK_OBJECT_HANDLE key;
+  ASSERT_CKR(CKR_OK, f()->C_CreateObject(h, key_t.data(), key_t.size(), &key));
+  CK_MECHANISM ecb = {CKM_AES_ECB, nullptr, 0};
+  Bytes block(16, 0x42), ct(16), ct2(16);
+  CK_ULONG len = 16;
+  ASSERT_CKR(CKR_OK, f()->C_EncryptInit(h, &ecb, key));
+  ASSERT_CKR(CKR_OK, f()->C_Encrypt(h, block.data(), 16, ct.data(), &len));
+  const std::string kNew = "changed-pin-4242";
+  auto pin = [](std::string_view s) {
+    return reinterpret_cast<CK_UTF8CHAR*>(const_cast<char*>(s.data()));
+  };
+  ASSERT_CKR(CKR_OK, f()->C_SetPIN(h, pin(kUserPin), kUserPin.size(),
+                                   pin(kNew), kNew.size()));
+  ASSERT_CKR(CKR_OK, Finalize());
+  ASSERT_CKR(CKR_OK, Initialize());
+  CK_SLOT_ID slot;
+  ASSERT_CKR(CKR_OK, FindSlotByLabel(f(), kLabel, &slot));
+  ASSERT_CKR(CKR_OK, OpenSession(f(), slot, true, &h));
+  ASSERT_CKR(CKR_OK, Login(f(), h, CKU_USER, kNew));
+  std::map<std::string, Bytes> all;
+  int dups = 0;
+  AllData(h, &all, &dups);
+  EXPECT_EQ(ValueFor("kept"), all["kept"]);
+  Template by_label;
+  by_label.Str(CKA_LABEL, "kept-key");
+  std::vector<CK_OBJECT_HANDLE> found;
+  ASSERT_CKR(CKR_OK, FindObjects(f(), h, by_label, &found));
+  ASSERT_EQ(1u, found.size());
+  len = 16;
+  ASSERT_CKR(CKR_OK, f()->C_EncryptInit(h, &ecb, found[0]));
+  ASSERT_CKR(CKR_OK, f()->C_Encrypt(h, block.data(), 16, ct2.data(), &len));
+  EXPECT_EQ(ct, ct2);
+}
+
 // Objects made here are seen by a new process, and the other way round.
 TEST_P(PersistenceTest, VisibleToNewProcess) {
   CK_SESSION_HANDLE h;
