@@ -86,6 +86,27 @@ TEST_P(DigestBackendTest, HmacVectors) {
   EXPECT_GT(full, 0u);
 }
 
+TEST_P(DigestBackendTest, HmacRfcVectors) {
+  if (GetParam()[0] != '\0') Build({{"backends", GetParam()}});
+  ASSERT_OK_AND_ASSIGN(VectorFile vf,
+                       ParseVectorFile(Vec("hmac/RFC2202_RFC4231.rsp")));
+  ASSERT_EQ(vf.records.size(), 35u);
+  for (const VectorRecord& r : vf.records) {
+    const std::string l = r.SectionValue("L").value_or("");
+    const CK_MECHANISM_TYPE m = HmacForL(l);
+    ASSERT_NE(m, 0u) << r.line;
+    Bytes key = Field(r, "Key"), msg = Field(r, "Msg"), mac = Field(r, "Mac");
+    auto k = SecretKeyOf(CKK_GENERIC_SECRET, key);
+    auto op = Start(OpKind::kSign, m, nullptr, 0, k);
+    ASSERT_OK_AND_ASSIGN(Bytes got, OneShot(*op, msg));
+    EXPECT_EQ(Bytes(got.begin(), got.begin() + mac.size()), mac)
+        << "L=" << l << " case " << r.Get("Count");
+    op = Start(OpKind::kSign, m, nullptr, 0, k);
+    ASSERT_OK_AND_ASSIGN(Bytes streamed, Stream(*op, msg, 5));
+    EXPECT_EQ(streamed, got);
+  }
+}
+
 // "" is the build tree's whole registry (hardware first where present).
 INSTANTIATE_TEST_SUITE_P(Routes, DigestBackendTest,
                          ::testing::Values("", "software"),
