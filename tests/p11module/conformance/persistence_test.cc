@@ -283,6 +283,25 @@ TEST_P(PersistenceTest, VisibleToNewProcess) {
   }
 }
 
+// 4.4: token objects are "visible by all applications connected to the
+// token that have sufficient permission": objects another process creates
+// appear to an application that stays initialised.
+TEST_P(PersistenceTest, VisibleToRunningProcess) {
+  CK_SESSION_HANDLE h;
+  ASSERT_CKR(CKR_OK, OpenUserRw(&h));
+  std::map<std::string, Bytes> all;
+  int dups = 0;
+  AllData(h, &all, &dups);
+  ASSERT_TRUE(all.empty());
+  Child create = Spawn(module(), "create", "live", 3, false);
+  ASSERT_GT(create.pid, 0);
+  ASSERT_EQ(0, Wait(create));
+  AllData(h, &all, &dups);
+  EXPECT_EQ(0, dups);
+  EXPECT_EQ(3u, all.size());
+  EXPECT_EQ(ValueFor("live-2"), all["live-2"]);
+}
+
 // Two processes creating 100 token objects each at the same time lose
 // none and duplicate none.
 TEST_P(PersistenceTest, ConcurrentProcessesLoseNothing) {
