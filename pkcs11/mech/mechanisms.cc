@@ -551,8 +551,8 @@ class MechanismsImpl final : public Mechanisms {
     return MakeAsymmetric(CKK_DSA, cls, std::move(m));
   }
 
-  static absl::StatusOr<std::vector<uint8_t>> DsaPublic(const KeyMaterial& m) {
-    BN_CTX* ctx = BN_CTX_new();
+  absl::StatusOr<std::vector<uint8_t>> DsaPublic(const KeyMaterial& m) const {
+    BN_CTX* ctx = BN_CTX_new_ex(lib_->libctx());
     BIGNUM* p =
         BN_bin2bn(m.dsa_p.data(), static_cast<int>(m.dsa_p.size()), nullptr);
     BIGNUM* g =
