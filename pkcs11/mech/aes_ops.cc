@@ -67,6 +67,7 @@ class AesBlockOp final : public OperationBase {
                                  absl::Span<uint8_t> out) override {
     ACCELCRYPT_RETURN_IF_ERROR(CheckTotal(in.size()));
     const size_t need = OutputBound(Call::kOneShot, in.size());
+    if (out.size() < need && !encrypt_ && pad_) return OpenExact(in, out);
     if (out.size() < need) return TooSmall(out.size(), need);
     auto n = stream_->Update(in, out);
     if (!n.ok()) return Rv(n.status(), DataInvalid());
@@ -115,6 +116,27 @@ class AesBlockOp final : public OperationBase {
  private:
   CK_RV DataInvalid() const {
     return encrypt_ ? CKR_DATA_INVALID : CKR_ENCRYPTED_DATA_INVALID;
+  }
+  // OpenExact is a CBC_PAD C_Decrypt into a buffer smaller than the
+  // ciphertext: the plaintext may still fit (v2.40 section 5.2 wants
+  // CKR_BUFFER_TOO_SMALL only when it does not). It decrypts on a copy of
+  // the stream into a wiped scratch buffer; the operation changes only when
+  // the plaintext is delivered.
+  absl::StatusOr<size_t> OpenExact(absl::Span<const uint8_t> in,
+                                   absl::Span<uint8_t> out) {
+    auto copy = stream_->Clone();
+    if (!copy.ok()) return TooSmall(out.size(), in.size());
+    SecretBytes plain(in.size());
+    auto n = (*copy)->Update(in, plain.mutable_span());
+    if (!n.ok()) return Rv(n.status(), DataInvalid());
+    auto m = (*copy)->Final(plain.mutable_span().subspan(*n));
+    if (!m.ok()) return Rv(m.status(), DataInvalid());
+    const size_t len = *n + *m;
+    if (len > out.size()) return TooSmall(out.size(), len);
+    std::copy(plain.data(), plain.data() + len, out.begin());
+    stream_ = *std::move(copy);
+    total_ += in.size();
+    return len;
   }
   // CheckTotal checks the whole message length (what was fed so far plus
   // `more`) at the end of the message.

@@ -369,6 +369,16 @@ TEST_F(AesMechTest, BufferTooSmallLeavesOperationUsable) {
   Bytes five = {1, 2, 3, 4, 5};
   ref = Start(OpKind::kEncrypt, CKM_AES_CBC_PAD, iv.data(), 16, k);
   ASSERT_OK_AND_ASSIGN(Bytes ct, OneShot(*ref, five));
+  // One-shot: the exact plaintext size suffices too, and a short buffer
+  // leaves the operation as it was.
+  auto one = Start(OpKind::kDecrypt, CKM_AES_CBC_PAD, iv.data(), 16, k);
+  Bytes four_bytes(4), five_bytes(5);
+  EXPECT_EQ(Rv(one->OneShot(ct, absl::MakeSpan(four_bytes)).status()),
+            CKR_BUFFER_TOO_SMALL);
+  ASSERT_OK_AND_ASSIGN(n, one->OneShot(ct, absl::MakeSpan(five_bytes)));
+  EXPECT_EQ(n, 5u);
+  EXPECT_EQ(five_bytes, five);
+
   auto dec = Start(OpKind::kDecrypt, CKM_AES_CBC_PAD, iv.data(), 16, k);
   Bytes none;
   ASSERT_OK_AND_ASSIGN(n, dec->Update(ct, absl::MakeSpan(none)));
