@@ -128,6 +128,7 @@ absl::Status Finalize(void* reserved_arg) {
     // Past our atexit handler: libcrypto may be gone, so nothing that
     // frees libcrypto objects may run. The process is ending; the
     // instance is left to it (stats were written by OnExit).
+    m->Log("C_Finalize during process exit: instance left to the process");
     return absl::OkStatus();
   }
   delete m;

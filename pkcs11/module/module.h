@@ -121,6 +121,9 @@ class Module {
       std::optional<AppLocking> app);
   ~Module();
 
+  // Log writes `message` to stderr when logging is configured (log_level
+  // or ACCELCRYPT_LOG_LEVEL set).
+  void Log(std::string_view message) const;
   // LogFailure reports a failed C_* call on stderr at log level 2 and up
   // (the status message never holds PINs or key bytes).
   void LogFailure(const char* function, const absl::Status& status) const;
@@ -222,7 +225,6 @@ class Module {
   Module(ModuleConfig config, std::optional<AppLocking> app);
 
   const AppLocking* locking() const { return app_ ? &*app_ : nullptr; }
-  void Log(std::string_view message) const;
 
   absl::StatusOr<Token*> FindToken(CK_SLOT_ID slot);
   absl::StatusOr<std::shared_ptr<Session>> FindSession(CK_SESSION_HANDLE h);
