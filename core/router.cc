@@ -1,18 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "core/router.h"
 
+#include <openssl/crypto.h>
 #include <time.h>
 
 #include <algorithm>
 #include <cstring>
 #include <utility>
 
-#include <openssl/crypto.h>
-
-#include "absl/strings/match.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "core/status.h"
@@ -695,34 +694,32 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
                               absl::Span<const uint8_t> tbs,
                               absl::Span<uint8_t> out) override {
     size_t len = 0;
-    ACCELCRYPT_RETURN_IF_ERROR(
-        Run(SignAlg(), params, tbs.size(), /*private_op=*/true,
-            [&](const BackendKey& k) {
-          auto got = k.Sign(params, tbs, out);
-          if (got.ok()) len = *got;
-          return got.status();
-        }));
+    ACCELCRYPT_RETURN_IF_ERROR(Run(SignAlg(), params, tbs.size(),
+                                   /*private_op=*/true,
+                                   [&](const BackendKey& k) {
+                                     auto got = k.Sign(params, tbs, out);
+                                     if (got.ok()) len = *got;
+                                     return got.status();
+                                   }));
     return len;
   }
   absl::Status Verify(const PkeyParams& params, absl::Span<const uint8_t> tbs,
                       absl::Span<const uint8_t> sig) override {
     return Run(SignAlg(), params, tbs.size(), /*private_op=*/false,
-               [&](const BackendKey& k) {
-      return k.Verify(params, tbs, sig);
-    });
+               [&](const BackendKey& k) { return k.Verify(params, tbs, sig); });
   }
   absl::StatusOr<size_t> Encrypt(const PkeyParams& params,
                                  absl::Span<const uint8_t> in,
                                  absl::Span<uint8_t> out) override {
     ACCELCRYPT_RETURN_IF_ERROR(CheckCrypt());
     size_t len = 0;
-    ACCELCRYPT_RETURN_IF_ERROR(Run(
-        *FindAlgorithm(ACCELCRYPT_ALG_RSA_CRYPT), params, in.size(),
-        /*private_op=*/false, [&](const BackendKey& k) {
-          auto got = k.Encrypt(params, in, out);
-          if (got.ok()) len = *got;
-          return got.status();
-        }));
+    ACCELCRYPT_RETURN_IF_ERROR(
+        Run(*FindAlgorithm(ACCELCRYPT_ALG_RSA_CRYPT), params, in.size(),
+            /*private_op=*/false, [&](const BackendKey& k) {
+              auto got = k.Encrypt(params, in, out);
+              if (got.ok()) len = *got;
+              return got.status();
+            }));
     return len;
   }
   absl::StatusOr<size_t> Decrypt(const PkeyParams& params,
@@ -730,13 +727,13 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
                                  absl::Span<uint8_t> out) override {
     ACCELCRYPT_RETURN_IF_ERROR(CheckCrypt());
     size_t len = 0;
-    ACCELCRYPT_RETURN_IF_ERROR(Run(
-        *FindAlgorithm(ACCELCRYPT_ALG_RSA_CRYPT), params, in.size(),
-        /*private_op=*/true, [&](const BackendKey& k) {
-          auto got = k.Decrypt(params, in, out);
-          if (got.ok()) len = *got;
-          return got.status();
-        }));
+    ACCELCRYPT_RETURN_IF_ERROR(
+        Run(*FindAlgorithm(ACCELCRYPT_ALG_RSA_CRYPT), params, in.size(),
+            /*private_op=*/true, [&](const BackendKey& k) {
+              auto got = k.Decrypt(params, in, out);
+              if (got.ok()) len = *got;
+              return got.status();
+            }));
     return len;
   }
 
@@ -847,8 +844,7 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
         continue;
       }
       if (st.code() == absl::StatusCode::kUnimplemented) continue;
-      if (token_private &&
-          st.code() == absl::StatusCode::kFailedPrecondition) {
+      if (token_private && st.code() == absl::StatusCode::kFailedPrecondition) {
         // A backend with the public parts only; the token's outcome stands.
         last = previous;
         continue;
@@ -1181,14 +1177,13 @@ void Router::PkeyOrder(const AlgorithmInfo& alg, size_t key_bits,
   // Below the family's offload threshold, offload backends are skipped
   // (unless the per-size route above named them, the key lives on a token,
   // or nothing else would serve it).
-  const size_t min_offload = alg.family == Family::kDsa
-                                 ? dsa_offload_min_bits_
-                                 : rsa_offload_min_bits_;
+  const size_t min_offload = alg.family == Family::kDsa ? dsa_offload_min_bits_
+                                                        : rsa_offload_min_bits_;
   const bool small = !from_uri && key_bits != 0 && key_bits < min_offload;
   auto offload = [&](const Slot* slot) {
     const accelcrypt_capability* cap = slot->backend->Capability(alg.id);
-    return cap != nullptr &&
-           (cap->flags & (ACCELCRYPT_CAP_OFFLOAD | ACCELCRYPT_CAP_HARDWARE)) != 0;
+    return cap != nullptr && (cap->flags & (ACCELCRYPT_CAP_OFFLOAD |
+                                            ACCELCRYPT_CAP_HARDWARE)) != 0;
   };
   const size_t named = out->size();
   for (Slot* slot : base) {
@@ -1199,7 +1194,8 @@ void Router::PkeyOrder(const AlgorithmInfo& alg, size_t key_bits,
   }
   if (small && out->size() == named) {
     for (Slot* slot : base) {
-      if (usable(slot) && std::find(out->begin(), out->end(), slot) == out->end()) {
+      if (usable(slot) &&
+          std::find(out->begin(), out->end(), slot) == out->end()) {
         out->push_back(slot);
       }
     }
@@ -1247,13 +1243,26 @@ void PutPublicPart(void* arg, uint32_t part, const uint8_t* data, size_t len) {
   auto* parts = static_cast<PublicParts*>(arg);
   std::vector<uint8_t>* dst = nullptr;
   switch (part) {
-    case ACCELCRYPT_KEY_PART_RSA_N: dst = &parts->n; break;
-    case ACCELCRYPT_KEY_PART_RSA_E: dst = &parts->e; break;
-    case ACCELCRYPT_KEY_PART_DSA_P: dst = &parts->p; break;
-    case ACCELCRYPT_KEY_PART_DSA_Q: dst = &parts->q; break;
-    case ACCELCRYPT_KEY_PART_DSA_G: dst = &parts->g; break;
-    case ACCELCRYPT_KEY_PART_DSA_Y: dst = &parts->y; break;
-    default: return;  // a part this core does not know
+    case ACCELCRYPT_KEY_PART_RSA_N:
+      dst = &parts->n;
+      break;
+    case ACCELCRYPT_KEY_PART_RSA_E:
+      dst = &parts->e;
+      break;
+    case ACCELCRYPT_KEY_PART_DSA_P:
+      dst = &parts->p;
+      break;
+    case ACCELCRYPT_KEY_PART_DSA_Q:
+      dst = &parts->q;
+      break;
+    case ACCELCRYPT_KEY_PART_DSA_G:
+      dst = &parts->g;
+      break;
+    case ACCELCRYPT_KEY_PART_DSA_Y:
+      dst = &parts->y;
+      break;
+    default:
+      return;  // a part this core does not know
   }
   if (data == nullptr || len == 0) return;
   dst->assign(data, data + len);
@@ -1274,7 +1283,8 @@ absl::StatusOr<KeyMaterial> Router::DescribeTokenKey(std::string_view uri) {
   for (const auto& slot : slots_) {
     const Backend* backend = slot->backend;
     if (BackendGuard::Inside(backend)) continue;
-    for (accelcrypt_alg alg : {ACCELCRYPT_ALG_RSA_SIGN, ACCELCRYPT_ALG_DSA_SIGN}) {
+    for (accelcrypt_alg alg :
+         {ACCELCRYPT_ALG_RSA_SIGN, ACCELCRYPT_ALG_DSA_SIGN}) {
       if (backend->Capability(alg) == nullptr) continue;
       PublicParts parts;
       const accelcrypt_key_public_sink sink{sizeof(sink), &parts,
@@ -1311,9 +1321,9 @@ absl::StatusOr<KeyMaterial> Router::DescribeTokenKey(std::string_view uri) {
         return out;
       }
       if (loaded.ok()) {
-        why.push_back(absl::StrFormat(
-            "%s serves the URI but cannot describe token keys",
-            backend->name()));
+        why.push_back(
+            absl::StrFormat("%s serves the URI but cannot describe token keys",
+                            backend->name()));
       } else if (IsDeviceError(loaded.status())) {
         device = loaded.status();
       } else {
@@ -1327,9 +1337,9 @@ absl::StatusOr<KeyMaterial> Router::DescribeTokenKey(std::string_view uri) {
   }
   if (!device.ok()) return device;
   if (!invalid.ok()) return invalid;
-  return absl::NotFoundError(absl::StrFormat(
-      "no backend holds the key %s%s%s", shown, why.empty() ? "" : ": ",
-      absl::StrJoin(why, "; ")));
+  return absl::NotFoundError(absl::StrFormat("no backend holds the key %s%s%s",
+                                             shown, why.empty() ? "" : ": ",
+                                             absl::StrJoin(why, "; ")));
 }
 
 }  // namespace accelcrypt

@@ -110,8 +110,8 @@ void BuildCaps(Instance* in) {
   if (sign != 0 && lo != 0 && hi >= lo) {
     in->caps.push_back(accelcrypt_capability{
         ACCELCRYPT_ALG_RSA_SIGN,
-        sign | ACCELCRYPT_CAP_KEY_IMPORT | ACCELCRYPT_CAP_OFFLOAD, 1, lo, 0,
-        hi, 0});
+        sign | ACCELCRYPT_CAP_KEY_IMPORT | ACCELCRYPT_CAP_OFFLOAD, 1, lo, 0, hi,
+        0});
   }
   if (crypt != 0 && lo != 0 && hi >= lo) {
     in->caps.push_back(accelcrypt_capability{

@@ -302,9 +302,9 @@ absl::StatusOr<std::unique_ptr<PkeyPkcs11Client>> PkeyPkcs11Client::Load(
         if (!st.ok()) return st;
       }
       if (is_rsa != k->rsa_) {
-        return absl::UnimplementedError(absl::StrFormat(
-            "pkcs11: the URI names a %s key, not %s", is_rsa ? "RSA" : "DSA",
-            k->rsa_ ? "RSA" : "DSA"));
+        return absl::UnimplementedError(
+            absl::StrFormat("pkcs11: the URI names a %s key, not %s",
+                            is_rsa ? "RSA" : "DSA", k->rsa_ ? "RSA" : "DSA"));
       }
       absl::StatusOr<std::vector<uint8_t>> size_attr = token->GetAttribute(
           any, k->rsa_ ? CKA_MODULUS : CKA_SUBPRIME);
@@ -408,16 +408,16 @@ void PkeyPkcs11Client::BuildTemplates() {
                    attr(CKA_KEY_TYPE, &key_type_, sizeof(key_type_)),
                    attr(CKA_TOKEN, &false_, sizeof(false_)),
                    attr(CKA_VERIFY, &true_, sizeof(true_))};
-  Token::Attrs priv{attr(CKA_CLASS, &priv_class_, sizeof(priv_class_)),
-                    attr(CKA_KEY_TYPE, &key_type_, sizeof(key_type_)),
-                    attr(CKA_TOKEN, &false_, sizeof(false_)),
-                    // Not logged in, a session may create public objects
-                    // only; the key stays sensitive and non-extractable.
-                    attr(CKA_PRIVATE, token_->logged_in() ? &true_ : &false_,
-                         sizeof(true_)),
-                    attr(CKA_SENSITIVE, &true_, sizeof(true_)),
-                    attr(CKA_EXTRACTABLE, &false_, sizeof(false_)),
-                    attr(CKA_SIGN, &true_, sizeof(true_))};
+  Token::Attrs priv{
+      attr(CKA_CLASS, &priv_class_, sizeof(priv_class_)),
+      attr(CKA_KEY_TYPE, &key_type_, sizeof(key_type_)),
+      attr(CKA_TOKEN, &false_, sizeof(false_)),
+      // Not logged in, a session may create public objects
+      // only; the key stays sensitive and non-extractable.
+      attr(CKA_PRIVATE, token_->logged_in() ? &true_ : &false_, sizeof(true_)),
+      attr(CKA_SENSITIVE, &true_, sizeof(true_)),
+      attr(CKA_EXTRACTABLE, &false_, sizeof(false_)),
+      attr(CKA_SIGN, &true_, sizeof(true_))};
   if (rsa_) {
     pub.push_back(attr(CKA_ENCRYPT, &true_, sizeof(true_)));
     pub.push_back(bn(CKA_MODULUS, n_));

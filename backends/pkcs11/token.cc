@@ -670,9 +670,9 @@ absl::Status Token::LoginWithUriPin(absl::string_view query) {
     OPENSSL_cleanse(value->data(), value->size());
   }
   if (pin.empty()) return absl::OkStatus();
-  CK_RV rv = fl_->C_Login(anchor_, CKU_USER,
-                          reinterpret_cast<CK_UTF8CHAR*>(pin.data()),
-                          pin.size());
+  CK_RV rv =
+      fl_->C_Login(anchor_, CKU_USER,
+                   reinterpret_cast<CK_UTF8CHAR*>(pin.data()), pin.size());
   if (rv != CKR_OK && rv != CKR_USER_ALREADY_LOGGED_IN) {
     OPENSSL_cleanse(pin.data(), pin.size());
     absl::Status st = FromCkRv(rv, "C_Login");

@@ -600,7 +600,8 @@ TEST_F(Pkcs11ClientTest, OffloadThresholdKeepsSmallKeysOnTheCpu) {
       EXPECT_EQ((*ops)->last_backend(), c.want[i])
           << label << "key " << keys[i]->bits() << " bits";
       sig.resize(*len);
-      EXPECT_TRUE((*ops)->Verify(i < 2 ? Pkcs1() : dsa_params, digest, sig).ok())
+      EXPECT_TRUE(
+          (*ops)->Verify(i < 2 ? Pkcs1() : dsa_params, digest, sig).ok())
           << label;
     }
   }
@@ -800,7 +801,8 @@ TEST_F(Pkcs11ClientTest, DescribeTokenKeyReadsThePublicPartsFromTheToken) {
       "pkcs11-tool --module %s --token-label %s --login --pin %s "
       "--delete-object --type pubkey --id 0a01 >%s/delete.log 2>&1",
       SoftHsm::kModule, SoftHsm::kLabel, SoftHsm::kPin, g_hsm->dir());
-  if (access("/usr/bin/pkcs11-tool", X_OK) == 0 && std::system(del.c_str()) == 0) {
+  if (access("/usr/bin/pkcs11-tool", X_OK) == 0 &&
+      std::system(del.c_str()) == 0) {
     auto core = MakeCore(g_hsm->Overrides());  // a fresh URI cache
     ASSERT_TRUE(core.ok());
     auto key = (*core)->router().DescribeTokenKey("pkcs11:object=desc%20rsa");
@@ -817,13 +819,14 @@ TEST_F(Pkcs11ClientTest, DescribeTokenKeyReadsThePublicPartsFromTheToken) {
   auto other = core_->router().DescribeTokenKey(
       "pkcs11:token=elsewhere;object=desc%20rsa");
   EXPECT_EQ(other.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(core_->router().DescribeTokenKey("file:/etc/passwd").status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      core_->router().DescribeTokenKey("file:/etc/passwd").status().code(),
+      absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(core_->router().DescribeTokenKey("pkcs11:id=%zz").status().code(),
             absl::StatusCode::kInvalidArgument);
   // A PIN in the URI never shows in a message.
-  auto pinned =
-      core_->router().DescribeTokenKey("pkcs11:object=nothing?pin-value=secret");
+  auto pinned = core_->router().DescribeTokenKey(
+      "pkcs11:object=nothing?pin-value=secret");
   EXPECT_EQ(pinned.status().message().find("secret"), std::string::npos);
 }
 
@@ -917,8 +920,10 @@ TEST_F(Pkcs11ClientTest, PinFromTheUriLogsInWhenNoneIsConfigured) {
     auto len = (*ops)->Sign(Pkcs1(), digest, absl::MakeSpan(sig));
     ASSERT_TRUE(len.ok()) << len.status();
     EXPECT_EQ((*ops)->last_backend(), "pkcs11");
-    auto sw = (*core)->registry().Find("software")->LoadKey(
-        ACCELCRYPT_ALG_RSA_SIGN, PublicOnly(rsa));
+    auto sw = (*core)
+                  ->registry()
+                  .Find("software")
+                  ->LoadKey(ACCELCRYPT_ALG_RSA_SIGN, PublicOnly(rsa));
     ASSERT_TRUE(sw.ok());
     EXPECT_TRUE((*sw)->Verify(Pkcs1(), digest, sig).ok());
   }

@@ -115,9 +115,9 @@ absl::Status SoftHsm::Import(const KeyMaterial& key, const std::string& label,
   EVP_PKEY_CTX* ctx = EVP_PKEY_CTX_new_from_name(nullptr, rsa ? "RSA" : "DSA",
                                                  "provider=default");
   EVP_PKEY* pkey = nullptr;
-  const bool made = ctx != nullptr && params != nullptr &&
-                    EVP_PKEY_fromdata_init(ctx) == 1 &&
-                    EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_KEYPAIR, params) == 1;
+  const bool made =
+      ctx != nullptr && params != nullptr && EVP_PKEY_fromdata_init(ctx) == 1 &&
+      EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_KEYPAIR, params) == 1;
   EVP_PKEY_CTX_free(ctx);
   OSSL_PARAM_free(params);
   OSSL_PARAM_BLD_free(bld);
