@@ -125,10 +125,13 @@ OSSL_FUNC_keymgmt_export_fn* FindExport(bool rsa) {
   return nullptr;
 }
 
-// StoreExportObject serves a keymgmt of another provider (no
-// default_properties preferring accelcrypt): it gets the public key and
-// domain parameters; the private key stays on the token, so such a key can
-// verify but not sign.
+// StoreExportObject serves a keymgmt of another provider (OpenSSL fetched
+// one because nothing prefers accelcrypt). A key whose private half stays
+// on a token is not exported: such a keymgmt could hold only the public
+// parts (a key that verifies but cannot sign), so it is refused and
+// OpenSSL falls back to this provider's own keymgmt, which keeps the token
+// reference (libcrypto 3.0's try_key_ref does that fallback). Keys with
+// their private parts in memory do not come from this loader.
 int StoreExportObject(void* vctx, const void* reference, size_t reference_sz,
                       OSSL_CALLBACK* export_cb, void* export_cbarg) {
   auto* ctx = static_cast<StoreCtx*>(vctx);
@@ -138,6 +141,10 @@ int StoreExportObject(void* vctx, const void* reference, size_t reference_sz,
   }
   PkeyKey* key = *static_cast<PkeyKey* const*>(reference);
   if (key == nullptr) return 0;
+  if (!key->material().uri.empty() &&
+      !key->material().has_private_material()) {
+    return 0;  // not without its token: our keymgmt takes it instead
+  }
   OSSL_FUNC_keymgmt_export_fn* fn = FindExport(key->rsa());
   if (fn == nullptr) return 0;
   return fn(

@@ -522,10 +522,21 @@ case "$CASE" in
       -in "$WORK/h32" -out "$WORK/other.sig" 2>&1)"
     check "another token's URI: fails clearly" \
       grep -q "names token 'other'" <<<"$out"
+    # Without default_properties preferring accelcrypt, OpenSSL still ends
+    # with accelcrypt's keymgmt and signature for a token key.
+    grep -v '^default_properties' "$CNF" >"$WORK/nopref.cnf"
+    mkdir -p "$WORK/stats.nopref"
+    check "no preference: pkeyutl -sign -inkey URI" env \
+      ACCELCRYPT_STATS_DIR="$WORK/stats.nopref" OPENSSL_CONF="$WORK/nopref.cnf" \
+      "$OPENSSL" pkeyutl -sign -inkey "$rsa_uri" -in "$WORK/h32" \
+      -out "$WORK/nopref.sig" -pkeyopt digest:sha256
+    check "no preference: the token signed" served_by nopref pkcs11 RSA-SIGN
+    check "no preference: same signature" same "$WORK/nopref.sig" "$WORK/u.pkcs1"
     # No PIN source configured: the URI's pin-value logs in.
     grep -v '^pkcs11.pin_file' "$WORK/accelcrypt.conf" >"$WORK/nopin.conf"
     sed "s|conf = $WORK/accelcrypt.conf|conf = $WORK/nopin.conf|" "$CNF" \
       >"$WORK/nopin.cnf"
+    mkdir -p "$WORK/stats.np"
     check "no PIN configured: pin-value in the URI signs on the token" \
       env ACCELCRYPT_STATS_DIR="$WORK/stats.np" OPENSSL_CONF="$WORK/nopin.cnf" \
       "$OPENSSL" pkeyutl -sign -inkey 'pkcs11:object=rsakey?pin-value=1234' \
