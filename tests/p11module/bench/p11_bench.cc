@@ -25,6 +25,7 @@
 #include <openssl/rand.h>
 #include <p11-kit-1/p11-kit/pkcs11.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -445,17 +446,37 @@ struct Case {
   double target;  // accelcrypt / SoftHSMv2 ratio the issue asks for; 0: none
 };
 
-// Runs `c` on `m` for `seconds` with c.threads threads (own sessions
-// in `workers`); returns operations per second.
-absl::StatusOr<double> RunCase(const Case& c, std::vector<Worker>& workers,
-                               double seconds) {
+// Measurement is one run of a case on one module.
+struct Measurement {
+  double ops_per_s = 0;
+  // CPU time (user + system) of the case's threads over wall time: near
+  // `threads` when nothing else competes for the CPUs and nothing blocks.
+  double cpus = 0;
+  // Voluntary context switches per operation: waits inside the module (a
+  // lock, I/O); a busy machine shows as cpus < threads with few of these.
+  double voluntary_switches_per_op = 0;
+};
+
+double CpuSeconds(const rusage& u) {
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec +
+         (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+// Runs `c` for `seconds` with c.threads threads (own sessions in
+// `workers`).
+absl::StatusOr<Measurement> RunCase(const Case& c, std::vector<Worker>& workers,
+                                    double seconds) {
   std::atomic<bool> go{false};
   std::vector<absl::Status> status(c.threads);
   std::vector<uint64_t> counts(c.threads, 0);
   std::vector<double> elapsed(c.threads, 0);
+  std::vector<double> cpu(c.threads, 0);
+  std::vector<long> switches(c.threads, 0);
   auto body = [&](int t) {
     while (!go.load(std::memory_order_acquire)) {
     }
+    rusage before{}, after{};
+    getrusage(RUSAGE_THREAD, &before);
     const Clock::time_point start = Clock::now();
     const auto budget = std::chrono::duration<double>(seconds);
     uint64_t n = 0;
@@ -471,18 +492,28 @@ absl::StatusOr<double> RunCase(const Case& c, std::vector<Worker>& workers,
     } while (now - start < budget);
     counts[t] = n;
     elapsed[t] = std::chrono::duration<double>(Clock::now() - start).count();
+    getrusage(RUSAGE_THREAD, &after);
+    cpu[t] = CpuSeconds(after) - CpuSeconds(before);
+    switches[t] = after.ru_nvcsw - before.ru_nvcsw;
   };
   std::vector<std::thread> threads;
   for (int t = 1; t < c.threads; ++t) threads.emplace_back(body, t);
   go.store(true, std::memory_order_release);
   body(0);
   for (auto& th : threads) th.join();
-  double ops = 0;
+  Measurement m;
+  uint64_t total = 0;
+  long total_switches = 0;
   for (int t = 0; t < c.threads; ++t) {
     ACCELCRYPT_RETURN_IF_ERROR(status[t]);
-    ops += counts[t] / elapsed[t];
+    m.ops_per_s += counts[t] / elapsed[t];
+    m.cpus += cpu[t] / elapsed[t];
+    total += counts[t];
+    total_switches += switches[t];
   }
-  return ops;
+  m.voluntary_switches_per_op =
+      total > 0 ? static_cast<double>(total_switches) / total : 0;
+  return m;
 }
 
 double Median(std::vector<double> v) {
@@ -576,9 +607,11 @@ int Run(const Options& opt) {
   }
 
   const std::string load_before = LoadAverage();
-  // results[case][module] = ops/s per round.
+  // results[case][module] = ops/s per round; cpus and switches alike.
   std::vector<std::vector<std::vector<double>>> results(
       selected.size(), std::vector<std::vector<double>>(modules.size()));
+  auto cpus = results;
+  auto switches = results;
   for (int r = 0; r < opt.rounds; ++r) {
     for (size_t c = 0; c < selected.size(); ++c) {
       for (size_t i = 0; i < modules.size(); ++i) {
@@ -590,7 +623,9 @@ int Run(const Options& opt) {
                     << selected[c]->name << ": " << ops.status() << "\n";
           return 1;
         }
-        results[c][m].push_back(*ops);
+        results[c][m].push_back(ops->ops_per_s);
+        cpus[c][m].push_back(ops->cpus);
+        switches[c][m].push_back(ops->voluntary_switches_per_op);
       }
     }
   }
@@ -626,9 +661,12 @@ int Run(const Options& opt) {
       row["label"] = selected[c]->label;
       row["threads"] = selected[c]->threads;
       for (size_t i = 0; i < modules.size(); ++i) {
-        row[modules[i]->name()] = {{"ops_per_s_rounds", results[c][i]},
-                                   {"median", Median(results[c][i])},
-                                   {"best", Best(results[c][i])}};
+        row[modules[i]->name()] = {
+            {"ops_per_s_rounds", results[c][i]},
+            {"median", Median(results[c][i])},
+            {"best", Best(results[c][i])},
+            {"cpus_median", Median(cpus[c][i])},
+            {"voluntary_switches_per_op_median", Median(switches[c][i])}};
       }
       row["ratio"] = Median(results[c][0]) / Median(results[c][1]);
       if (selected[c]->target > 0) row["target_ratio"] = selected[c]->target;
@@ -683,6 +721,19 @@ int Run(const Options& opt) {
     std::cout << absl::StrFormat(
         "%-30s %13.2fx %13.2fx %9s %8s  %s\n", "RSA-2048 sign 2 threads / 1",
         scale_a, scale_b, "", ">=1.8x", scale_a >= 1.8 ? "met" : "MISSED");
+  }
+  // Whether the threaded run had its CPUs: a busy machine (cpus well under
+  // the thread count, few voluntary switches) cannot show scaling.
+  for (size_t c = 0; c < selected.size(); ++c) {
+    if (selected[c]->threads < 2) continue;
+    std::cout << absl::StrFormat("\n%s: CPUs used (median)",
+                                 selected[c]->label);
+    for (size_t i = 0; i < modules.size(); ++i) {
+      std::cout << absl::StrFormat(
+          "  %s %.2f of %d (%.2f voluntary switches/op)", modules[i]->name(),
+          Median(cpus[c][i]), selected[c]->threads, Median(switches[c][i]));
+    }
+    std::cout << "\n";
   }
   return 0;
 }
