@@ -17,7 +17,7 @@ Mutex::~Mutex() {
 
 bool Mutex::Lock() {
   if (app_ == nullptr) {
-    os_.Lock();
+    os_.lock();
     return true;
   }
   return app_mutex_ != nullptr && app_->lock(app_mutex_) == CKR_OK;
@@ -25,7 +25,7 @@ bool Mutex::Lock() {
 
 void Mutex::Unlock() {
   if (app_ == nullptr) {
-    os_.Unlock();
+    os_.unlock();
     return;
   }
   app_->unlock(app_mutex_);
@@ -33,7 +33,7 @@ void Mutex::Unlock() {
 
 bool Mutex::ReaderLock() {
   if (app_ == nullptr) {
-    os_.ReaderLock();
+    os_.lock_shared();
     return true;
   }
   return Lock();
@@ -41,7 +41,7 @@ bool Mutex::ReaderLock() {
 
 void Mutex::ReaderUnlock() {
   if (app_ == nullptr) {
-    os_.ReaderUnlock();
+    os_.unlock_shared();
     return;
   }
   Unlock();

@@ -4,9 +4,10 @@
 
 #include <p11-kit-1/p11-kit/pkcs11.h>
 
+#include <shared_mutex>
+
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 
 namespace accelcrypt::p11 {
 
@@ -20,9 +21,12 @@ struct AppLocking {
   CK_UNLOCKMUTEX unlock = nullptr;
 };
 
-// Mutex is an absl::Mutex (reader/writer) under OS locking, or one mutex
-// made by the application's CreateMutex (exclusive only: ReaderLock is
-// Lock) when the application supplied its own. Lock/ReaderLock report
+// Mutex is a reader/writer lock under OS locking, or one mutex made by the
+// application's CreateMutex (exclusive only: ReaderLock is Lock) when the
+// application supplied its own. The OS form is std::shared_mutex rather
+// than absl::Mutex because it sits on the per-call path: Debian's Abseil
+// is built with deadlock detection on, which costs about half of a
+// C_DigestUpdate, and its mode is process-wide (the application's to set). Lock/ReaderLock report
 // failure of the application's LockMutex (or of its CreateMutex at
 // construction) instead of proceeding unlocked.
 class ABSL_LOCKABLE Mutex {
@@ -41,7 +45,7 @@ class ABSL_LOCKABLE Mutex {
  private:
   const AppLocking* app_;
   void* app_mutex_ = nullptr;
-  absl::Mutex os_;
+  std::shared_mutex os_;
 };
 
 // MutexLock / ReaderMutexLock hold a Mutex for a scope. status() is OK
