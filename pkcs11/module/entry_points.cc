@@ -8,9 +8,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "absl/base/const_init.h"
 #include "absl/synchronization/mutex.h"
@@ -108,10 +110,19 @@ absl::Status Initialize(void* init_args) {
     }
     g_hooks_installed = true;
   }
-  ACCELCRYPT_ASSIGN_OR_RETURN(std::unique_ptr<Module> module,
-                              Module::Create(app));
+  absl::StatusOr<std::unique_ptr<Module>> module = Module::Create(app);
+  if (!module.ok()) {
+    // No instance to log through: say why when logging is asked for.
+    if (const char* level = std::getenv("ACCELCRYPT_LOG_LEVEL");
+        level != nullptr && *level != '\0') {
+      std::string message(module.status().message());
+      std::fprintf(stderr, "accelcrypt-pkcs11: C_Initialize: %s\n",
+                   message.c_str());
+    }
+    return module.status();
+  }
   g_pid = pid;
-  g_module.store(module.release(), std::memory_order_release);
+  g_module.store(module->release(), std::memory_order_release);
   return absl::OkStatus();
 }
 

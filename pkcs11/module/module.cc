@@ -84,17 +84,13 @@ absl::StatusOr<std::unique_ptr<Module>> Module::Create(
   absl::StatusOr<std::unique_ptr<Core>> core =
       Core::Create(module->config_.core);
   if (!core.ok()) {
-    module->Log(absl::StrCat("core: ", core.status().message()));
     return CkError(CKR_FUNCTION_FAILED,
                    absl::StrCat("core: ", core.status().message()));
   }
   module->core_ = *std::move(core);
   absl::StatusOr<std::unique_ptr<Mechanisms>> mechanisms =
       Mechanisms::Create(module->core_.get());
-  if (!mechanisms.ok()) {
-    module->Log(absl::StrCat("mechanisms: ", mechanisms.status().message()));
-    return mechanisms.status();
-  }
+  if (!mechanisms.ok()) return mechanisms.status();
   module->mechanisms_ = *std::move(mechanisms);
   for (uint32_t i = 0; i < module->config_.slots; ++i) {
     module->tokens_.push_back(std::make_unique<Token>(

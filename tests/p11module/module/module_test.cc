@@ -274,6 +274,21 @@ TEST_F(ModuleTest, ApplicationMutexesAreUsedAndReleased) {
 TEST_F(ModuleTest, ConfigurationErrorsFailInitialize) {
   setenv("ACCELCRYPT_PKCS11_CONF", (dir_ + "/absent.cnf").c_str(), 1);
   EXPECT_EQ(f_->C_Initialize(nullptr), CKR_FUNCTION_FAILED);
+  // With logging asked for, the reason goes to stderr (and only then).
+  const std::string log = dir_ + "/stderr.txt";
+  CK_FUNCTION_LIST* f = f_;
+  int rc = InChild([f, &log]() -> int {
+    if (!freopen(log.c_str(), "w", stderr)) return 2;
+    setenv("ACCELCRYPT_LOG_LEVEL", "1", 1);
+    CK_RV rv = f->C_Initialize(nullptr);
+    fflush(stderr);
+    return rv == CKR_FUNCTION_FAILED ? 0 : 3;
+  });
+  EXPECT_EQ(rc, 0);
+  std::ifstream in(log);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("absent.cnf"), std::string::npos) << text.str();
   WriteConfig("", "slots = 0\n");
   EXPECT_EQ(f_->C_Initialize(nullptr), CKR_FUNCTION_FAILED);
   WriteConfig("", "no_such_key = 1\n");
