@@ -35,6 +35,8 @@ KeyMaterial::~KeyMaterial() {
   Wipe(&dmq1);
   Wipe(&iqmp);
   Wipe(&dsa_x);
+  // A URI may carry a PIN (pin-value).
+  if (!uri.empty()) OPENSSL_cleanse(uri.data(), uri.size());
 }
 
 bool KeyMaterial::has_private() const {

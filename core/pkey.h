@@ -16,8 +16,9 @@
 namespace accelcrypt {
 
 // KeyMaterial is an RSA or DSA key as OpenSSL holds it (big-endian
-// integers), and/or a reference to a token object. Private parts are wiped
-// on destruction. Copyable (copies wipe on their own destruction too).
+// integers), and/or a reference to a token object. Private parts and the
+// URI (which may carry a PIN) are wiped on destruction. Copyable (copies
+// wipe on their own destruction too).
 struct KeyMaterial {
   enum class Type { kRsa, kDsa };
   Type type = Type::kRsa;

@@ -395,6 +395,8 @@ absl::StatusOr<std::unique_ptr<PkeyPkcs11Client>> PkeyPkcs11Client::Load(
 
 PkeyPkcs11Client::~PkeyPkcs11Client() {
   for (auto* v : {&d_, &p_, &q_, &dmp1_, &dmq1_, &iqmp_, &dx_}) Wipe(v);
+  // A URI may carry a PIN (pin-value).
+  if (!uri_.empty()) OPENSSL_cleanse(uri_.data(), uri_.size());
 }
 
 void PkeyPkcs11Client::BuildTemplates() {
