@@ -833,4 +833,68 @@ TEST_F(ModuleTest, ManyThreadsShareTheModule) {
   EXPECT_EQ(ti.ulSessionCount, 1u);
 }
 
+// Login and logout race object and crypto calls on other sessions of the
+// token: no deadlock, and every answer is one the state allows.
+TEST_F(ModuleTest, LoginRacesObjectAndCryptoCalls) {
+  ASSERT_EQ(f_->C_Initialize(nullptr), CKR_OK);
+  InitToken();
+  CK_SESSION_HANDLE anchor = Open(true);
+  std::atomic<bool> stop{false};
+  std::atomic<int> unexpected{0};
+  std::vector<std::thread> workers;
+  for (int i = 0; i < 4; ++i) {
+    workers.emplace_back([&, i] {
+      CK_SESSION_HANDLE mine;
+      if (f_->C_OpenSession(0, CKF_SERIAL_SESSION | CKF_RW_SESSION, nullptr,
+                            nullptr, &mine) != CKR_OK) {
+        ++unexpected;
+        return;
+      }
+      CK_OBJECT_CLASS cls = CKO_DATA;
+      CK_BBOOL yes = CK_TRUE;
+      const std::string label = "race-" + std::to_string(i);
+      CK_ATTRIBUTE t[] = {
+          {CKA_CLASS, &cls, sizeof(cls)},
+          {CKA_PRIVATE, &yes, sizeof(yes)},
+          {CKA_LABEL, const_cast<char*>(label.data()), label.size()}};
+      CK_MECHANISM sha = {CKM_SHA256, nullptr, 0};
+      unsigned char out[32];
+      while (!stop.load()) {
+        CK_OBJECT_HANDLE h;
+        CK_RV rv = f_->C_CreateObject(mine, t, 3, &h);
+        if (rv == CKR_OK) {
+          rv = f_->C_DestroyObject(mine, h);
+          if (rv != CKR_OK && rv != CKR_OBJECT_HANDLE_INVALID &&
+              rv != CKR_USER_NOT_LOGGED_IN) {
+            ++unexpected;
+          }
+        } else if (rv != CKR_USER_NOT_LOGGED_IN) {
+          ++unexpected;
+        }
+        CK_ATTRIBUTE find = t[2];
+        if (f_->C_FindObjectsInit(mine, &find, 1) != CKR_OK) ++unexpected;
+        CK_OBJECT_HANDLE found[4];
+        CK_ULONG n = 0;
+        if (f_->C_FindObjects(mine, found, 4, &n) != CKR_OK ||
+            f_->C_FindObjectsFinal(mine) != CKR_OK) {
+          ++unexpected;
+        }
+        CK_ULONG len = sizeof(out);
+        if (f_->C_DigestInit(mine, &sha) != CKR_OK ||
+            f_->C_Digest(mine, out, sizeof(out), out, &len) != CKR_OK) {
+          ++unexpected;
+        }
+      }
+    });
+  }
+  for (int round = 0; round < 30; ++round) {
+    if (LoginUser(anchor) != CKR_OK) ++unexpected;
+    std::this_thread::yield();
+    if (f_->C_Logout(anchor) != CKR_OK) ++unexpected;
+  }
+  stop.store(true);
+  for (std::thread& th : workers) th.join();
+  EXPECT_EQ(unexpected.load(), 0);
+}
+
 }  // namespace
