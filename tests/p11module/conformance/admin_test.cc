@@ -5,9 +5,8 @@
 // (5.10.4), C_SeedRandom (5.15.1), CBC_PAD padding errors (5.9.2), key
 // usage and read-only sessions for generated and copied objects (5.7.2,
 // 5.11.1, 5.14.1).
-#include <p11-kit-1/p11-kit/pkcs11.h>
-
 #include <openssl/evp.h>
+#include <p11-kit-1/p11-kit/pkcs11.h>
 
 #include <string>
 #include <vector>
@@ -43,13 +42,13 @@ TEST_P(AdminTest, ReinitializeToken) {
   CK_OBJECT_HANDLE obj;
   ASSERT_CKR(CKR_OK, f()->C_CreateObject(h, t.data(), t.size(), &obj));
   std::vector<uint8_t> label = PaddedLabel("relabelled");
-  EXPECT_CKR(CKR_SESSION_EXISTS,
-             f()->C_InitToken(slot(), Pin(kSoPin), kSoPin.size(), label.data()));
+  EXPECT_CKR(CKR_SESSION_EXISTS, f()->C_InitToken(slot(), Pin(kSoPin),
+                                                  kSoPin.size(), label.data()));
   ASSERT_CKR(CKR_OK, f()->C_CloseAllSessions(slot()));
   EXPECT_CKR(CKR_PIN_INCORRECT,
              f()->C_InitToken(slot(), Pin("not-the-so-pin"), 14, label.data()));
-  ASSERT_CKR(CKR_OK,
-             f()->C_InitToken(slot(), Pin(kSoPin), kSoPin.size(), label.data()));
+  ASSERT_CKR(CKR_OK, f()->C_InitToken(slot(), Pin(kSoPin), kSoPin.size(),
+                                      label.data()));
   CK_SLOT_ID slot2;
   ASSERT_CKR(CKR_OK, FindSlotByLabel(f(), "relabelled", &slot2));
   CK_TOKEN_INFO info;
@@ -79,14 +78,13 @@ TEST_P(AdminTest, PinLengthRange) {
              f()->C_InitPIN(h, Pin(too_long), too_long.size()));
   ASSERT_CKR(CKR_OK, f()->C_Logout(h));
   ASSERT_CKR(CKR_OK, LoginUser(h));
-  EXPECT_CKR(CKR_PIN_LEN_RANGE,
-             f()->C_SetPIN(h, Pin(kUserPin), kUserPin.size(), Pin(too_long),
-                           too_long.size()));
+  EXPECT_CKR(CKR_PIN_LEN_RANGE, f()->C_SetPIN(h, Pin(kUserPin), kUserPin.size(),
+                                              Pin(too_long), too_long.size()));
   if (info.ulMinPinLen > 1) {
     const std::string too_short(info.ulMinPinLen - 1, 'y');
     EXPECT_CKR(CKR_PIN_LEN_RANGE,
-               f()->C_SetPIN(h, Pin(kUserPin), kUserPin.size(),
-                             Pin(too_short), too_short.size()));
+               f()->C_SetPIN(h, Pin(kUserPin), kUserPin.size(), Pin(too_short),
+                             too_short.size()));
   }
   // The PIN did not change.
   ASSERT_CKR(CKR_OK, f()->C_Logout(h));
@@ -165,7 +163,8 @@ TEST_P(AdminTest, CbcPadBadPadding) {
   len = out.size();
   // The exact code is skipped only for a module in the deviation table;
   // every module must fail.
-  const bool exact = FindDeviation(kind(), "cbcpad.bad_padding_code") == nullptr;
+  const bool exact =
+      FindDeviation(kind(), "cbcpad.bad_padding_code") == nullptr;
   ASSERT_CKR(CKR_OK, f()->C_DecryptInit(h, &pad, key));
   CK_RV rv = f()->C_Decrypt(h, ct.data(), ct.size(), out.data(), &len);
   EXPECT_NE(CKR_OK, rv);
@@ -174,8 +173,8 @@ TEST_P(AdminTest, CbcPadBadPadding) {
   }
   ASSERT_CKR(CKR_OK, f()->C_DecryptInit(h, &pad, key));
   len = out.size();
-  ASSERT_CKR(CKR_OK, f()->C_DecryptUpdate(h, ct.data(), ct.size(), out.data(),
-                                          &len));
+  ASSERT_CKR(CKR_OK,
+             f()->C_DecryptUpdate(h, ct.data(), ct.size(), out.data(), &len));
   EXPECT_EQ(0u, len);  // the last block is held back until the final call
   len = out.size();
   rv = f()->C_DecryptFinal(h, out.data(), &len);
@@ -210,13 +209,13 @@ TEST_P(AdminTest, KeyUsageAndReadOnlySessions) {
              f()->C_GenerateKey(ro, &gen, tok.data(), tok.size(), &key));
   Template ses;
   ses.Ulong(CKA_VALUE_LEN, 16).Bool(CKA_TOKEN, false);
-  ASSERT_CKR(CKR_OK, f()->C_GenerateKey(ro, &gen, ses.data(), ses.size(), &key));
+  ASSERT_CKR(CKR_OK,
+             f()->C_GenerateKey(ro, &gen, ses.data(), ses.size(), &key));
   Template to_token;
   to_token.Bool(CKA_TOKEN, true);
   CK_OBJECT_HANDLE copy;
-  EXPECT_CKR(CKR_SESSION_READ_ONLY,
-             f()->C_CopyObject(ro, key, to_token.data(), to_token.size(),
-                               &copy));
+  EXPECT_CKR(CKR_SESSION_READ_ONLY, f()->C_CopyObject(ro, key, to_token.data(),
+                                                      to_token.size(), &copy));
   EXPECT_CKR(CKR_OK, f()->C_CopyObject(rw, key, to_token.data(),
                                        to_token.size(), &copy));
   bool token = false;

@@ -45,8 +45,8 @@ void P11Test::SetUp() {
   }
   auto module = Module::Load(path);
   if (!module.ok()) {
-    GTEST_SKIP() << ModuleName(kind()) << " module not loadable: "
-                 << module.status().message();
+    GTEST_SKIP() << ModuleName(kind())
+                 << " module not loadable: " << module.status().message();
   }
   module_ = *module;
   f_ = module_->fn();

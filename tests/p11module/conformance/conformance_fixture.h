@@ -48,21 +48,21 @@ const Deviation* FindDeviation(ModuleKind module, std::string_view id);
 // DeviationPrefix is "SoftHSMv2 2.6.1" / "accelcrypt".
 const char* DeviationPrefix(ModuleKind module);
 
-#define SKIP_IF_DEVIATES(id)                                                \
-  do {                                                                      \
-    if (const ::accelcrypt::p11test::Deviation* dev_ =                      \
-            ::accelcrypt::p11test::FindDeviation(kind(), id)) {             \
-      GTEST_SKIP() << ::accelcrypt::p11test::DeviationPrefix(kind())       \
-                   << " deviates: " << dev_->what;                          \
-    }                                                                       \
+#define SKIP_IF_DEVIATES(id)                                         \
+  do {                                                               \
+    if (const ::accelcrypt::p11test::Deviation* dev_ =               \
+            ::accelcrypt::p11test::FindDeviation(kind(), id)) {      \
+      GTEST_SKIP() << ::accelcrypt::p11test::DeviationPrefix(kind()) \
+                   << " deviates: " << dev_->what;                   \
+    }                                                                \
   } while (0)
 
-#define REQUIRE_MECHANISM(mech)                                             \
-  do {                                                                      \
-    if (!HasMechanism(mech)) {                                              \
-      GTEST_SKIP() << ::accelcrypt::p11test::ModuleName(kind())             \
-                   << " does not list " #mech " in C_GetMechanismList";     \
-    }                                                                       \
+#define REQUIRE_MECHANISM(mech)                                         \
+  do {                                                                  \
+    if (!HasMechanism(mech)) {                                          \
+      GTEST_SKIP() << ::accelcrypt::p11test::ModuleName(kind())         \
+                   << " does not list " #mech " in C_GetMechanismList"; \
+    }                                                                   \
   } while (0)
 
 class P11Test : public ::testing::TestWithParam<ModuleKind> {
@@ -124,11 +124,11 @@ class P11Test : public ::testing::TestWithParam<ModuleKind> {
 // ParamName names instances "accelcrypt" / "softhsm2".
 std::string ParamName(const ::testing::TestParamInfo<ModuleKind>& info);
 
-#define ACCELCRYPT_P11_INSTANTIATE(suite)                                    \
-  INSTANTIATE_TEST_SUITE_P(                                                  \
-      Modules, suite,                                                        \
-      ::testing::Values(::accelcrypt::p11test::ModuleKind::kAccelcrypt,      \
-                        ::accelcrypt::p11test::ModuleKind::kSoftHsm2),       \
+#define ACCELCRYPT_P11_INSTANTIATE(suite)                               \
+  INSTANTIATE_TEST_SUITE_P(                                             \
+      Modules, suite,                                                   \
+      ::testing::Values(::accelcrypt::p11test::ModuleKind::kAccelcrypt, \
+                        ::accelcrypt::p11test::ModuleKind::kSoftHsm2),  \
       ::accelcrypt::p11test::ParamName)
 
 }  // namespace accelcrypt::p11test

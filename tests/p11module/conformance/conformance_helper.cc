@@ -18,7 +18,6 @@
 //     finds PREFIX-0 .. PREFIX-<COUNT-1>, each exactly once, with its value;
 //     exit 0 when all match, 1 otherwise (each problem printed).
 #include <p11-kit-1/p11-kit/pkcs11.h>
-
 #include <unistd.h>
 
 #include <chrono>
@@ -61,7 +60,8 @@ int main(int argc, char** argv) {
   const int count = std::atoi(argv[6]);
   auto module = accelcrypt::p11test::Module::Load(argv[1]);
   if (!module.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(module.status().message()).c_str());
+    std::fprintf(stderr, "%s\n",
+                 std::string(module.status().message()).c_str());
     return 3;
   }
   CK_FUNCTION_LIST* f = (*module)->fn();

@@ -38,7 +38,8 @@ const Deviation kDeviations[] = {
      "base spec 5.1.6 call for CKR_MECHANISM_PARAM_INVALID"},
     {ModuleKind::kSoftHsm2, "gcm.bad_tag_bits_code",
      "CKM_AES_GCM with ulTagBits = 136 gives CKR_ARGUMENTS_BAD; current "
-     "mechanisms \"GCM and CCM\" (ulTagBits at most 128) and base spec 5.1.6 call for "
+     "mechanisms \"GCM and CCM\" (ulTagBits at most 128) and base spec 5.1.6 "
+     "call for "
      "CKR_MECHANISM_PARAM_INVALID"},
     {ModuleKind::kSoftHsm2, "gcm.bad_tag_code",
      "CKM_AES_GCM decryption with a wrong tag returns CKR_GENERAL_ERROR "

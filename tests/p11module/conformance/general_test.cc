@@ -3,9 +3,8 @@
 // session management functions, the login state machine, argument and
 // handle checks. Section numbers are those of "PKCS #11 Cryptographic Token
 // Interface Base Specification Version 2.40" (pkcs11-base-v2.40).
-#include <p11-kit-1/p11-kit/pkcs11.h>
-
 #include <openssl/evp.h>
+#include <p11-kit-1/p11-kit/pkcs11.h>
 
 #include <atomic>
 #include <cstring>
@@ -205,8 +204,8 @@ TEST_P(InfoTest, GetInfo) {
   ASSERT_CKR(CKR_OK, f()->C_GetInfo(&info));
   EXPECT_EQ(2, info.cryptokiVersion.major);
   EXPECT_GE(info.cryptokiVersion.minor, 20);
-  EXPECT_TRUE(BlankPaddedNoNul(info.manufacturerID,
-                               sizeof(info.manufacturerID)));
+  EXPECT_TRUE(
+      BlankPaddedNoNul(info.manufacturerID, sizeof(info.manufacturerID)));
   EXPECT_TRUE(BlankPaddedNoNul(info.libraryDescription,
                                sizeof(info.libraryDescription)));
   EXPECT_EQ(0u, info.flags);
@@ -232,8 +231,8 @@ TEST_P(InfoTest, SlotListTwoCallConvention) {
     for (CK_ULONG i = 0; i < big; ++i) {
       CK_SLOT_INFO si;
       ASSERT_CKR(CKR_OK, f()->C_GetSlotInfo(slots[i], &si));
-      EXPECT_TRUE(BlankPaddedNoNul(si.slotDescription,
-                                   sizeof(si.slotDescription)));
+      EXPECT_TRUE(
+          BlankPaddedNoNul(si.slotDescription, sizeof(si.slotDescription)));
       if (present) {
         EXPECT_TRUE(si.flags & CKF_TOKEN_PRESENT);
       }
@@ -256,8 +255,8 @@ TEST_P(InfoTest, TokenInfoAfterInit) {
   EXPECT_FALSE(info.flags & CKF_WRITE_PROTECTED);
   EXPECT_LE(info.ulMinPinLen, info.ulMaxPinLen);
   EXPECT_LE(info.ulMinPinLen, kUserPin.size());
-  EXPECT_TRUE(BlankPaddedNoNul(info.manufacturerID,
-                               sizeof(info.manufacturerID)));
+  EXPECT_TRUE(
+      BlankPaddedNoNul(info.manufacturerID, sizeof(info.manufacturerID)));
   EXPECT_TRUE(BlankPaddedNoNul(info.serialNumber, sizeof(info.serialNumber)));
   EXPECT_CKR(CKR_ARGUMENTS_BAD, f()->C_GetTokenInfo(slot(), nullptr));
   CK_SLOT_INFO si;
@@ -284,8 +283,8 @@ TEST_P(InfoTest, MechanismListAndInfo) {
     CK_MECHANISM_INFO mi;
     EXPECT_CKR(CKR_OK, f()->C_GetMechanismInfo(slot(), m, &mi))
         << "mechanism 0x" << std::hex << m;
-    EXPECT_LE(mi.ulMinKeySize, mi.ulMaxKeySize) << "mechanism 0x" << std::hex
-                                                << m;
+    EXPECT_LE(mi.ulMinKeySize, mi.ulMaxKeySize)
+        << "mechanism 0x" << std::hex << m;
   }
   CK_MECHANISM_INFO mi;
   EXPECT_CKR(CKR_MECHANISM_INVALID,
@@ -355,12 +354,11 @@ TEST_P(SessionTest, OpenWithoutSerialFlag) {
              f()->C_OpenSession(slot(), CKF_RW_SESSION, nullptr, nullptr, &h));
   EXPECT_CKR(CKR_SESSION_PARALLEL_NOT_SUPPORTED,
              f()->C_OpenSession(slot(), 0, nullptr, nullptr, &h));
-  EXPECT_CKR(CKR_ARGUMENTS_BAD,
-             f()->C_OpenSession(slot(), CKF_SERIAL_SESSION, nullptr, nullptr,
-                                nullptr));
-  EXPECT_CKR(CKR_SLOT_ID_INVALID,
-             f()->C_OpenSession(0x7fff1234, CKF_SERIAL_SESSION, nullptr,
-                                nullptr, &h));
+  EXPECT_CKR(CKR_ARGUMENTS_BAD, f()->C_OpenSession(slot(), CKF_SERIAL_SESSION,
+                                                   nullptr, nullptr, nullptr));
+  EXPECT_CKR(
+      CKR_SLOT_ID_INVALID,
+      f()->C_OpenSession(0x7fff1234, CKF_SERIAL_SESSION, nullptr, nullptr, &h));
 }
 
 // 5.6.4 C_GetSessionInfo and the session states (3.3 CK_STATE).
@@ -460,9 +458,9 @@ TEST_P(SessionTest, SetPin) {
     return reinterpret_cast<CK_UTF8CHAR*>(const_cast<char*>(s.data()));
   };
   ASSERT_CKR(CKR_OK, OpenRo(&ro));
-  EXPECT_CKR(CKR_SESSION_READ_ONLY,
-             f()->C_SetPIN(ro, c(kUserPin), kUserPin.size(), c(kNew),
-                           kNew.size()));
+  EXPECT_CKR(
+      CKR_SESSION_READ_ONLY,
+      f()->C_SetPIN(ro, c(kUserPin), kUserPin.size(), c(kNew), kNew.size()));
   ASSERT_CKR(CKR_OK, f()->C_CloseSession(ro));
   EXPECT_CKR(CKR_PIN_INCORRECT,
              f()->C_SetPIN(rw, c("not-the-pin"), 11, c(kNew), kNew.size()));
@@ -584,7 +582,8 @@ TEST_P(ThreadTest, ConcurrentSessionsFromThreads) {
         CK_ULONG len = out.size();
         std::vector<uint8_t> in = msg;
         if (f()->C_DigestInit(h, &sha) != CKR_OK ||
-            f()->C_Digest(h, in.data(), in.size(), out.data(), &len) != CKR_OK ||
+            f()->C_Digest(h, in.data(), in.size(), out.data(), &len) !=
+                CKR_OK ||
             out != expect) {
           ++bad;
         }

@@ -6,10 +6,9 @@
 // signing/verifying (MACs); current mechanisms v2.40 sections "AES"
 // (ECB/CBC/CBC_PAD), "AES with Counter", "GCM and CCM" (AES-GCM), the
 // SHA-1/SHA-2 digest and general-length HMAC sections.
-#include <p11-kit-1/p11-kit/pkcs11.h>
-
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <p11-kit-1/p11-kit/pkcs11.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -38,11 +37,12 @@ CK_RV Crypt(CK_FUNCTION_LIST* f, CK_SESSION_HANDLE h, CK_MECHANISM* mech,
             CK_OBJECT_HANDLE key, bool encrypt, const Bytes& in, size_t chunk,
             Bytes* out) {
   out->clear();
-  CK_RV rv = encrypt ? f->C_EncryptInit(h, mech, key)
-                     : f->C_DecryptInit(h, mech, key);
+  CK_RV rv =
+      encrypt ? f->C_EncryptInit(h, mech, key) : f->C_DecryptInit(h, mech, key);
   if (rv != CKR_OK) return rv;
   auto one = [&](CK_BYTE* p, CK_ULONG n, CK_BYTE* o, CK_ULONG* ol) {
-    return encrypt ? f->C_Encrypt(h, p, n, o, ol) : f->C_Decrypt(h, p, n, o, ol);
+    return encrypt ? f->C_Encrypt(h, p, n, o, ol)
+                   : f->C_Decrypt(h, p, n, o, ol);
   };
   auto upd = [&](CK_BYTE* p, CK_ULONG n, CK_BYTE* o, CK_ULONG* ol) {
     return encrypt ? f->C_EncryptUpdate(h, p, n, o, ol)
@@ -169,11 +169,12 @@ void MechTest::RunAesFile(const std::string& file, CK_MECHANISM_TYPE m) {
   EXPECT_GT(checked, 0);
 }
 
-// Current mechanisms "AES": CKM_AES_ECB, known answers (AESAVS MMT, SP 800-38A).
+// Current mechanisms "AES": CKM_AES_ECB, known answers (AESAVS MMT, SP
+// 800-38A).
 TEST_P(MechTest, AesEcbVectors) {
   REQUIRE_MECHANISM(CKM_AES_ECB);
-  for (const char* f : {"aes/ECBMMT128.rsp", "aes/ECBMMT192.rsp",
-                        "aes/ECBMMT256.rsp"}) {
+  for (const char* f :
+       {"aes/ECBMMT128.rsp", "aes/ECBMMT192.rsp", "aes/ECBMMT256.rsp"}) {
     RunAesFile(f, CKM_AES_ECB);
   }
 }
@@ -181,13 +182,14 @@ TEST_P(MechTest, AesEcbVectors) {
 // Current mechanisms "AES": CKM_AES_CBC.
 TEST_P(MechTest, AesCbcVectors) {
   REQUIRE_MECHANISM(CKM_AES_CBC);
-  for (const char* f : {"aes/CBCMMT128.rsp", "aes/CBCMMT192.rsp",
-                        "aes/CBCMMT256.rsp"}) {
+  for (const char* f :
+       {"aes/CBCMMT128.rsp", "aes/CBCMMT192.rsp", "aes/CBCMMT256.rsp"}) {
     RunAesFile(f, CKM_AES_CBC);
   }
 }
 
-// "AES with Counter": CKM_AES_CTR (CK_AES_CTR_PARAMS, 128-bit counter), SP 800-38A F.5.
+// "AES with Counter": CKM_AES_CTR (CK_AES_CTR_PARAMS, 128-bit counter), SP
+// 800-38A F.5.
 TEST_P(MechTest, AesCtrVectors) {
   REQUIRE_MECHANISM(CKM_AES_CTR);
   RunAesFile("aes/CTR_SP800-38A.rsp", CKM_AES_CTR);
@@ -211,11 +213,11 @@ TEST_P(MechTest, AesCbcPadVectors) {
         Bytes expected(msg.size() + 16);
         {
           EVP_CIPHER_CTX* c = EVP_CIPHER_CTX_new();
-          const EVP_CIPHER* cipher = key.size() == 16 ? EVP_aes_128_cbc()
-                                                      : EVP_aes_256_cbc();
+          const EVP_CIPHER* cipher =
+              key.size() == 16 ? EVP_aes_128_cbc() : EVP_aes_256_cbc();
           int l1 = 0, l2 = 0;
-          ASSERT_EQ(1, EVP_EncryptInit_ex(c, cipher, nullptr, key.data(),
-                                          iv.data()));
+          ASSERT_EQ(
+              1, EVP_EncryptInit_ex(c, cipher, nullptr, key.data(), iv.data()));
           ASSERT_EQ(1, EVP_EncryptUpdate(c, expected.data(), &l1, msg.data(),
                                          msg.size()));
           ASSERT_EQ(1, EVP_EncryptFinal_ex(c, expected.data() + l1, &l2));
@@ -243,9 +245,10 @@ TEST_P(MechTest, AesCbcPadVectors) {
   }
 }
 
-// "GCM and CCM": CKM_AES_GCM (CK_GCM_PARAMS): encrypt output is C || T (T truncated
-// to ulTagBits); decryption of a bad tag fails and returns no plaintext.
-// Vectors: CAVP gcmEncryptExtIV / gcmDecrypt (first 3 of each section).
+// "GCM and CCM": CKM_AES_GCM (CK_GCM_PARAMS): encrypt output is C || T (T
+// truncated to ulTagBits); decryption of a bad tag fails and returns no
+// plaintext. Vectors: CAVP gcmEncryptExtIV / gcmDecrypt (first 3 of each
+// section).
 TEST_P(MechTest, AesGcmVectors) {
   REQUIRE_MECHANISM(CKM_AES_GCM);
   for (const char* file :
@@ -337,8 +340,8 @@ TEST_P(MechTest, DigestVectors) {
   }
 }
 
-// General-length HMAC mechanisms (SHA-1 .. SHA-512): C_Sign / C_Verify (single and
-// multi-part) against CAVP HMAC vectors when tests/vectors/hmac/HMAC.rsp is
+// General-length HMAC mechanisms (SHA-1 .. SHA-512): C_Sign / C_Verify (single
+// and multi-part) against CAVP HMAC vectors when tests/vectors/hmac/HMAC.rsp is
 // present, else against libcrypto's HMAC; a wrong MAC is
 // CKR_SIGNATURE_INVALID (5.12.2).
 TEST_P(MechTest, HmacSignVerify) {
@@ -366,8 +369,8 @@ TEST_P(MechTest, HmacSignVerify) {
       if (!l || r.Get("Tlen") != *l) continue;
       if (std::stoul(r.Get("Klen")) < std::stoul(*l)) continue;
       auto& list = by_len[std::stoul(*l)];
-      if (list.size() < 10) list.push_back({*r.Bytes("Key"), *r.Bytes("Msg"),
-                                           *r.Bytes("Mac")});
+      if (list.size() < 10)
+        list.push_back({*r.Bytes("Key"), *r.Bytes("Msg"), *r.Bytes("Mac")});
     }
   }
   for (const auto& c : kCases) {
@@ -383,7 +386,8 @@ TEST_P(MechTest, HmacSignVerify) {
       for (size_t klen : {c.len, size_t{64}, size_t{131}}) {
         Vector v;
         v.key.resize(klen);
-        for (size_t i = 0; i < klen; ++i) v.key[i] = static_cast<uint8_t>(i * 7 + 1);
+        for (size_t i = 0; i < klen; ++i)
+          v.key[i] = static_cast<uint8_t>(i * 7 + 1);
         v.msg.assign(200, 0x61);
         unsigned int mlen = 0;
         v.mac.resize(EVP_MAX_MD_SIZE);
@@ -401,8 +405,8 @@ TEST_P(MechTest, HmacSignVerify) {
       Bytes sig(c.len);
       CK_ULONG slen = sig.size();
       ASSERT_CKR(CKR_OK, f()->C_SignInit(h_, &mech, k));
-      ASSERT_CKR(CKR_OK, f()->C_Sign(h_, msg.data(), msg.size(), sig.data(),
-                                     &slen));
+      ASSERT_CKR(CKR_OK,
+                 f()->C_Sign(h_, msg.data(), msg.size(), sig.data(), &slen));
       EXPECT_EQ(v.mac, Bytes(sig.begin(), sig.begin() + slen));
       // Multi-part.
       ASSERT_CKR(CKR_OK, f()->C_SignInit(h_, &mech, k));
@@ -420,9 +424,9 @@ TEST_P(MechTest, HmacSignVerify) {
                                        mac.size()));
       mac[0] ^= 1;
       ASSERT_CKR(CKR_OK, f()->C_VerifyInit(h_, &mech, k));
-      EXPECT_CKR(CKR_SIGNATURE_INVALID,
-                 f()->C_Verify(h_, msg.data(), msg.size(), mac.data(),
-                               mac.size()));
+      EXPECT_CKR(
+          CKR_SIGNATURE_INVALID,
+          f()->C_Verify(h_, msg.data(), msg.size(), mac.data(), mac.size()));
       f()->C_DestroyObject(h_, k);
     }
   }
@@ -483,7 +487,8 @@ TEST_P(MechTest, TwoCallConventionKeepsOperation) {
   ASSERT_CKR(CKR_OK,
              f()->C_Encrypt(h_, block.data(), block.size(), ct.data(), &len));
   EXPECT_EQ(32u, len);
-  EXPECT_EQ(Bytes(ct.begin(), ct.begin() + 16), Bytes(ct.begin() + 16, ct.end()));
+  EXPECT_EQ(Bytes(ct.begin(), ct.begin() + 16),
+            Bytes(ct.begin() + 16, ct.end()));
 }
 
 // 5.8.2 / 5.9.2 / 5.12.2: a call that fails (other than
@@ -511,20 +516,22 @@ TEST_P(MechTest, ErrorTerminatesOperation) {
              f()->C_Decrypt(h_, block.data(), block.size(), out.data(), &len));
   // A failed verification ends the verify operation.
   CK_OBJECT_HANDLE mk;
-  ASSERT_CKR(CKR_OK, CreateSecretKey(h_, CKK_GENERIC_SECRET, Bytes(32, 3), &mk));
+  ASSERT_CKR(CKR_OK,
+             CreateSecretKey(h_, CKK_GENERIC_SECRET, Bytes(32, 3), &mk));
   CK_MECHANISM hmac = {CKM_SHA256_HMAC, nullptr, 0};
   Bytes mac(32, 0);
   ASSERT_CKR(CKR_OK, f()->C_VerifyInit(h_, &hmac, mk));
-  EXPECT_CKR(CKR_SIGNATURE_INVALID, f()->C_Verify(h_, block.data(), block.size(),
-                                                  mac.data(), mac.size()));
-  EXPECT_CKR(CKR_OPERATION_NOT_INITIALIZED,
-             f()->C_Verify(h_, block.data(), block.size(), mac.data(),
-                           mac.size()));
+  EXPECT_CKR(
+      CKR_SIGNATURE_INVALID,
+      f()->C_Verify(h_, block.data(), block.size(), mac.data(), mac.size()));
+  EXPECT_CKR(
+      CKR_OPERATION_NOT_INITIALIZED,
+      f()->C_Verify(h_, block.data(), block.size(), mac.data(), mac.size()));
   // Operations never started.
   len = out.size();
-  EXPECT_CKR(CKR_OPERATION_NOT_INITIALIZED,
-             f()->C_EncryptUpdate(h_, block.data(), block.size(), out.data(),
-                                  &len));
+  EXPECT_CKR(
+      CKR_OPERATION_NOT_INITIALIZED,
+      f()->C_EncryptUpdate(h_, block.data(), block.size(), out.data(), &len));
   EXPECT_CKR(CKR_OPERATION_NOT_INITIALIZED,
              f()->C_DigestUpdate(h_, block.data(), block.size()));
   len = out.size();
@@ -579,8 +586,8 @@ TEST_P(MechTest, BadCbcIvIsMechanismParamInvalid) {
   EXPECT_CKR(CKR_OK, f()->C_EncryptInit(h_, &good, k));
 }
 
-// "AES with Counter", CK_AES_CTR_PARAMS: "0 < ulCounterBits <= 128. For any values
-// outside this range the mechanism shall return
+// "AES with Counter", CK_AES_CTR_PARAMS: "0 < ulCounterBits <= 128. For any
+// values outside this range the mechanism shall return
 // CKR_MECHANISM_PARAM_INVALID."
 TEST_P(MechTest, BadCtrCounterBits) {
   REQUIRE_MECHANISM(CKM_AES_CTR);
@@ -645,8 +652,8 @@ TEST_P(MechTest, NullArguments) {
   ASSERT_CKR(CKR_OK, OpenRo(&b));
   ASSERT_CKR(CKR_OK, OpenRo(&c));
   ASSERT_CKR(CKR_OK, f()->C_DigestInit(a, &sha));
-  EXPECT_CKR(CKR_ARGUMENTS_BAD, f()->C_Digest(a, block.data(), block.size(),
-                                              out.data(), nullptr));
+  EXPECT_CKR(CKR_ARGUMENTS_BAD,
+             f()->C_Digest(a, block.data(), block.size(), out.data(), nullptr));
   ASSERT_CKR(CKR_OK, f()->C_DigestInit(b, &sha));
   EXPECT_CKR(CKR_ARGUMENTS_BAD, f()->C_DigestUpdate(b, nullptr, 5));
   CK_OBJECT_HANDLE k;
@@ -683,9 +690,9 @@ TEST_P(MechTest, DigestOperationState) {
   state.resize(slen);
   CK_SESSION_HANDLE h2;
   ASSERT_CKR(CKR_OK, OpenRo(&h2));
-  ASSERT_CKR(CKR_OK, f()->C_SetOperationState(h2, state.data(), state.size(),
-                                              CK_INVALID_HANDLE,
-                                              CK_INVALID_HANDLE));
+  ASSERT_CKR(CKR_OK,
+             f()->C_SetOperationState(h2, state.data(), state.size(),
+                                      CK_INVALID_HANDLE, CK_INVALID_HANDLE));
   ASSERT_CKR(CKR_OK, f()->C_DigestUpdate(h2, part2.data(), part2.size()));
   Bytes out(32);
   CK_ULONG len = out.size();
@@ -709,9 +716,11 @@ TEST_P(MechTest, DigestOperationState) {
 // message back.
 TEST_P(MechTest, LongMultipartMatchesLibcrypto) {
   Bytes msg(100 * 1024 + 3);
-  for (size_t i = 0; i < msg.size(); ++i) msg[i] = static_cast<uint8_t>(i * 31 + 7);
+  for (size_t i = 0; i < msg.size(); ++i)
+    msg[i] = static_cast<uint8_t>(i * 31 + 7);
   Bytes key(32), iv(16);
-  for (size_t i = 0; i < key.size(); ++i) key[i] = static_cast<uint8_t>(i + 100);
+  for (size_t i = 0; i < key.size(); ++i)
+    key[i] = static_cast<uint8_t>(i + 100);
   for (size_t i = 0; i < iv.size(); ++i) iv[i] = static_cast<uint8_t>(200 - i);
   CK_OBJECT_HANDLE k;
   ASSERT_CKR(CKR_OK, AesKey(key, &k));
@@ -856,8 +865,8 @@ TEST_P(HardwareHwFlagTest, AcceleratedMechanismsClaimHardware) {
   }
   int checked = 0;
   if (CpuHas("aes")) {
-    for (CK_MECHANISM_TYPE m : {CKM_AES_ECB, CKM_AES_CBC, CKM_AES_CTR,
-                                CKM_AES_GCM}) {
+    for (CK_MECHANISM_TYPE m :
+         {CKM_AES_ECB, CKM_AES_CBC, CKM_AES_CTR, CKM_AES_GCM}) {
       CK_MECHANISM_INFO mi;
       ASSERT_CKR(CKR_OK, f()->C_GetMechanismInfo(slot(), m, &mi));
       EXPECT_TRUE(mi.flags & CKF_HW) << "mechanism 0x" << std::hex << m;

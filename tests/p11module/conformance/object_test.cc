@@ -111,7 +111,8 @@ TEST_P(ObjectTest, CreateGetSetFindCopyDestroy) {
 TEST_P(ObjectTest, FindStateRules) {
   CK_OBJECT_HANDLE objs[1];
   CK_ULONG n = 0;
-  EXPECT_CKR(CKR_OPERATION_NOT_INITIALIZED, f()->C_FindObjects(h_, objs, 1, &n));
+  EXPECT_CKR(CKR_OPERATION_NOT_INITIALIZED,
+             f()->C_FindObjects(h_, objs, 1, &n));
   EXPECT_CKR(CKR_OPERATION_NOT_INITIALIZED, f()->C_FindObjectsFinal(h_));
   ASSERT_CKR(CKR_OK, f()->C_FindObjectsInit(h_, nullptr, 0));
   EXPECT_CKR(CKR_OPERATION_ACTIVE, f()->C_FindObjectsInit(h_, nullptr, 0));
@@ -193,8 +194,8 @@ TEST_P(ObjectTest, OneWayKeyAttributes) {
   Template t0;
   t0.Bool(CKA_SENSITIVE, false).Bool(CKA_EXTRACTABLE, true);
   CK_OBJECT_HANDLE key;
-  ASSERT_CKR(CKR_OK,
-             CreateSecretKey(h_, CKK_AES, std::vector<uint8_t>(16, 1), &key, t0));
+  ASSERT_CKR(CKR_OK, CreateSecretKey(h_, CKK_AES, std::vector<uint8_t>(16, 1),
+                                     &key, t0));
   Template to_true;
   to_true.Bool(CKA_SENSITIVE, true);
   ASSERT_CKR(CKR_OK,
@@ -232,8 +233,8 @@ TEST_P(ObjectTest, CopyCannotUnsensitise) {
   Template t0;
   t0.Bool(CKA_SENSITIVE, true);
   CK_OBJECT_HANDLE key;
-  ASSERT_CKR(CKR_OK,
-             CreateSecretKey(h_, CKK_AES, std::vector<uint8_t>(16, 2), &key, t0));
+  ASSERT_CKR(CKR_OK, CreateSecretKey(h_, CKK_AES, std::vector<uint8_t>(16, 2),
+                                     &key, t0));
   Template c;
   c.Bool(CKA_SENSITIVE, false);
   CK_OBJECT_HANDLE copy;
@@ -271,7 +272,9 @@ TEST_P(ObjectTest, TemplateIncomplete) {
 TEST_P(ObjectTest, TemplateInconsistent) {
   CK_MECHANISM gen = {CKM_AES_KEY_GEN, nullptr, 0};
   Template t;
-  t.Ulong(CKA_KEY_TYPE, CKK_RSA).Ulong(CKA_VALUE_LEN, 16).Bool(CKA_TOKEN, false);
+  t.Ulong(CKA_KEY_TYPE, CKK_RSA)
+      .Ulong(CKA_VALUE_LEN, 16)
+      .Bool(CKA_TOKEN, false);
   CK_OBJECT_HANDLE obj;
   EXPECT_CKR(CKR_TEMPLATE_INCONSISTENT,
              f()->C_GenerateKey(h_, &gen, t.data(), t.size(), &obj));
@@ -316,9 +319,9 @@ TEST_P(ObjectTest, WrongTemplateLengths) {
   CK_ULONG data = CKO_DATA;
   Template short_class;
   short_class.Raw(CKA_CLASS, &data, 1).Bool(CKA_TOKEN, false);
-  EXPECT_CKR(CKR_ATTRIBUTE_VALUE_INVALID,
-             f()->C_CreateObject(h_, short_class.data(), short_class.size(),
-                                 &obj));
+  EXPECT_CKR(
+      CKR_ATTRIBUTE_VALUE_INVALID,
+      f()->C_CreateObject(h_, short_class.data(), short_class.size(), &obj));
   CK_ULONG four = 0;
   Template long_bool;
   long_bool.Ulong(CKA_CLASS, CKO_DATA).Raw(CKA_TOKEN, &four, 4);
@@ -344,7 +347,8 @@ TEST_P(ObjectTest, SessionAndLoginRulesForCreation) {
   CK_SESSION_HANDLE ro;
   ASSERT_CKR(CKR_OK, OpenRo(&ro));
   CK_OBJECT_HANDLE obj;
-  EXPECT_CKR(CKR_SESSION_READ_ONLY, CreateData("ro-token", true, false, &obj, ro));
+  EXPECT_CKR(CKR_SESSION_READ_ONLY,
+             CreateData("ro-token", true, false, &obj, ro));
   EXPECT_CKR(CKR_OK, CreateData("ro-session", false, false, &obj, ro));
   CK_OBJECT_HANDLE tok;
   ASSERT_CKR(CKR_OK, CreateData("rw-token", true, false, &tok));
@@ -434,8 +438,8 @@ TEST_P(ObjectTest, KeyVersusObjectHandleErrors) {
   EXPECT_CKR(CKR_KEY_HANDLE_INVALID, f()->C_EncryptInit(h_, &ecb, 0x7fff4242));
   EXPECT_CKR(CKR_OBJECT_HANDLE_INVALID, f()->C_DestroyObject(h_, 0x7fff4242));
   CK_OBJECT_HANDLE key;
-  ASSERT_CKR(CKR_OK, CreateSecretKey(h_, CKK_AES, std::vector<uint8_t>(16, 4),
-                                     &key));
+  ASSERT_CKR(CKR_OK,
+             CreateSecretKey(h_, CKK_AES, std::vector<uint8_t>(16, 4), &key));
   ASSERT_CKR(CKR_OK, f()->C_DestroyObject(h_, key));
   EXPECT_CKR(CKR_KEY_HANDLE_INVALID, f()->C_EncryptInit(h_, &ecb, key));
   Template no_enc;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tests/p11module/conformance/p11_harness.h"
 
-#include <p11-kit-1/p11-kit/pkcs11.h>
 #include <dlfcn.h>
+#include <p11-kit-1/p11-kit/pkcs11.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -343,16 +343,16 @@ CK_RV OpenSession(CK_FUNCTION_LIST* f, CK_SLOT_ID slot, bool rw,
   return f->C_OpenSession(slot, flags, nullptr, nullptr, session);
 }
 
-CK_RV Login(CK_FUNCTION_LIST* f, CK_SESSION_HANDLE session,
-            CK_USER_TYPE user, std::string_view pin) {
+CK_RV Login(CK_FUNCTION_LIST* f, CK_SESSION_HANDLE session, CK_USER_TYPE user,
+            std::string_view pin) {
   return f->C_Login(
       session, user,
       reinterpret_cast<CK_UTF8CHAR*>(const_cast<char*>(pin.data())),
       pin.size());
 }
 
-CK_RV InitUserPin(CK_FUNCTION_LIST* f, CK_SLOT_ID slot,
-                  std::string_view so_pin, std::string_view user_pin) {
+CK_RV InitUserPin(CK_FUNCTION_LIST* f, CK_SLOT_ID slot, std::string_view so_pin,
+                  std::string_view user_pin) {
   CK_SESSION_HANDLE h;
   CK_RV rv = OpenSession(f, slot, true, &h);
   if (rv != CKR_OK) return rv;

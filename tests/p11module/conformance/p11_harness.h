@@ -160,14 +160,14 @@ CK_RV FindSlotByLabel(CK_FUNCTION_LIST* f, std::string_view label,
                       CK_SLOT_ID* slot);
 // InitUserPin opens a R/W session, logs the SO in, calls C_InitPIN and
 // closes the session.
-CK_RV InitUserPin(CK_FUNCTION_LIST* f, CK_SLOT_ID slot,
-                  std::string_view so_pin, std::string_view user_pin);
+CK_RV InitUserPin(CK_FUNCTION_LIST* f, CK_SLOT_ID slot, std::string_view so_pin,
+                  std::string_view user_pin);
 // OpenSession opens a serial session, R/W when `rw`.
 CK_RV OpenSession(CK_FUNCTION_LIST* f, CK_SLOT_ID slot, bool rw,
                   CK_SESSION_HANDLE* session);
 // Login calls C_Login with `pin`.
-CK_RV Login(CK_FUNCTION_LIST* f, CK_SESSION_HANDLE session,
-            CK_USER_TYPE user, std::string_view pin);
+CK_RV Login(CK_FUNCTION_LIST* f, CK_SESSION_HANDLE session, CK_USER_TYPE user,
+            std::string_view pin);
 
 // GetAttribute reads one attribute with the two-call convention. Returns
 // the CK_RV of the failing call (e.g. CKR_ATTRIBUTE_SENSITIVE).

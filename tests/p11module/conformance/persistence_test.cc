@@ -7,9 +7,8 @@
 // concurrently, and after a process is SIGKILLed while creating objects.
 // Child processes run p11_conformance_helper (conformance_helper.cc) with
 // the environment this fixture set.
-#include <p11-kit-1/p11-kit/pkcs11.h>
-
 #include <fcntl.h>
+#include <p11-kit-1/p11-kit/pkcs11.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -230,8 +229,8 @@ TEST_P(PersistenceTest, SetPinKeepsPrivateObjects) {
   auto pin = [](std::string_view s) {
     return reinterpret_cast<CK_UTF8CHAR*>(const_cast<char*>(s.data()));
   };
-  ASSERT_CKR(CKR_OK, f()->C_SetPIN(h, pin(kUserPin), kUserPin.size(),
-                                   pin(kNew), kNew.size()));
+  ASSERT_CKR(CKR_OK, f()->C_SetPIN(h, pin(kUserPin), kUserPin.size(), pin(kNew),
+                                   kNew.size()));
   ASSERT_CKR(CKR_OK, Finalize());
   ASSERT_CKR(CKR_OK, Initialize());
   CK_SLOT_ID slot;
@@ -258,7 +257,8 @@ TEST_P(PersistenceTest, VisibleToNewProcess) {
   CK_SESSION_HANDLE h;
   ASSERT_CKR(CKR_OK, OpenUserRw(&h));
   for (int i = 0; i < 5; ++i) {
-    ASSERT_CKR(CKR_OK, CreateData(h, "parent-" + std::to_string(i), true, true));
+    ASSERT_CKR(CKR_OK,
+               CreateData(h, "parent-" + std::to_string(i), true, true));
   }
   ASSERT_CKR(CKR_OK, Finalize());
   Child check = Spawn(module(), "check", "parent", 5, false);

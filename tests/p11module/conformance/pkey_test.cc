@@ -6,14 +6,13 @@
 // pair generation), 2.1.6 (PKCS #1 v1.5), 2.1.8 (OAEP), 2.1.10 (PSS),
 // 2.1.12 (X.509 raw), 2.1.14/2.1.15 (hash-and-sign), 2.2 (DSA); base spec
 // 5.11-5.12 (sign/verify, verify-recover), 4.7-4.9 (key attributes).
-#include <p11-kit-1/p11-kit/pkcs11.h>
-
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
 #include <openssl/dsa.h>
 #include <openssl/evp.h>
 #include <openssl/param_build.h>
 #include <openssl/rsa.h>
+#include <p11-kit-1/p11-kit/pkcs11.h>
 
 #include <memory>
 #include <string>
@@ -115,13 +114,13 @@ class RsaTest : public P11Test {
         .Bool(CKA_SIGN, true)
         .Bool(CKA_DECRYPT, true)
         .Bool(CKA_SIGN_RECOVER, true);
-    ASSERT_CKR(CKR_OK, f()->C_GenerateKeyPair(h_, &gen, pub.data(), pub.size(),
-                                              priv.data(), priv.size(), &pub_,
-                                              &priv_));
+    ASSERT_CKR(CKR_OK,
+               f()->C_GenerateKeyPair(h_, &gen, pub.data(), pub.size(),
+                                      priv.data(), priv.size(), &pub_, &priv_));
     ASSERT_CKR(CKR_OK, GetAttribute(f(), h_, pub_, CKA_MODULUS, &n_));
     ASSERT_CKR(CKR_OK, GetAttribute(f(), h_, pub_, CKA_PUBLIC_EXPONENT, &e_));
-    pkey_ = FromData("RSA", {{OSSL_PKEY_PARAM_RSA_N, n_},
-                             {OSSL_PKEY_PARAM_RSA_E, e_}});
+    pkey_ = FromData(
+        "RSA", {{OSSL_PKEY_PARAM_RSA_N, n_}, {OSSL_PKEY_PARAM_RSA_E, e_}});
     ASSERT_TRUE(pkey_ != nullptr);
   }
 
@@ -257,9 +256,9 @@ TEST_P(RsaTest, Pkcs1SignVerify) {
         << CkrName(rv);
   }
   // Raw CKM_RSA_PKCS over a caller-built DigestInfo (SHA-256).
-  const Bytes prefix = {0x30, 0x31, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48,
-                        0x01, 0x65, 0x03, 0x04, 0x02, 0x01, 0x05, 0x00, 0x04,
-                        0x20};
+  const Bytes prefix = {0x30, 0x31, 0x30, 0x0d, 0x06, 0x09, 0x60,
+                        0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02,
+                        0x01, 0x05, 0x00, 0x04, 0x20};
   Bytes hash(32);
   unsigned int hl = 0;
   EVP_Digest(msg.data(), msg.size(), hash.data(), &hl, EVP_sha256(), nullptr);
@@ -313,8 +312,8 @@ TEST_P(RsaTest, PssSignVerify) {
 // 2.1.6 CKM_RSA_PKCS encryption and 2.1.8 OAEP: libcrypto encrypts, the
 // token decrypts; the token's own encryption round-trips.
 TEST_P(RsaTest, Pkcs1AndOaepEncryptDecrypt) {
-  Bytes msg = {'a', 'c', 'c', 'e', 'l', 'c', 'r', 'y', 'p', 't', '-', 'o',
-               'a', 'e', 'p'};
+  Bytes msg = {'a', 'c', 'c', 'e', 'l', 'c', 'r', 'y',
+               'p', 't', '-', 'o', 'a', 'e', 'p'};
   auto lib_encrypt = [&](int padding, const EVP_MD* md, const Bytes& label) {
     EVP_PKEY_CTX* ctx = EVP_PKEY_CTX_new(pkey_.get(), nullptr);
     EXPECT_EQ(1, EVP_PKEY_encrypt_init(ctx));
@@ -329,7 +328,8 @@ TEST_P(RsaTest, Pkcs1AndOaepEncryptDecrypt) {
     }
     Bytes out(256);
     size_t len = out.size();
-    EXPECT_EQ(1, EVP_PKEY_encrypt(ctx, out.data(), &len, msg.data(), msg.size()));
+    EXPECT_EQ(1,
+              EVP_PKEY_encrypt(ctx, out.data(), &len, msg.data(), msg.size()));
     out.resize(len);
     EVP_PKEY_CTX_free(ctx);
     return out;
@@ -337,8 +337,8 @@ TEST_P(RsaTest, Pkcs1AndOaepEncryptDecrypt) {
   // PKCS #1 v1.5.
   CK_MECHANISM pkcs = {CKM_RSA_PKCS, nullptr, 0};
   Bytes pt, ct;
-  ASSERT_CKR(CKR_OK, Decrypt(&pkcs, lib_encrypt(RSA_PKCS1_PADDING, nullptr, {}),
-                             &pt));
+  ASSERT_CKR(CKR_OK,
+             Decrypt(&pkcs, lib_encrypt(RSA_PKCS1_PADDING, nullptr, {}), &pt));
   EXPECT_EQ(msg, pt);
   ASSERT_CKR(CKR_OK, Encrypt(&pkcs, msg, &ct));
   ASSERT_CKR(CKR_OK, Decrypt(&pkcs, ct, &pt));
@@ -349,9 +349,9 @@ TEST_P(RsaTest, Pkcs1AndOaepEncryptDecrypt) {
   CK_RSA_PKCS_OAEP_PARAMS p1 = {CKM_SHA_1, CKG_MGF1_SHA1, CKZ_DATA_SPECIFIED,
                                 nullptr, 0};
   CK_MECHANISM oaep1 = {CKM_RSA_PKCS_OAEP, &p1, sizeof(p1)};
-  ASSERT_CKR(CKR_OK, Decrypt(&oaep1,
-                             lib_encrypt(RSA_PKCS1_OAEP_PADDING, EVP_sha1(), {}),
-                             &pt));
+  ASSERT_CKR(CKR_OK,
+             Decrypt(&oaep1,
+                     lib_encrypt(RSA_PKCS1_OAEP_PADDING, EVP_sha1(), {}), &pt));
   EXPECT_EQ(msg, pt);
   ASSERT_CKR(CKR_OK, Encrypt(&oaep1, msg, &ct));
   ASSERT_CKR(CKR_OK, Decrypt(&oaep1, ct, &pt));
@@ -372,18 +372,18 @@ TEST_P(RsaTest, Pkcs1AndOaepEncryptDecrypt) {
                                   CKZ_DATA_SPECIFIED, label.data(),
                                   label.size()};
   CK_MECHANISM oaep256 = {CKM_RSA_PKCS_OAEP, &p256, sizeof(p256)};
-  ASSERT_CKR(CKR_OK,
-             Decrypt(&oaep256,
-                     lib_encrypt(RSA_PKCS1_OAEP_PADDING, EVP_sha256(), label),
-                     &pt));
+  ASSERT_CKR(
+      CKR_OK,
+      Decrypt(&oaep256,
+              lib_encrypt(RSA_PKCS1_OAEP_PADDING, EVP_sha256(), label), &pt));
   EXPECT_EQ(msg, pt);
   // The wrong label does not decrypt.
   Bytes other = {'L', '2'};
   p256.pSourceData = other.data();
-  EXPECT_NE(CKR_OK,
-            Decrypt(&oaep256,
-                    lib_encrypt(RSA_PKCS1_OAEP_PADDING, EVP_sha256(), label),
-                    &pt));
+  EXPECT_NE(
+      CKR_OK,
+      Decrypt(&oaep256,
+              lib_encrypt(RSA_PKCS1_OAEP_PADDING, EVP_sha256(), label), &pt));
 }
 
 // 2.1.12 CKM_RSA_X_509 (raw RSA): sign = m^d, checked by libcrypto's raw
@@ -434,11 +434,11 @@ TEST_P(RsaTest, VerifyRecover) {
   EXPECT_GE(len, data.size());
   Bytes out(len);
   CK_ULONG small = 1;
-  EXPECT_CKR(CKR_BUFFER_TOO_SMALL,
-             f()->C_VerifyRecover(h_, sig.data(), sig.size(), out.data(),
-                                  &small));
-  ASSERT_CKR(CKR_OK,
-             f()->C_VerifyRecover(h_, sig.data(), sig.size(), out.data(), &len));
+  EXPECT_CKR(
+      CKR_BUFFER_TOO_SMALL,
+      f()->C_VerifyRecover(h_, sig.data(), sig.size(), out.data(), &small));
+  ASSERT_CKR(CKR_OK, f()->C_VerifyRecover(h_, sig.data(), sig.size(),
+                                          out.data(), &len));
   out.resize(len);
   EXPECT_EQ(data, out);
   sig[3] ^= 0x10;
@@ -446,8 +446,9 @@ TEST_P(RsaTest, VerifyRecover) {
   len = out.capacity();
   out.resize(256);
   len = out.size();
-  EXPECT_CKR(CKR_SIGNATURE_INVALID,
-             f()->C_VerifyRecover(h_, sig.data(), sig.size(), out.data(), &len));
+  EXPECT_CKR(
+      CKR_SIGNATURE_INVALID,
+      f()->C_VerifyRecover(h_, sig.data(), sig.size(), out.data(), &len));
 }
 
 // 5.11.1: a public key cannot sign (CKR_KEY_TYPE_INCONSISTENT or
@@ -527,7 +528,8 @@ TEST_P(PkeyVectorTest, RsaPkcs1SigVer) {
     CK_MECHANISM mech = {m, nullptr, 0};
     Bytes msg = *msg_or, sig = *sig_or;
     ASSERT_CKR(CKR_OK, f()->C_VerifyInit(h_, &mech, key));
-    CK_RV rv = f()->C_Verify(h_, msg.data(), msg.size(), sig.data(), sig.size());
+    CK_RV rv =
+        f()->C_Verify(h_, msg.data(), msg.size(), sig.data(), sig.size());
     if (r.Get("Result").rfind("P", 0) == 0) {
       EXPECT_CKR(CKR_OK, rv);
       ++pass;
@@ -594,7 +596,8 @@ TEST_P(PkeyVectorTest, DsaSigVer) {
     Bytes msg = Int(r, "Msg");
     CK_MECHANISM mech = {m, nullptr, 0};
     ASSERT_CKR(CKR_OK, f()->C_VerifyInit(h_, &mech, key));
-    CK_RV rv = f()->C_Verify(h_, msg.data(), msg.size(), sig.data(), sig.size());
+    CK_RV rv =
+        f()->C_Verify(h_, msg.data(), msg.size(), sig.data(), sig.size());
     if (r.Get("Result").rfind("P", 0) == 0) {
       EXPECT_CKR(CKR_OK, rv);
       ++pass;
@@ -639,8 +642,9 @@ TEST_P(PkeyVectorTest, DsaGenerateSignVerify) {
       .Bool(CKA_SENSITIVE, true)
       .Bool(CKA_SIGN, true);
   CK_OBJECT_HANDLE pk, sk;
-  ASSERT_CKR(CKR_OK, f()->C_GenerateKeyPair(h_, &gen, pub.data(), pub.size(),
-                                            priv.data(), priv.size(), &pk, &sk));
+  ASSERT_CKR(CKR_OK,
+             f()->C_GenerateKeyPair(h_, &gen, pub.data(), pub.size(),
+                                    priv.data(), priv.size(), &pk, &sk));
   Bytes y;
   ASSERT_CKR(CKR_OK, GetAttribute(f(), h_, pk, CKA_VALUE, &y));
   bool local = false;
@@ -677,10 +681,11 @@ TEST_P(PkeyVectorTest, DsaGenerateSignVerify) {
   EXPECT_EQ(64u, len);
   Bytes sig(len);
   ASSERT_CKR(CKR_OK, f()->C_Sign(h_, msg.data(), msg.size(), sig.data(), &len));
-  EXPECT_TRUE(LibcryptoVerify(pkey.get(), EVP_sha256(), 0, 0, msg, to_der(sig)));
+  EXPECT_TRUE(
+      LibcryptoVerify(pkey.get(), EVP_sha256(), 0, 0, msg, to_der(sig)));
   ASSERT_CKR(CKR_OK, f()->C_VerifyInit(h_, &mech, pk));
-  EXPECT_CKR(CKR_OK, f()->C_Verify(h_, msg.data(), msg.size(), sig.data(),
-                                   sig.size()));
+  EXPECT_CKR(CKR_OK,
+             f()->C_Verify(h_, msg.data(), msg.size(), sig.data(), sig.size()));
   sig[40] ^= 2;
   ASSERT_CKR(CKR_OK, f()->C_VerifyInit(h_, &mech, pk));
   EXPECT_CKR(CKR_SIGNATURE_INVALID,
@@ -693,8 +698,10 @@ TEST_P(PkeyVectorTest, DsaGenerateSignVerify) {
     ASSERT_CKR(CKR_OK, f()->C_SignInit(h_, &raw, sk));
     len = 64;
     Bytes rs(64);
-    ASSERT_CKR(CKR_OK, f()->C_Sign(h_, hash.data(), hash.size(), rs.data(), &len));
-    EXPECT_TRUE(LibcryptoVerify(pkey.get(), EVP_sha256(), 0, 0, msg, to_der(rs)));
+    ASSERT_CKR(CKR_OK,
+               f()->C_Sign(h_, hash.data(), hash.size(), rs.data(), &len));
+    EXPECT_TRUE(
+        LibcryptoVerify(pkey.get(), EVP_sha256(), 0, 0, msg, to_der(rs)));
   }
 }
 
