@@ -121,8 +121,7 @@ absl::Status Module::OpInit(OpSlot slot, CK_SESSION_HANDLE h,
   const SlotInfo info = InfoFor(slot);
   std::shared_ptr<PreparedKey> prepared;
   if (info.usage != 0) {
-    ACCELCRYPT_ASSIGN_OR_RETURN(prepared,
-                                PreparedKeyFor(*s, key, info.usage));
+    ACCELCRYPT_ASSIGN_OR_RETURN(prepared, PreparedKeyFor(*s, key, info.usage));
   }
   ACCELCRYPT_ASSIGN_OR_RETURN(
       std::unique_ptr<Operation> op,
@@ -228,8 +227,7 @@ absl::Status Module::Final(OpSlot slot, CK_SESSION_HANDLE h, CK_BYTE_PTR out,
     st = CkError(CKR_ARGUMENTS_BAD, "length pointer is NULL");
   } else {
     st = Produce(a.op->OutputBound(Operation::Call::kFinal, 0), out, out_len,
-                 &keep,
-                 [&](absl::Span<uint8_t> o) { return a.op->Final(o); });
+                 &keep, [&](absl::Span<uint8_t> o) { return a.op->Final(o); });
   }
   if (!keep) a.Reset();
   return st;
@@ -278,8 +276,7 @@ absl::Status Module::DigestKey(CK_SESSION_HANDLE h, CK_OBJECT_HANDLE key) {
     ACCELCRYPT_RETURN_IF_ERROR(l.status());
     if (s->ops[kDigestSlot].op == nullptr) return NotInitialized();
   }
-  absl::StatusOr<ObjectRef> ref =
-      LookupObject(*s, key, CKR_KEY_HANDLE_INVALID);
+  absl::StatusOr<ObjectRef> ref = LookupObject(*s, key, CKR_KEY_HANDLE_INVALID);
   MutexLock l(&s->mu);
   ACCELCRYPT_RETURN_IF_ERROR(l.status());
   ActiveOp& a = s->ops[kDigestSlot];
@@ -362,25 +359,21 @@ absl::Status Module::GenerateKey(CK_SESSION_HANDLE h,
   }
   ACCELCRYPT_ASSIGN_OR_RETURN(AttributeMap given, ParseTemplate(tmpl, count));
   // Refuse what could not be stored before the generation runs.
-  ACCELCRYPT_RETURN_IF_ERROR(CheckWritable(
-      *s, given.BoolOr(CKA_TOKEN, false), given.BoolOr(CKA_PRIVATE, true)));
+  ACCELCRYPT_RETURN_IF_ERROR(CheckWritable(*s, given.BoolOr(CKA_TOKEN, false),
+                                           given.BoolOr(CKA_PRIVATE, true)));
   ACCELCRYPT_ASSIGN_OR_RETURN(AttributeMap generated,
                               mechanisms_->GenerateKey(*mechanism, given));
   ACCELCRYPT_ASSIGN_OR_RETURN(
-      AttributeMap attrs, BuildObject(Origin::kGenerate, given, generated,
-                                      mechanism->mechanism));
+      AttributeMap attrs,
+      BuildObject(Origin::kGenerate, given, generated, mechanism->mechanism));
   ACCELCRYPT_ASSIGN_OR_RETURN(*out, AddObject(*s, std::move(attrs)));
   return absl::OkStatus();
 }
 
-absl::Status Module::GenerateKeyPair(CK_SESSION_HANDLE h,
-                                     CK_MECHANISM_PTR mechanism,
-                                     CK_ATTRIBUTE_PTR pub_tmpl,
-                                     CK_ULONG pub_count,
-                                     CK_ATTRIBUTE_PTR priv_tmpl,
-                                     CK_ULONG priv_count,
-                                     CK_OBJECT_HANDLE_PTR pub,
-                                     CK_OBJECT_HANDLE_PTR priv) {
+absl::Status Module::GenerateKeyPair(
+    CK_SESSION_HANDLE h, CK_MECHANISM_PTR mechanism, CK_ATTRIBUTE_PTR pub_tmpl,
+    CK_ULONG pub_count, CK_ATTRIBUTE_PTR priv_tmpl, CK_ULONG priv_count,
+    CK_OBJECT_HANDLE_PTR pub, CK_OBJECT_HANDLE_PTR priv) {
   ACCELCRYPT_ASSIGN_OR_RETURN(std::shared_ptr<Session> s, FindSession(h));
   if (mechanisms_ == nullptr) return NoMechanisms();
   if (mechanism == nullptr || pub == nullptr || priv == nullptr ||
@@ -392,13 +385,12 @@ absl::Status Module::GenerateKeyPair(CK_SESSION_HANDLE h,
                               ParseTemplate(pub_tmpl, pub_count));
   ACCELCRYPT_ASSIGN_OR_RETURN(AttributeMap priv_given,
                               ParseTemplate(priv_tmpl, priv_count));
-  ACCELCRYPT_RETURN_IF_ERROR(CheckWritable(*s,
-                                           pub_given.BoolOr(CKA_TOKEN, false),
-                                           pub_given.BoolOr(CKA_PRIVATE,
-                                                            false)));
-  ACCELCRYPT_RETURN_IF_ERROR(CheckWritable(
-      *s, priv_given.BoolOr(CKA_TOKEN, false),
-      priv_given.BoolOr(CKA_PRIVATE, true)));
+  ACCELCRYPT_RETURN_IF_ERROR(
+      CheckWritable(*s, pub_given.BoolOr(CKA_TOKEN, false),
+                    pub_given.BoolOr(CKA_PRIVATE, false)));
+  ACCELCRYPT_RETURN_IF_ERROR(
+      CheckWritable(*s, priv_given.BoolOr(CKA_TOKEN, false),
+                    priv_given.BoolOr(CKA_PRIVATE, true)));
   ACCELCRYPT_ASSIGN_OR_RETURN(
       auto generated,
       mechanisms_->GenerateKeyPair(*mechanism, pub_given, priv_given));

@@ -64,10 +64,9 @@ absl::Status ParseInitArgs(void* p, std::optional<AppLocking>* app) {
   if (args->pReserved != nullptr) {
     return CkError(CKR_ARGUMENTS_BAD, "pReserved must be NULL");
   }
-  const int given = (args->CreateMutex != nullptr) +
-                    (args->DestroyMutex != nullptr) +
-                    (args->LockMutex != nullptr) +
-                    (args->UnlockMutex != nullptr);
+  const int given =
+      (args->CreateMutex != nullptr) + (args->DestroyMutex != nullptr) +
+      (args->LockMutex != nullptr) + (args->UnlockMutex != nullptr);
   if (given != 0 && given != 4) {
     return CkError(CKR_ARGUMENTS_BAD,
                    "some but not all mutex functions supplied");
@@ -199,17 +198,19 @@ ACCELCRYPT_P11_EXPORT CK_RV C_GetSlotList(CK_BBOOL tokenPresent,
 
 ACCELCRYPT_P11_EXPORT CK_RV C_GetSlotInfo(CK_SLOT_ID slotID,
                                           CK_SLOT_INFO_PTR pInfo) {
-  return Call(__func__, [&](Module& m) { return m.GetSlotInfo(slotID, pInfo); });
+  return Call(__func__,
+              [&](Module& m) { return m.GetSlotInfo(slotID, pInfo); });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_GetTokenInfo(CK_SLOT_ID slotID,
                                            CK_TOKEN_INFO_PTR pInfo) {
-  return Call(__func__, [&](Module& m) { return m.GetTokenInfo(slotID, pInfo); });
+  return Call(__func__,
+              [&](Module& m) { return m.GetTokenInfo(slotID, pInfo); });
 }
 
-ACCELCRYPT_P11_EXPORT CK_RV C_GetMechanismList(
-    CK_SLOT_ID slotID, CK_MECHANISM_TYPE_PTR pMechanismList,
-    CK_ULONG_PTR pulCount) {
+ACCELCRYPT_P11_EXPORT CK_RV
+C_GetMechanismList(CK_SLOT_ID slotID, CK_MECHANISM_TYPE_PTR pMechanismList,
+                   CK_ULONG_PTR pulCount) {
   return Call(__func__, [&](Module& m) {
     return m.GetMechanismList(slotID, pMechanismList, pulCount);
   });
@@ -218,26 +219,27 @@ ACCELCRYPT_P11_EXPORT CK_RV C_GetMechanismList(
 ACCELCRYPT_P11_EXPORT CK_RV C_GetMechanismInfo(CK_SLOT_ID slotID,
                                                CK_MECHANISM_TYPE type,
                                                CK_MECHANISM_INFO_PTR pInfo) {
-  return Call(
-      __func__, [&](Module& m) { return m.GetMechanismInfo(slotID, type, pInfo); });
+  return Call(__func__, [&](Module& m) {
+    return m.GetMechanismInfo(slotID, type, pInfo);
+  });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_InitToken(CK_SLOT_ID slotID, CK_UTF8CHAR_PTR pPin,
                                         CK_ULONG ulPinLen,
                                         CK_UTF8CHAR_PTR pLabel) {
-  return Call(
-      __func__, [&](Module& m) { return m.InitToken(slotID, pPin, ulPinLen, pLabel); });
+  return Call(__func__, [&](Module& m) {
+    return m.InitToken(slotID, pPin, ulPinLen, pLabel);
+  });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_InitPIN(CK_SESSION_HANDLE hSession,
-                                      CK_UTF8CHAR_PTR pPin,
-                                      CK_ULONG ulPinLen) {
-  return Call(__func__, [&](Module& m) { return m.InitPIN(hSession, pPin, ulPinLen); });
+                                      CK_UTF8CHAR_PTR pPin, CK_ULONG ulPinLen) {
+  return Call(__func__,
+              [&](Module& m) { return m.InitPIN(hSession, pPin, ulPinLen); });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_SetPIN(CK_SESSION_HANDLE hSession,
-                                     CK_UTF8CHAR_PTR pOldPin,
-                                     CK_ULONG ulOldLen,
+                                     CK_UTF8CHAR_PTR pOldPin, CK_ULONG ulOldLen,
                                      CK_UTF8CHAR_PTR pNewPin,
                                      CK_ULONG ulNewLen) {
   return Call(__func__, [&](Module& m) {
@@ -250,8 +252,9 @@ ACCELCRYPT_P11_EXPORT CK_RV C_OpenSession(CK_SLOT_ID slotID, CK_FLAGS flags,
                                           CK_NOTIFY Notify,
                                           CK_SESSION_HANDLE_PTR phSession) {
   // Notify callbacks are never made (no event of this token needs one).
-  return Call(
-      __func__, [&](Module& m) { return m.OpenSession(slotID, flags, phSession); });
+  return Call(__func__, [&](Module& m) {
+    return m.OpenSession(slotID, flags, phSession);
+  });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_CloseSession(CK_SESSION_HANDLE hSession) {
@@ -264,15 +267,15 @@ ACCELCRYPT_P11_EXPORT CK_RV C_CloseAllSessions(CK_SLOT_ID slotID) {
 
 ACCELCRYPT_P11_EXPORT CK_RV C_GetSessionInfo(CK_SESSION_HANDLE hSession,
                                              CK_SESSION_INFO_PTR pInfo) {
-  return Call(__func__, [&](Module& m) { return m.GetSessionInfo(hSession, pInfo); });
+  return Call(__func__,
+              [&](Module& m) { return m.GetSessionInfo(hSession, pInfo); });
 }
 
-ACCELCRYPT_P11_EXPORT CK_RV C_GetOperationState(
-    CK_SESSION_HANDLE hSession, CK_BYTE_PTR pOperationState,
-    CK_ULONG_PTR pulOperationStateLen) {
+ACCELCRYPT_P11_EXPORT CK_RV
+C_GetOperationState(CK_SESSION_HANDLE hSession, CK_BYTE_PTR pOperationState,
+                    CK_ULONG_PTR pulOperationStateLen) {
   return Call(__func__, [&](Module& m) {
-    return m.GetOperationState(hSession, pOperationState,
-                               pulOperationStateLen);
+    return m.GetOperationState(hSession, pOperationState, pulOperationStateLen);
   });
 }
 
@@ -281,17 +284,17 @@ ACCELCRYPT_P11_EXPORT CK_RV C_SetOperationState(
     CK_ULONG ulOperationStateLen, CK_OBJECT_HANDLE hEncryptionKey,
     CK_OBJECT_HANDLE hAuthenticationKey) {
   return Call(__func__, [&](Module& m) {
-    return m.SetOperationState(hSession, pOperationState,
-                               ulOperationStateLen, hEncryptionKey,
-                               hAuthenticationKey);
+    return m.SetOperationState(hSession, pOperationState, ulOperationStateLen,
+                               hEncryptionKey, hAuthenticationKey);
   });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_Login(CK_SESSION_HANDLE hSession,
                                     CK_USER_TYPE userType, CK_UTF8CHAR_PTR pPin,
                                     CK_ULONG ulPinLen) {
-  return Call(
-      __func__, [&](Module& m) { return m.Login(hSession, userType, pPin, ulPinLen); });
+  return Call(__func__, [&](Module& m) {
+    return m.Login(hSession, userType, pPin, ulPinLen);
+  });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_Logout(CK_SESSION_HANDLE hSession) {
@@ -319,14 +322,16 @@ ACCELCRYPT_P11_EXPORT CK_RV C_CopyObject(CK_SESSION_HANDLE hSession,
 
 ACCELCRYPT_P11_EXPORT CK_RV C_DestroyObject(CK_SESSION_HANDLE hSession,
                                             CK_OBJECT_HANDLE hObject) {
-  return Call(__func__, [&](Module& m) { return m.DestroyObject(hSession, hObject); });
+  return Call(__func__,
+              [&](Module& m) { return m.DestroyObject(hSession, hObject); });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_GetObjectSize(CK_SESSION_HANDLE hSession,
                                             CK_OBJECT_HANDLE hObject,
                                             CK_ULONG_PTR pulSize) {
-  return Call(
-      __func__, [&](Module& m) { return m.GetObjectSize(hSession, hObject, pulSize); });
+  return Call(__func__, [&](Module& m) {
+    return m.GetObjectSize(hSession, hObject, pulSize);
+  });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_GetAttributeValue(CK_SESSION_HANDLE hSession,
@@ -360,54 +365,54 @@ ACCELCRYPT_P11_EXPORT CK_RV C_FindObjects(CK_SESSION_HANDLE hSession,
                                           CK_ULONG ulMaxObjectCount,
                                           CK_ULONG_PTR pulObjectCount) {
   return Call(__func__, [&](Module& m) {
-    return m.FindObjects(hSession, phObject, ulMaxObjectCount,
-                         pulObjectCount);
+    return m.FindObjects(hSession, phObject, ulMaxObjectCount, pulObjectCount);
   });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_FindObjectsFinal(CK_SESSION_HANDLE hSession) {
-  return Call(__func__, [&](Module& m) { return m.FindObjectsFinal(hSession); });
+  return Call(__func__,
+              [&](Module& m) { return m.FindObjectsFinal(hSession); });
 }
 
 // Encrypt, decrypt, digest, sign, verify: Init, single-part, Update, Final.
-#define ACCELCRYPT_P11_INIT(name, slot)                                     \
-  ACCELCRYPT_P11_EXPORT CK_RV name(CK_SESSION_HANDLE hSession,              \
-                                   CK_MECHANISM_PTR pMechanism,             \
-                                   CK_OBJECT_HANDLE hKey) {                 \
-    return Call(__func__, [&](Module& m) {                                            \
-      return m.OpInit(p11::slot, hSession, pMechanism, hKey);               \
-    });                                                                     \
+#define ACCELCRYPT_P11_INIT(name, slot)                         \
+  ACCELCRYPT_P11_EXPORT CK_RV name(CK_SESSION_HANDLE hSession,  \
+                                   CK_MECHANISM_PTR pMechanism, \
+                                   CK_OBJECT_HANDLE hKey) {     \
+    return Call(__func__, [&](Module& m) {                      \
+      return m.OpInit(p11::slot, hSession, pMechanism, hKey);   \
+    });                                                         \
   }
-#define ACCELCRYPT_P11_ONESHOT(name, slot)                                  \
-  ACCELCRYPT_P11_EXPORT CK_RV name(CK_SESSION_HANDLE hSession,              \
-                                   CK_BYTE_PTR pIn, CK_ULONG ulInLen,       \
+#define ACCELCRYPT_P11_ONESHOT(name, slot)                                     \
+  ACCELCRYPT_P11_EXPORT CK_RV name(CK_SESSION_HANDLE hSession,                 \
+                                   CK_BYTE_PTR pIn, CK_ULONG ulInLen,          \
                                    CK_BYTE_PTR pOut, CK_ULONG_PTR pulOutLen) { \
-    return Call(__func__, [&](Module& m) {                                            \
-      return m.OneShot(p11::slot, hSession, pIn, ulInLen, pOut, pulOutLen); \
-    });                                                                     \
+    return Call(__func__, [&](Module& m) {                                     \
+      return m.OneShot(p11::slot, hSession, pIn, ulInLen, pOut, pulOutLen);    \
+    });                                                                        \
   }
-#define ACCELCRYPT_P11_UPDATE_OUT(name, slot)                               \
-  ACCELCRYPT_P11_EXPORT CK_RV name(CK_SESSION_HANDLE hSession,              \
-                                   CK_BYTE_PTR pIn, CK_ULONG ulInLen,       \
+#define ACCELCRYPT_P11_UPDATE_OUT(name, slot)                                  \
+  ACCELCRYPT_P11_EXPORT CK_RV name(CK_SESSION_HANDLE hSession,                 \
+                                   CK_BYTE_PTR pIn, CK_ULONG ulInLen,          \
                                    CK_BYTE_PTR pOut, CK_ULONG_PTR pulOutLen) { \
-    return Call(__func__, [&](Module& m) {                                            \
-      return m.UpdateWithOutput(p11::slot, hSession, pIn, ulInLen, pOut,    \
-                                pulOutLen);                                 \
-    });                                                                     \
+    return Call(__func__, [&](Module& m) {                                     \
+      return m.UpdateWithOutput(p11::slot, hSession, pIn, ulInLen, pOut,       \
+                                pulOutLen);                                    \
+    });                                                                        \
   }
 #define ACCELCRYPT_P11_UPDATE(name, slot)                                   \
   ACCELCRYPT_P11_EXPORT CK_RV name(CK_SESSION_HANDLE hSession,              \
                                    CK_BYTE_PTR pPart, CK_ULONG ulPartLen) { \
-    return Call(__func__, [&](Module& m) {                                            \
+    return Call(__func__, [&](Module& m) {                                  \
       return m.Update(p11::slot, hSession, pPart, ulPartLen);               \
     });                                                                     \
   }
-#define ACCELCRYPT_P11_FINAL(name, slot)                                    \
-  ACCELCRYPT_P11_EXPORT CK_RV name(CK_SESSION_HANDLE hSession,              \
+#define ACCELCRYPT_P11_FINAL(name, slot)                                       \
+  ACCELCRYPT_P11_EXPORT CK_RV name(CK_SESSION_HANDLE hSession,                 \
                                    CK_BYTE_PTR pOut, CK_ULONG_PTR pulOutLen) { \
-    return Call(__func__, [&](Module& m) {                                            \
-      return m.Final(p11::slot, hSession, pOut, pulOutLen);                 \
-    });                                                                     \
+    return Call(__func__, [&](Module& m) {                                     \
+      return m.Final(p11::slot, hSession, pOut, pulOutLen);                    \
+    });                                                                        \
   }
 
 ACCELCRYPT_P11_INIT(C_EncryptInit, kEncryptSlot)
@@ -433,8 +438,7 @@ ACCELCRYPT_P11_ONESHOT(C_VerifyRecover, kVerifyRecoverSlot)
 ACCELCRYPT_P11_EXPORT CK_RV C_DigestInit(CK_SESSION_HANDLE hSession,
                                          CK_MECHANISM_PTR pMechanism) {
   return Call(__func__, [&](Module& m) {
-    return m.OpInit(p11::kDigestSlot, hSession, pMechanism,
-                    CK_INVALID_HANDLE);
+    return m.OpInit(p11::kDigestSlot, hSession, pMechanism, CK_INVALID_HANDLE);
   });
 }
 
@@ -469,19 +473,16 @@ ACCELCRYPT_P11_EXPORT CK_RV C_SignRecoverInit(CK_SESSION_HANDLE hSession,
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_SignRecover(CK_SESSION_HANDLE hSession,
-                                          CK_BYTE_PTR pData,
-                                          CK_ULONG ulDataLen,
+                                          CK_BYTE_PTR pData, CK_ULONG ulDataLen,
                                           CK_BYTE_PTR pSignature,
                                           CK_ULONG_PTR pulSignatureLen) {
   return Call(__func__, [&](Module&) { return NotSupported(); });
 }
 
 // Dual-function operations (v2.40 section 5.14): not offered.
-ACCELCRYPT_P11_EXPORT CK_RV C_DigestEncryptUpdate(CK_SESSION_HANDLE hSession,
-                                                  CK_BYTE_PTR pPart,
-                                                  CK_ULONG ulPartLen,
-                                                  CK_BYTE_PTR pEncryptedPart,
-                                                  CK_ULONG_PTR pulEncryptedPartLen) {
+ACCELCRYPT_P11_EXPORT CK_RV C_DigestEncryptUpdate(
+    CK_SESSION_HANDLE hSession, CK_BYTE_PTR pPart, CK_ULONG ulPartLen,
+    CK_BYTE_PTR pEncryptedPart, CK_ULONG_PTR pulEncryptedPartLen) {
   return Call(__func__, [&](Module&) { return NotSupported(); });
 }
 
@@ -493,11 +494,9 @@ ACCELCRYPT_P11_EXPORT CK_RV C_DecryptDigestUpdate(CK_SESSION_HANDLE hSession,
   return Call(__func__, [&](Module&) { return NotSupported(); });
 }
 
-ACCELCRYPT_P11_EXPORT CK_RV C_SignEncryptUpdate(CK_SESSION_HANDLE hSession,
-                                                CK_BYTE_PTR pPart,
-                                                CK_ULONG ulPartLen,
-                                                CK_BYTE_PTR pEncryptedPart,
-                                                CK_ULONG_PTR pulEncryptedPartLen) {
+ACCELCRYPT_P11_EXPORT CK_RV C_SignEncryptUpdate(
+    CK_SESSION_HANDLE hSession, CK_BYTE_PTR pPart, CK_ULONG ulPartLen,
+    CK_BYTE_PTR pEncryptedPart, CK_ULONG_PTR pulEncryptedPartLen) {
   return Call(__func__, [&](Module&) { return NotSupported(); });
 }
 
@@ -542,14 +541,11 @@ ACCELCRYPT_P11_EXPORT CK_RV C_WrapKey(CK_SESSION_HANDLE hSession,
   return Call(__func__, [&](Module&) { return NotSupported(); });
 }
 
-ACCELCRYPT_P11_EXPORT CK_RV C_UnwrapKey(CK_SESSION_HANDLE hSession,
-                                        CK_MECHANISM_PTR pMechanism,
-                                        CK_OBJECT_HANDLE hUnwrappingKey,
-                                        CK_BYTE_PTR pWrappedKey,
-                                        CK_ULONG ulWrappedKeyLen,
-                                        CK_ATTRIBUTE_PTR pTemplate,
-                                        CK_ULONG ulAttributeCount,
-                                        CK_OBJECT_HANDLE_PTR phKey) {
+ACCELCRYPT_P11_EXPORT CK_RV
+C_UnwrapKey(CK_SESSION_HANDLE hSession, CK_MECHANISM_PTR pMechanism,
+            CK_OBJECT_HANDLE hUnwrappingKey, CK_BYTE_PTR pWrappedKey,
+            CK_ULONG ulWrappedKeyLen, CK_ATTRIBUTE_PTR pTemplate,
+            CK_ULONG ulAttributeCount, CK_OBJECT_HANDLE_PTR phKey) {
   return Call(__func__, [&](Module&) { return NotSupported(); });
 }
 
@@ -565,8 +561,9 @@ ACCELCRYPT_P11_EXPORT CK_RV C_DeriveKey(CK_SESSION_HANDLE hSession,
 ACCELCRYPT_P11_EXPORT CK_RV C_SeedRandom(CK_SESSION_HANDLE hSession,
                                          CK_BYTE_PTR pSeed,
                                          CK_ULONG ulSeedLen) {
-  return Call(
-      __func__, [&](Module& m) { return m.SeedRandom(hSession, pSeed, ulSeedLen); });
+  return Call(__func__, [&](Module& m) {
+    return m.SeedRandom(hSession, pSeed, ulSeedLen);
+  });
 }
 
 ACCELCRYPT_P11_EXPORT CK_RV C_GenerateRandom(CK_SESSION_HANDLE hSession,

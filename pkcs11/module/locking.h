@@ -26,9 +26,9 @@ struct AppLocking {
 // application supplied its own. The OS form is std::shared_mutex rather
 // than absl::Mutex because it sits on the per-call path: Debian's Abseil
 // is built with deadlock detection on, which costs about half of a
-// C_DigestUpdate, and its mode is process-wide (the application's to set). Lock/ReaderLock report
-// failure of the application's LockMutex (or of its CreateMutex at
-// construction) instead of proceeding unlocked.
+// C_DigestUpdate, and its mode is process-wide (the application's to set).
+// Lock/ReaderLock report failure of the application's LockMutex (or of its
+// CreateMutex at construction) instead of proceeding unlocked.
 class ABSL_LOCKABLE Mutex {
  public:
   // `app` null selects OS locking; otherwise it must outlive the mutex.

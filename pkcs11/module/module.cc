@@ -370,8 +370,7 @@ absl::Status Module::OpenSession(CK_SLOT_ID slot, CK_FLAGS flags,
   }
   CK_SESSION_HANDLE handle = next_session_.fetch_add(1);
   auto session = std::make_shared<Session>(
-      handle, token, flags & (CKF_SERIAL_SESSION | CKF_RW_SESSION),
-      locking());
+      handle, token, flags & (CKF_SERIAL_SESSION | CKF_RW_SESSION), locking());
   {
     MutexLock sl(&sessions_mu_);
     ACCELCRYPT_RETURN_IF_ERROR(sl.status());

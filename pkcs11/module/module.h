@@ -91,8 +91,7 @@ struct ActiveOp {
 
 struct Session {
   Session(CK_SESSION_HANDLE h, Token* t, CK_FLAGS f, const AppLocking* app)
-      : handle(h), token(t), flags(f), rw((f & CKF_RW_SESSION) != 0),
-        mu(app) {}
+      : handle(h), token(t), flags(f), rw((f & CKF_RW_SESSION) != 0), mu(app) {}
 
   const CK_SESSION_HANDLE handle;
   Token* const token;
@@ -147,8 +146,7 @@ class Module {
                                 CK_MECHANISM_INFO_PTR info);
   absl::Status InitToken(CK_SLOT_ID slot, CK_UTF8CHAR_PTR pin, CK_ULONG len,
                          CK_UTF8CHAR_PTR label);
-  absl::Status InitPIN(CK_SESSION_HANDLE h, CK_UTF8CHAR_PTR pin,
-                       CK_ULONG len);
+  absl::Status InitPIN(CK_SESSION_HANDLE h, CK_UTF8CHAR_PTR pin, CK_ULONG len);
   absl::Status SetPIN(CK_SESSION_HANDLE h, CK_UTF8CHAR_PTR old_pin,
                       CK_ULONG old_len, CK_UTF8CHAR_PTR new_pin,
                       CK_ULONG new_len);
@@ -187,8 +185,7 @@ class Module {
                       CK_MECHANISM_PTR mechanism, CK_OBJECT_HANDLE key);
   // OneShot: C_Encrypt, C_Decrypt, C_Digest, C_Sign, C_VerifyRecover.
   absl::Status OneShot(OpSlot slot, CK_SESSION_HANDLE h, CK_BYTE_PTR in,
-                       CK_ULONG in_len, CK_BYTE_PTR out,
-                       CK_ULONG_PTR out_len);
+                       CK_ULONG in_len, CK_BYTE_PTR out, CK_ULONG_PTR out_len);
   // UpdateWithOutput: C_EncryptUpdate, C_DecryptUpdate.
   absl::Status UpdateWithOutput(OpSlot slot, CK_SESSION_HANDLE h,
                                 CK_BYTE_PTR in, CK_ULONG in_len,
@@ -214,8 +211,8 @@ class Module {
                            CK_OBJECT_HANDLE_PTR out);
   absl::Status GenerateKeyPair(CK_SESSION_HANDLE h, CK_MECHANISM_PTR mechanism,
                                CK_ATTRIBUTE_PTR pub_tmpl, CK_ULONG pub_count,
-                               CK_ATTRIBUTE_PTR priv_tmpl,
-                               CK_ULONG priv_count, CK_OBJECT_HANDLE_PTR pub,
+                               CK_ATTRIBUTE_PTR priv_tmpl, CK_ULONG priv_count,
+                               CK_OBJECT_HANDLE_PTR pub,
                                CK_OBJECT_HANDLE_PTR priv);
   absl::Status GenerateRandom(CK_SESSION_HANDLE h, CK_BYTE_PTR out,
                               CK_ULONG len);
@@ -274,8 +271,7 @@ class Module {
   // PreparedKeyFor resolves a key handle for an operation that needs
   // `usage` (CKA_ENCRYPT, ...), with the prepared key cached per handle.
   absl::StatusOr<std::shared_ptr<PreparedKey>> PreparedKeyFor(
-      const Session& session, CK_OBJECT_HANDLE handle,
-      CK_ATTRIBUTE_TYPE usage);
+      const Session& session, CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_TYPE usage);
 
   ModuleConfig config_;
   std::optional<AppLocking> app_;

@@ -61,12 +61,12 @@ absl::Status ReadModuleSection(const std::string& path, ModuleConfig* config) {
   long error_line = -1;
   if (NCONF_load(conf.get(), path.c_str(), &error_line) <= 0) {
     ERR_clear_error();
-    return CkError(CKR_FUNCTION_FAILED,
-                   absl::StrFormat("cannot read %s (line %d)", path,
-                                   error_line));
+    return CkError(
+        CKR_FUNCTION_FAILED,
+        absl::StrFormat("cannot read %s (line %d)", path, error_line));
   }
-  STACK_OF(CONF_VALUE)* values = NCONF_get_section(conf.get(),
-                                                   "accelcrypt_pkcs11");
+  STACK_OF(CONF_VALUE)* values =
+      NCONF_get_section(conf.get(), "accelcrypt_pkcs11");
   ERR_clear_error();
   if (values == nullptr) return absl::OkStatus();
   for (int i = 0; i < sk_CONF_VALUE_num(values); ++i) {
@@ -79,8 +79,8 @@ absl::Status ReadModuleSection(const std::string& path, ModuleConfig* config) {
       ACCELCRYPT_RETURN_IF_ERROR(
           ParseCount(name, value, 1, 64, &config->slots));
     } else if (name == "pbkdf2_iterations") {
-      ACCELCRYPT_RETURN_IF_ERROR(ParseCount(name, value, 1, 100000000,
-                                            &config->pbkdf2_iterations));
+      ACCELCRYPT_RETURN_IF_ERROR(
+          ParseCount(name, value, 1, 100000000, &config->pbkdf2_iterations));
     } else if (name == "max_pin_failures") {
       ACCELCRYPT_RETURN_IF_ERROR(
           ParseCount(name, value, 1, 1000000, &config->max_pin_failures));
@@ -103,9 +103,9 @@ absl::StatusOr<ModuleConfig> LoadModuleConfig() {
   if (!path.empty()) {
     absl::StatusOr<Config> core = Config::LoadFile(path);
     if (!core.ok()) {
-      return CkError(CKR_FUNCTION_FAILED,
-                     absl::StrCat("ACCELCRYPT_PKCS11_CONF: ",
-                                  core.status().message()));
+      return CkError(
+          CKR_FUNCTION_FAILED,
+          absl::StrCat("ACCELCRYPT_PKCS11_CONF: ", core.status().message()));
     }
     config.core = *std::move(core);
     ACCELCRYPT_RETURN_IF_ERROR(ReadModuleSection(path, &config));
@@ -146,8 +146,8 @@ std::string PreventRecursion(const std::string& self_path, Config* config) {
   std::string resolved = RealPath(*module);
   std::string reason;
   if (!self_path.empty() && resolved == self_path) {
-    reason = absl::StrFormat(
-        "pkcs11.module = %s is this PKCS#11 module itself", *module);
+    reason = absl::StrFormat("pkcs11.module = %s is this PKCS#11 module itself",
+                             *module);
   } else {
     // p11-kit-proxy.so is a link to libp11-kit.so.0, which forwards to
     // every module p11-kit has registered (this one among them);

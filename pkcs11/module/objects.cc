@@ -75,8 +75,8 @@ absl::Status Module::SyncTokenObjects(Token* token) {
       if (auto oit = objects_.find(it->second); oit != objects_.end()) {
         Object& o = *oit->second;
         if (!SameAttributes(*o.attrs, so.attributes)) {
-          o.attrs = std::make_shared<const AttributeMap>(
-              std::move(so.attributes));
+          o.attrs =
+              std::make_shared<const AttributeMap>(std::move(so.attributes));
           o.prepared.reset();
         }
         continue;
@@ -124,8 +124,9 @@ void Module::ForgetTokenObjects(Token* token, bool private_only) {
   token->private_loaded = false;
 }
 
-absl::StatusOr<Module::ObjectRef> Module::LookupObject(
-    const Session& session, CK_OBJECT_HANDLE handle, CK_RV invalid_rv) {
+absl::StatusOr<Module::ObjectRef> Module::LookupObject(const Session& session,
+                                                       CK_OBJECT_HANDLE handle,
+                                                       CK_RV invalid_rv) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     {
       ReaderMutexLock l(&objects_mu_);
@@ -183,9 +184,8 @@ absl::StatusOr<CK_OBJECT_HANDLE> Module::AddObject(const Session& session,
   ACCELCRYPT_RETURN_IF_ERROR(CheckWritable(session, is_token, is_private));
   ACCELCRYPT_ASSIGN_OR_RETURN(TokenStore * store, OpenStore(token));
   ACCELCRYPT_ASSIGN_OR_RETURN(
-      o->store_id,
-      store->CreateObject(*o->attrs, is_private,
-                          is_private ? &token->dek : nullptr));
+      o->store_id, store->CreateObject(*o->attrs, is_private,
+                                       is_private ? &token->dek : nullptr));
   uint64_t id = o->store_id;
   CK_OBJECT_HANDLE handle = InsertObject(std::move(o));
   token->handles[id] = handle;
@@ -250,8 +250,7 @@ absl::Status Module::DestroyObject(CK_SESSION_HANDLE h,
   return DestroyHandle(ref);
 }
 
-absl::Status Module::GetObjectSize(CK_SESSION_HANDLE h,
-                                   CK_OBJECT_HANDLE object,
+absl::Status Module::GetObjectSize(CK_SESSION_HANDLE h, CK_OBJECT_HANDLE object,
                                    CK_ULONG_PTR size) {
   ACCELCRYPT_ASSIGN_OR_RETURN(std::shared_ptr<Session> s, FindSession(h));
   if (size == nullptr) return CkError(CKR_ARGUMENTS_BAD, "pulSize is NULL");
@@ -307,8 +306,8 @@ absl::Status Module::SetAttributeValue(CK_SESSION_HANDLE h,
   return absl::OkStatus();
 }
 
-absl::Status Module::FindObjectsInit(CK_SESSION_HANDLE h,
-                                     CK_ATTRIBUTE_PTR tmpl, CK_ULONG count) {
+absl::Status Module::FindObjectsInit(CK_SESSION_HANDLE h, CK_ATTRIBUTE_PTR tmpl,
+                                     CK_ULONG count) {
   ACCELCRYPT_ASSIGN_OR_RETURN(std::shared_ptr<Session> s, FindSession(h));
   ACCELCRYPT_RETURN_IF_ERROR(CheckTemplateArg(tmpl, count));
   {

@@ -43,8 +43,8 @@ CK_FUNCTION_LIST* LoadModule() {
   static CK_FUNCTION_LIST* list = [] {
     void* dl = dlopen(ACCELCRYPT_P11_MODULE_PATH, RTLD_NOW | RTLD_LOCAL);
     if (dl == nullptr) return static_cast<CK_FUNCTION_LIST*>(nullptr);
-    auto get = reinterpret_cast<CK_C_GetFunctionList>(
-        dlsym(dl, "C_GetFunctionList"));
+    auto get =
+        reinterpret_cast<CK_C_GetFunctionList>(dlsym(dl, "C_GetFunctionList"));
     CK_FUNCTION_LIST* l = nullptr;
     if (get == nullptr || get(&l) != CKR_OK) return l;
     return l;
@@ -168,8 +168,8 @@ class ModuleTest : public ::testing::Test {
 };
 
 // A child's check: exits with the failing line.
-#define CHILD_CHECK(cond) \
-  do {                    \
+#define CHILD_CHECK(cond)                   \
+  do {                                      \
     if (!(cond)) return __LINE__ % 250 + 1; \
   } while (false)
 
@@ -377,15 +377,15 @@ TEST_F(ModuleTest, LoginStateMachine) {
   EXPECT_EQ(info.state, CKS_RW_USER_FUNCTIONS);
   ASSERT_EQ(f_->C_GetSessionInfo(ro, &info), CKR_OK);
   EXPECT_EQ(info.state, CKS_RO_USER_FUNCTIONS);
-  EXPECT_EQ(f_->C_Login(ro, CKU_CONTEXT_SPECIFIC, Pin(kUserPin),
-                        strlen(kUserPin)),
-            CKR_OPERATION_NOT_INITIALIZED);
-  EXPECT_EQ(f_->C_SetPIN(ro, Pin(kUserPin), strlen(kUserPin), Pin("new-pin"),
-                         7),
-            CKR_SESSION_READ_ONLY);
-  ASSERT_EQ(f_->C_SetPIN(rw, Pin(kUserPin), strlen(kUserPin), Pin("new-pin"),
-                         7),
-            CKR_OK);
+  EXPECT_EQ(
+      f_->C_Login(ro, CKU_CONTEXT_SPECIFIC, Pin(kUserPin), strlen(kUserPin)),
+      CKR_OPERATION_NOT_INITIALIZED);
+  EXPECT_EQ(
+      f_->C_SetPIN(ro, Pin(kUserPin), strlen(kUserPin), Pin("new-pin"), 7),
+      CKR_SESSION_READ_ONLY);
+  ASSERT_EQ(
+      f_->C_SetPIN(rw, Pin(kUserPin), strlen(kUserPin), Pin("new-pin"), 7),
+      CKR_OK);
   // Closing the last session logs out.
   ASSERT_EQ(f_->C_CloseAllSessions(0), CKR_OK);
   s = Open(true);
@@ -481,8 +481,7 @@ TEST_F(ModuleTest, ForkedChildMustReinitialize) {
     CHILD_CHECK(f->C_GetSlotList(CK_FALSE, nullptr, &n) ==
                 CKR_CRYPTOKI_NOT_INITIALIZED);
     CK_SESSION_INFO info;
-    CHILD_CHECK(f->C_GetSessionInfo(s, &info) ==
-                CKR_CRYPTOKI_NOT_INITIALIZED);
+    CHILD_CHECK(f->C_GetSessionInfo(s, &info) == CKR_CRYPTOKI_NOT_INITIALIZED);
     CHILD_CHECK(f->C_Finalize(nullptr) == CKR_CRYPTOKI_NOT_INITIALIZED);
     CHILD_CHECK(f->C_Initialize(nullptr) == CKR_OK);
     // A fresh instance: the parent's session is unknown here, and the
@@ -623,16 +622,15 @@ TEST_F(ModuleTest, AesCbcRoundTripAndOperationRules) {
   EXPECT_EQ(out_len, plain.size());
   std::vector<unsigned char> cipher(out_len);
   CK_ULONG short_len = 8;
-  EXPECT_EQ(f_->C_Encrypt(s, plain.data(), plain.size(), cipher.data(),
-                          &short_len),
-            CKR_BUFFER_TOO_SMALL);
+  EXPECT_EQ(
+      f_->C_Encrypt(s, plain.data(), plain.size(), cipher.data(), &short_len),
+      CKR_BUFFER_TOO_SMALL);
   EXPECT_EQ(short_len, plain.size());
-  ASSERT_EQ(f_->C_Encrypt(s, plain.data(), plain.size(), cipher.data(),
-                          &out_len),
-            CKR_OK);
+  ASSERT_EQ(
+      f_->C_Encrypt(s, plain.data(), plain.size(), cipher.data(), &out_len),
+      CKR_OK);
   // C_Encrypt ended it.
-  EXPECT_EQ(f_->C_EncryptUpdate(s, plain.data(), 16, cipher.data(),
-                                &out_len),
+  EXPECT_EQ(f_->C_EncryptUpdate(s, plain.data(), 16, cipher.data(), &out_len),
             CKR_OPERATION_NOT_INITIALIZED);
 
   // Multi-part decryption gives the plaintext back.
@@ -642,9 +640,9 @@ TEST_F(ModuleTest, AesCbcRoundTripAndOperationRules) {
   ASSERT_EQ(f_->C_DecryptUpdate(s, cipher.data(), 40, back.data(), &n1),
             CKR_OK);
   CK_ULONG n2 = back.size() - n1;
-  ASSERT_EQ(f_->C_DecryptUpdate(s, cipher.data() + 40, 24, back.data() + n1,
-                                &n2),
-            CKR_OK);
+  ASSERT_EQ(
+      f_->C_DecryptUpdate(s, cipher.data() + 40, 24, back.data() + n1, &n2),
+      CKR_OK);
   CK_ULONG n3 = back.size() - n1 - n2;
   ASSERT_EQ(f_->C_DecryptFinal(s, back.data() + n1 + n2, &n3), CKR_OK);
   EXPECT_EQ(n1 + n2 + n3, plain.size());
@@ -736,12 +734,12 @@ TEST_F(ModuleTest, RsaSignatureVerifiesWithLibcrypto) {
   ASSERT_EQ(sig_len, 256u);
   // The module verifies it, and rejects a changed message.
   ASSERT_EQ(f_->C_VerifyInit(s, &sign, pub), CKR_OK);
-  EXPECT_EQ(f_->C_Verify(s, (CK_BYTE_PTR)msg.data(), msg.size(), sig.data(),
-                         sig_len),
-            CKR_OK);
+  EXPECT_EQ(
+      f_->C_Verify(s, (CK_BYTE_PTR)msg.data(), msg.size(), sig.data(), sig_len),
+      CKR_OK);
   ASSERT_EQ(f_->C_VerifyInit(s, &sign, pub), CKR_OK);
-  EXPECT_EQ(f_->C_Verify(s, (CK_BYTE_PTR)msg.data(), msg.size() - 1,
-                         sig.data(), sig_len),
+  EXPECT_EQ(f_->C_Verify(s, (CK_BYTE_PTR)msg.data(), msg.size() - 1, sig.data(),
+                         sig_len),
             CKR_SIGNATURE_INVALID);
   // A private key cannot verify, a public one cannot sign.
   EXPECT_EQ(f_->C_SignInit(s, &sign, pub), CKR_KEY_FUNCTION_NOT_PERMITTED);
