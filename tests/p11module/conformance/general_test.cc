@@ -295,6 +295,52 @@ TEST_P(InfoTest, MechanismListAndInfo) {
              f()->C_GetMechanismList(slot(), nullptr, nullptr));
 }
 
+// 3.5 CK_MECHANISM_INFO flags name the functions a mechanism serves; key
+// sizes are in bytes for AES (current mechanisms "AES": "the supported range
+// of AES key sizes, in bytes") and in bits for RSA ("PKCS #1 RSA key pair
+// generation": "in bits"). A mechanism used with a function it does not
+// serve is CKR_MECHANISM_INVALID (5.8.1, 5.10.1).
+TEST_P(InfoTest, MechanismInfoFlagsAndSizes) {
+  struct Want {
+    CK_MECHANISM_TYPE m;
+    CK_FLAGS flags;
+  };
+  const Want kWant[] = {
+      {CKM_AES_ECB, CKF_ENCRYPT | CKF_DECRYPT},
+      {CKM_AES_CBC, CKF_ENCRYPT | CKF_DECRYPT},
+      {CKM_AES_CBC_PAD, CKF_ENCRYPT | CKF_DECRYPT},
+      {CKM_AES_KEY_GEN, CKF_GENERATE},
+      {CKM_SHA256, CKF_DIGEST},
+      {CKM_SHA256_HMAC, CKF_SIGN | CKF_VERIFY},
+      {CKM_RSA_PKCS_KEY_PAIR_GEN, CKF_GENERATE_KEY_PAIR},
+      {CKM_SHA256_RSA_PKCS, CKF_SIGN | CKF_VERIFY},
+      {CKM_RSA_PKCS_OAEP, CKF_ENCRYPT | CKF_DECRYPT},
+  };
+  for (const Want& w : kWant) {
+    CK_MECHANISM_INFO mi;
+    ASSERT_CKR(CKR_OK, f()->C_GetMechanismInfo(slot(), w.m, &mi))
+        << "mechanism 0x" << std::hex << w.m;
+    EXPECT_EQ(w.flags, mi.flags & w.flags) << "mechanism 0x" << std::hex << w.m;
+  }
+  CK_MECHANISM_INFO aes;
+  ASSERT_CKR(CKR_OK, f()->C_GetMechanismInfo(slot(), CKM_AES_CBC, &aes));
+  EXPECT_EQ(16u, aes.ulMinKeySize);
+  EXPECT_EQ(32u, aes.ulMaxKeySize);
+  CK_MECHANISM_INFO rsa;
+  ASSERT_CKR(CKR_OK,
+             f()->C_GetMechanismInfo(slot(), CKM_RSA_PKCS_KEY_PAIR_GEN, &rsa));
+  EXPECT_LE(rsa.ulMinKeySize, 2048u);
+  EXPECT_GE(rsa.ulMaxKeySize, 2048u);
+  EXPECT_GE(rsa.ulMinKeySize, 256u);  // bits, not bytes
+
+  CK_SESSION_HANDLE h;
+  ASSERT_CKR(CKR_OK, OpenRo(&h));
+  CK_MECHANISM ecb = {CKM_AES_ECB, nullptr, 0};
+  EXPECT_CKR(CKR_MECHANISM_INVALID, f()->C_DigestInit(h, &ecb));
+  CK_MECHANISM bogus = {CKM_VENDOR_DEFINED | 0x4242, nullptr, 0};
+  EXPECT_CKR(CKR_MECHANISM_INVALID, f()->C_DigestInit(h, &bogus));
+}
+
 ACCELCRYPT_P11_INSTANTIATE(InfoTest);
 
 // ---------------------------------------------------------------------------
