@@ -727,7 +727,13 @@ TEST_F(P11ModuleClientTest, TokenKeyByUriIsUsedInPlace) {
       ">%s/keygen.log 2>&1",
       AccelcryptToken::Module(), AccelcryptToken::kLabel, AccelcryptToken::kPin,
       g_token->dir());
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << "see " << g_token->dir();
+  if (std::system(cmd.c_str()) != 0) {
+    // The directory goes with the fixture: show pkcs11-tool's output here.
+    std::ifstream in(g_token->dir() + "/keygen.log");
+    FAIL() << "pkcs11-tool --keypairgen failed:\n"
+           << std::string(std::istreambuf_iterator<char>(in),
+                          std::istreambuf_iterator<char>());
+  }
   uint64_t before = Created(*pkcs11_);
   KeyMaterial key;
   key.uri = absl::StrFormat("pkcs11:token=%s;object=tok%%20key",
