@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// DSA keys for the software backend (FIPS 186-4): built from the descriptor
-// with EVP_PKEY_fromdata in the private library context. Signing and
+// DSA keys for the software backend (FIPS 186-4): the descriptor imported
+// with the default provider's DSA key management, called directly
+// (provider_direct.h; no EVP, so no ENGINE). Signing and
 // verifying share PkeySoftware (rsa_software.cc); signatures are DER
 // Dss-Sig-Value, as OpenSSL makes them.
 #include <openssl/core_names.h>
-#include <openssl/evp.h>
+#include <openssl/evp.h>  // EVP_PKEY_KEYPAIR / EVP_PKEY_PUBLIC_KEY only
 #include <openssl/param_build.h>
 #include <openssl/params.h>
 
@@ -23,13 +24,12 @@ struct BnHolder {
 
 }  // namespace
 
-absl::StatusOr<EVP_PKEY*> BuildDsaKey(OSSL_LIB_CTX* libctx,
-                                      const accelcrypt_key_desc& desc,
-                                      bool* is_private) {
+absl::Status BuildDsaKey(const PkeyDispatch& dispatch,
+                         const accelcrypt_key_desc& desc, bool* is_private,
+                         ProviderKey* out) {
   if (desc.dsa_p.len == 0 || desc.dsa_q.len == 0 || desc.dsa_g.len == 0 ||
       desc.dsa_y.len == 0) {
-    return absl::InvalidArgumentError(
-        "software: DSA key lacks p, q, g or y");
+    return absl::InvalidArgumentError("software: DSA key lacks p, q, g or y");
   }
   *is_private = desc.dsa_x.len != 0;
   BnHolder p, q, g, y, x;
@@ -65,22 +65,16 @@ absl::StatusOr<EVP_PKEY*> BuildDsaKey(OSSL_LIB_CTX* libctx,
   }
   OSSL_PARAM* params = OSSL_PARAM_BLD_to_param(bld);
   OSSL_PARAM_BLD_free(bld);
-  EVP_PKEY_CTX* ctx = EVP_PKEY_CTX_new_from_name(libctx, "DSA", nullptr);
-  EVP_PKEY* pkey = nullptr;
-  bool ok = params != nullptr && ctx != nullptr &&
-            EVP_PKEY_fromdata_init(ctx) == 1 &&
-            EVP_PKEY_fromdata(ctx, &pkey,
-                              *is_private ? EVP_PKEY_KEYPAIR
-                                          : EVP_PKEY_PUBLIC_KEY,
-                              params) == 1;
-  OSSL_PARAM_free(params);
-  EVP_PKEY_CTX_free(ctx);
-  if (!ok) {
-    EVP_PKEY_free(pkey);
-    return LibcryptoError(absl::StatusCode::kInvalidArgument, "DSA",
-                          "key import");
+  if (params == nullptr) {
+    return LibcryptoError(absl::StatusCode::kResourceExhausted, "DSA",
+                          "OSSL_PARAM_BLD_to_param");
   }
-  return pkey;
+  absl::Status st = ProviderKey::Import(
+      dispatch, *is_private ? EVP_PKEY_KEYPAIR : EVP_PKEY_PUBLIC_KEY, params,
+      out);
+  // x sits in the secure block, which OSSL_PARAM_free wipes.
+  OSSL_PARAM_free(params);
+  return st;
 }
 
 }  // namespace accelcrypt::software

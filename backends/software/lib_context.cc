@@ -14,13 +14,12 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "accelcrypt/backend.h"
 #include "backends/software/openssl_error.h"
+#include "backends/software/provider_direct.h"
 
 namespace accelcrypt::software {
 namespace {
@@ -63,29 +62,6 @@ constexpr DigestName kDigests[] = {
 
 size_t CipherIndex(uint32_t mode, size_t key_len) {
   return (static_cast<size_t>(mode) - 1) * 3 + (key_len / 8 - 2);
-}
-
-// FindImplementation returns the dispatch table of the algorithm one of whose
-// colon-separated names is `name` (case-insensitive), or nullptr.
-const OSSL_DISPATCH* FindImplementation(const OSSL_ALGORITHM* algs,
-                                        absl::string_view name) {
-  for (const OSSL_ALGORITHM* a = algs; a != nullptr && a->algorithm_names;
-       ++a) {
-    for (absl::string_view alias : absl::StrSplit(a->algorithm_names, ':')) {
-      if (absl::EqualsIgnoreCase(alias, name)) return a->implementation;
-    }
-  }
-  return nullptr;
-}
-
-template <typename Fn>
-void Bind(const OSSL_DISPATCH* table, int id, Fn** out) {
-  for (const OSSL_DISPATCH* d = table; d->function_id != 0; ++d) {
-    if (d->function_id == id) {
-      *out = reinterpret_cast<Fn*>(d->function);
-      return;
-    }
-  }
 }
 
 }  // namespace
@@ -202,23 +178,32 @@ absl::Status LibContext::LookUp() {
         accelcrypt_capability{n.alg, ACCELCRYPT_CAP_STREAMING, 1, 0, 0});
   }
 
-  // RSA and DSA run through EVP in this library context (rsa_software.cc);
-  // the registration self-test proves them before they are offered. Sizes:
-  // RSA as OpenSSL's default provider takes them (FIPS 186 needs 1024 and
-  // up); DSA 1024..3072 (FIPS 186-4 4.2 L values).
-  caps_.push_back(accelcrypt_capability{
-      ACCELCRYPT_ALG_RSA_SIGN,
-      ACCELCRYPT_CAP_RSA_PKCS1 | ACCELCRYPT_CAP_RSA_PSS |
-          ACCELCRYPT_CAP_RSA_RAW | ACCELCRYPT_CAP_KEY_IMPORT,
-      1, 1024, 0, 16384, 0});
-  caps_.push_back(accelcrypt_capability{
-      ACCELCRYPT_ALG_RSA_CRYPT,
-      ACCELCRYPT_CAP_RSA_PKCS1 | ACCELCRYPT_CAP_RSA_OAEP |
-          ACCELCRYPT_CAP_RSA_RAW | ACCELCRYPT_CAP_KEY_IMPORT,
-      1, 1024, 0, 16384, 0});
-  caps_.push_back(accelcrypt_capability{ACCELCRYPT_ALG_DSA_SIGN,
-                                        ACCELCRYPT_CAP_KEY_IMPORT, 1, 1024, 0,
-                                        3072, 0});
+  // RSA and DSA call the provider's key management, signature and
+  // asymmetric cipher functions directly (provider_direct.h: no EVP, so no
+  // ENGINE can take them over); the registration self-test proves them
+  // before they are offered. Sizes: RSA as OpenSSL's default provider takes
+  // them (FIPS 186 needs 1024 and up); DSA 1024..3072 (FIPS 186-4 4.2 L
+  // values).
+  pkeys_.LookUp(provider_);
+  if (pkeys_.rsa() != nullptr) {
+    caps_.push_back(accelcrypt_capability{
+        ACCELCRYPT_ALG_RSA_SIGN,
+        ACCELCRYPT_CAP_RSA_PKCS1 | ACCELCRYPT_CAP_RSA_PSS |
+            ACCELCRYPT_CAP_RSA_RAW | ACCELCRYPT_CAP_KEY_IMPORT,
+        1, 1024, 0, 16384, 0});
+    if (pkeys_.rsa()->has_cipher()) {
+      caps_.push_back(accelcrypt_capability{
+          ACCELCRYPT_ALG_RSA_CRYPT,
+          ACCELCRYPT_CAP_RSA_PKCS1 | ACCELCRYPT_CAP_RSA_OAEP |
+              ACCELCRYPT_CAP_RSA_RAW | ACCELCRYPT_CAP_KEY_IMPORT,
+          1, 1024, 0, 16384, 0});
+    }
+  }
+  if (pkeys_.dsa() != nullptr) {
+    caps_.push_back(accelcrypt_capability{ACCELCRYPT_ALG_DSA_SIGN,
+                                          ACCELCRYPT_CAP_KEY_IMPORT, 1, 1024, 0,
+                                          3072, 0});
+  }
 
   // Probe the DRBG once so the capability is only declared when it works.
   // No ENTROPY capability: this backend has no noise source of its own.
@@ -230,7 +215,8 @@ absl::Status LibContext::LookUp() {
         accelcrypt_capability{ACCELCRYPT_ALG_RNG_RANDOM, 0, 1, 0, 0});
   }
   // The kernel's entropy (getrandom) as the last-resort seed source.
-  caps_.push_back(accelcrypt_capability{ACCELCRYPT_ALG_RNG_ENTROPY, 0, 1, 0, 0});
+  caps_.push_back(
+      accelcrypt_capability{ACCELCRYPT_ALG_RNG_ENTROPY, 0, 1, 0, 0});
   ERR_clear_error();
 
   description_ = absl::StrFormat(
@@ -241,6 +227,7 @@ absl::Status LibContext::LookUp() {
 }
 
 LibContext::~LibContext() {
+  pkeys_.Clear();  // the tables go back before the provider is unloaded
   if (provider_ != nullptr) {
     if (cipher_algs_ != nullptr) {
       OSSL_PROVIDER_unquery_operation(provider_, OSSL_OP_CIPHER, cipher_algs_);

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "accelcrypt/backend.h"
+#include "backends/software/provider_direct.h"
 
 namespace accelcrypt::software {
 
@@ -85,8 +86,14 @@ class LibContext {
   // when the DRBG fails (seed source error).
   absl::Status RandomBytes(absl::Span<uint8_t> out) const;
 
-  // libctx is the private library context (RSA/DSA keys live in it).
+  // libctx is the private library context.
   OSSL_LIB_CTX* libctx() const { return libctx_; }
+
+  // Rsa/Dsa return the default provider's RSA/DSA functions (called
+  // directly, never through EVP: provider_direct.h), or nullptr when the
+  // provider lacks them.
+  const PkeyDispatch* Rsa() const { return pkeys_.rsa(); }
+  const PkeyDispatch* Dsa() const { return pkeys_.dsa(); }
 
   // Describe is a one-line description for `accelcrypt list`.
   const std::string& description() const { return description_; }
@@ -103,6 +110,7 @@ class LibContext {
   std::array<CipherDispatch, 18> ciphers_{};
   // Indexed by the digest id's low byte - 1.
   std::array<DigestDispatch, 5> digests_{};
+  ProviderPkeys pkeys_;
   bool rng_ok_ = false;
   std::vector<accelcrypt_capability> caps_;
   std::string description_;

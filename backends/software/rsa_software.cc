@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-// RSA (and the shared RSA/DSA key object) for the software backend: EVP in
-// the backend's private library context, with parameters set through
-// OSSL_PARAMs so digests are fetched from that context, never from the
-// application's (which may prefer accelcrypt: no recursion).
+// RSA (and the shared RSA/DSA key object) for the software backend: the
+// default provider's key management, signature and asymmetric cipher
+// functions called directly (provider_direct.h), never EVP: EVP would let an
+// application's ENGINE take the operation over. Parameters go in as
+// OSSL_PARAMs, so digests are fetched from the backend's private library
+// context, never from the application's (which may prefer accelcrypt: no
+// recursion).
 #include "backends/software/rsa_software.h"
 
+#include <openssl/core_dispatch.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
-#include <openssl/evp.h>
+#include <openssl/evp.h>  // EVP_PKEY_KEYPAIR / EVP_PKEY_PUBLIC_KEY only
 #include <openssl/param_build.h>
 #include <openssl/params.h>
 #include <openssl/rsa.h>
@@ -25,11 +29,6 @@ namespace {
 struct BnHolder {
   BIGNUM* bn = nullptr;
   ~BnHolder() { BN_clear_free(bn); }
-};
-
-struct CtxHolder {
-  EVP_PKEY_CTX* ctx = nullptr;
-  ~CtxHolder() { EVP_PKEY_CTX_free(ctx); }
 };
 
 bool ToBn(const accelcrypt_bn& in, bool secret, BnHolder* out) {
@@ -72,9 +71,9 @@ const char* MdName(accelcrypt_alg md) {
   }
 }
 
-absl::StatusOr<EVP_PKEY*> BuildRsaKey(OSSL_LIB_CTX* libctx,
-                                      const accelcrypt_key_desc& desc,
-                                      bool* is_private) {
+absl::Status BuildRsaKey(const PkeyDispatch& dispatch,
+                         const accelcrypt_key_desc& desc, bool* is_private,
+                         ProviderKey* out) {
   if (desc.n.len == 0 || desc.e.len == 0) {
     return absl::InvalidArgumentError("software: RSA key lacks n or e");
   }
@@ -90,7 +89,8 @@ absl::StatusOr<EVP_PKEY*> BuildRsaKey(OSSL_LIB_CTX* libctx,
          ToBn(desc.iqmp, true, &qinv);
   }
   OSSL_PARAM_BLD* bld = ok ? OSSL_PARAM_BLD_new() : nullptr;
-  ok = bld != nullptr && OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, n.bn) &&
+  ok = bld != nullptr &&
+       OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, n.bn) &&
        OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, e.bn);
   if (ok && *is_private) {
     ok = OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_D, d.bn);
@@ -109,19 +109,12 @@ absl::StatusOr<EVP_PKEY*> BuildRsaKey(OSSL_LIB_CTX* libctx,
     return LibcryptoError(absl::StatusCode::kResourceExhausted, "RSA",
                           "building key parameters");
   }
-  CtxHolder ctx{EVP_PKEY_CTX_new_from_name(libctx, "RSA", nullptr)};
-  EVP_PKEY* pkey = nullptr;
-  ok = ctx.ctx != nullptr && EVP_PKEY_fromdata_init(ctx.ctx) == 1 &&
-       EVP_PKEY_fromdata(ctx.ctx, &pkey,
-                         *is_private ? EVP_PKEY_KEYPAIR : EVP_PKEY_PUBLIC_KEY,
-                         params) == 1;
+  absl::Status st = ProviderKey::Import(
+      dispatch, *is_private ? EVP_PKEY_KEYPAIR : EVP_PKEY_PUBLIC_KEY, params,
+      out);
+  // Private parts sit in the secure block, which OSSL_PARAM_free wipes.
   OSSL_PARAM_free(params);
-  if (!ok) {
-    EVP_PKEY_free(pkey);
-    return LibcryptoError(absl::StatusCode::kInvalidArgument, "RSA",
-                          "key import");
-  }
-  return pkey;
+  return st;
 }
 
 absl::StatusOr<std::unique_ptr<PkeySoftware>> PkeySoftware::Load(
@@ -136,35 +129,35 @@ absl::StatusOr<std::unique_ptr<PkeySoftware>> PkeySoftware::Load(
   size_t bits = BitLength(modulus);
   size_t min_bits = 1024, max_bits = rsa ? 16384 : 3072;
   if (bits < min_bits || bits > max_bits) {
-    return absl::UnimplementedError(absl::StrFormat(
-        "software: %s keys of %d bits are not served (%d..%d)",
-        rsa ? "RSA" : "DSA", bits, min_bits, max_bits));
+    return absl::UnimplementedError(
+        absl::StrFormat("software: %s keys of %d bits are not served (%d..%d)",
+                        rsa ? "RSA" : "DSA", bits, min_bits, max_bits));
   }
   std::unique_ptr<PkeySoftware> key(new (std::nothrow) PkeySoftware());
-  if (key == nullptr) return absl::ResourceExhaustedError("software: no memory");
-  key->libctx_ = lib.libctx();
+  if (key == nullptr)
+    return absl::ResourceExhaustedError("software: no memory");
+  key->d_ = rsa ? lib.Rsa() : lib.Dsa();
   key->rsa_ = rsa;
   key->name_ = rsa ? "RSA" : "DSA";
+  if (key->d_ == nullptr || (rsa && !key->d_->has_cipher())) {
+    return absl::UnimplementedError(absl::StrFormat(
+        "software: %s: not offered by the default provider", key->name_));
+  }
   bool is_private = false;
-  absl::StatusOr<EVP_PKEY*> built =
-      rsa ? BuildRsaKey(key->libctx_, desc, &is_private)
-          : BuildDsaKey(key->libctx_, desc, &is_private);
-  if (!built.ok()) return built.status();
-  key->pkey_ = *built;
+  absl::Status built =
+      rsa ? BuildRsaKey(*key->d_, desc, &is_private, &key->key_)
+          : BuildDsaKey(*key->d_, desc, &is_private, &key->key_);
+  if (!built.ok()) return built;
   key->private_ = is_private;
-  int size = EVP_PKEY_get_size(key->pkey_);
-  if (size <= 0) {
+  key->size_ = key->key_.MaxSize();
+  if (key->size_ == 0) {
     return LibcryptoError(absl::StatusCode::kInvalidArgument, key->name_,
                           "key size");
   }
-  key->size_ = static_cast<size_t>(size);
   return key;
 }
 
-PkeySoftware::~PkeySoftware() { EVP_PKEY_free(pkey_); }
-
-absl::Status PkeySoftware::SetParams(EVP_PKEY_CTX* ctx,
-                                     const accelcrypt_pkey_params& p,
+absl::Status PkeySoftware::SetParams(void* ctx, const accelcrypt_pkey_params& p,
                                      bool cipher) const {
   OSSL_PARAM params[6];
   size_t n = 0;
@@ -191,26 +184,27 @@ absl::Status PkeySoftware::SetParams(EVP_PKEY_CTX* ctx,
         pad = RSA_PKCS1_OAEP_PADDING;
         break;
       default:
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "software: RSA: unknown padding %d", p.padding));
+        return absl::InvalidArgumentError(
+            absl::StrFormat("software: RSA: unknown padding %d", p.padding));
     }
     if (cipher ? pad == RSA_PKCS1_PSS_PADDING : pad == RSA_PKCS1_OAEP_PADDING) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "software: RSA: padding %d is not valid for %s", p.padding,
-          cipher ? "encryption" : "signatures"));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("software: RSA: padding %d is not valid for %s",
+                          p.padding, cipher ? "encryption" : "signatures"));
     }
     if ((pad == RSA_PKCS1_PSS_PADDING || pad == RSA_PKCS1_OAEP_PADDING) &&
         md == nullptr) {
       return absl::InvalidArgumentError(
           "software: RSA: PSS and OAEP need a digest");
     }
-    params[n++] = OSSL_PARAM_construct_int(
-        cipher ? OSSL_ASYM_CIPHER_PARAM_PAD_MODE : OSSL_SIGNATURE_PARAM_PAD_MODE,
-        &pad);
+    params[n++] =
+        OSSL_PARAM_construct_int(cipher ? OSSL_ASYM_CIPHER_PARAM_PAD_MODE
+                                        : OSSL_SIGNATURE_PARAM_PAD_MODE,
+                                 &pad);
   }
   if (!cipher && md != nullptr) {
-    params[n++] = OSSL_PARAM_construct_utf8_string(
-        OSSL_SIGNATURE_PARAM_DIGEST, const_cast<char*>(md), 0);
+    params[n++] = OSSL_PARAM_construct_utf8_string(OSSL_SIGNATURE_PARAM_DIGEST,
+                                                   const_cast<char*>(md), 0);
   }
   if (!cipher && rsa_ && pad == RSA_PKCS1_PSS_PADDING) {
     params[n++] = OSSL_PARAM_construct_utf8_string(
@@ -223,22 +217,18 @@ absl::Status PkeySoftware::SetParams(EVP_PKEY_CTX* ctx,
         OSSL_ASYM_CIPHER_PARAM_OAEP_DIGEST, const_cast<char*>(md), 0);
     params[n++] = OSSL_PARAM_construct_utf8_string(
         OSSL_ASYM_CIPHER_PARAM_MGF1_DIGEST, const_cast<char*>(mgf1), 0);
+    if (p.label_len > 0) {
+      // The provider keeps its own copy of the label.
+      params[n++] = OSSL_PARAM_construct_octet_string(
+          OSSL_ASYM_CIPHER_PARAM_OAEP_LABEL, const_cast<uint8_t*>(p.label),
+          p.label_len);
+    }
   }
   params[n] = OSSL_PARAM_construct_end();
-  if (n > 0 && EVP_PKEY_CTX_set_params(ctx, params) != 1) {
+  if (n > 0 && (cipher ? d_->ac_set_ctx_params(ctx, params)
+                       : d_->sig_set_ctx_params(ctx, params)) != 1) {
     return LibcryptoError(absl::StatusCode::kInvalidArgument, name_,
                           "operation parameters");
-  }
-  if (cipher && pad == RSA_PKCS1_OAEP_PADDING && p.label_len > 0) {
-    // set0 takes ownership of an OPENSSL_malloc'd copy.
-    void* label = OPENSSL_memdup(p.label, p.label_len);
-    if (label == nullptr ||
-        EVP_PKEY_CTX_set0_rsa_oaep_label(ctx, label,
-                                         static_cast<int>(p.label_len)) <= 0) {
-      OPENSSL_free(label);
-      return LibcryptoError(absl::StatusCode::kInvalidArgument, name_,
-                            "OAEP label");
-    }
   }
   return absl::OkStatus();
 }
@@ -253,14 +243,15 @@ absl::Status PkeySoftware::Sign(const accelcrypt_pkey_params& params,
   if (sig == nullptr || *sig_len < size_) {
     return OutOfRange(name_, size_, sig_len);
   }
-  CtxHolder ctx{EVP_PKEY_CTX_new_from_pkey(libctx_, pkey_, nullptr)};
-  if (ctx.ctx == nullptr || EVP_PKEY_sign_init(ctx.ctx) != 1) {
+  SignatureCtx ctx(*d_);
+  if (ctx.get() == nullptr ||
+      d_->sign_init(ctx.get(), key_.get(), nullptr) != 1) {
     return LibcryptoError(absl::StatusCode::kInternal, name_, "sign init");
   }
-  absl::Status st = SetParams(ctx.ctx, params, false);
+  absl::Status st = SetParams(ctx.get(), params, false);
   if (!st.ok()) return st;
   size_t len = *sig_len;
-  if (EVP_PKEY_sign(ctx.ctx, sig, &len, tbs, tbs_len) != 1) {
+  if (d_->sign(ctx.get(), sig, &len, *sig_len, tbs, tbs_len) != 1) {
     return LibcryptoError(absl::StatusCode::kInvalidArgument, name_, "sign");
   }
   *sig_len = len;
@@ -270,13 +261,14 @@ absl::Status PkeySoftware::Sign(const accelcrypt_pkey_params& params,
 absl::Status PkeySoftware::Verify(const accelcrypt_pkey_params& params,
                                   const uint8_t* tbs, size_t tbs_len,
                                   const uint8_t* sig, size_t sig_len) const {
-  CtxHolder ctx{EVP_PKEY_CTX_new_from_pkey(libctx_, pkey_, nullptr)};
-  if (ctx.ctx == nullptr || EVP_PKEY_verify_init(ctx.ctx) != 1) {
+  SignatureCtx ctx(*d_);
+  if (ctx.get() == nullptr ||
+      d_->verify_init(ctx.get(), key_.get(), nullptr) != 1) {
     return LibcryptoError(absl::StatusCode::kInternal, name_, "verify init");
   }
-  absl::Status st = SetParams(ctx.ctx, params, false);
+  absl::Status st = SetParams(ctx.get(), params, false);
   if (!st.ok()) return st;
-  if (EVP_PKEY_verify(ctx.ctx, sig, sig_len, tbs, tbs_len) != 1) {
+  if (d_->verify(ctx.get(), sig, sig_len, tbs, tbs_len) != 1) {
     // Malformed and wrong signatures alike: the signature does not verify.
     return AuthFailedError(name_);
   }
@@ -290,14 +282,15 @@ absl::Status PkeySoftware::Encrypt(const accelcrypt_pkey_params& params,
   if (out == nullptr || *out_len < size_) {
     return OutOfRange(name_, size_, out_len);
   }
-  CtxHolder ctx{EVP_PKEY_CTX_new_from_pkey(libctx_, pkey_, nullptr)};
-  if (ctx.ctx == nullptr || EVP_PKEY_encrypt_init(ctx.ctx) != 1) {
+  CipherCtx ctx(*d_);
+  if (ctx.get() == nullptr ||
+      d_->encrypt_init(ctx.get(), key_.get(), nullptr) != 1) {
     return LibcryptoError(absl::StatusCode::kInternal, name_, "encrypt init");
   }
-  absl::Status st = SetParams(ctx.ctx, params, true);
+  absl::Status st = SetParams(ctx.get(), params, true);
   if (!st.ok()) return st;
   size_t len = *out_len;
-  if (EVP_PKEY_encrypt(ctx.ctx, out, &len, in, in_len) != 1) {
+  if (d_->encrypt(ctx.get(), out, &len, *out_len, in, in_len) != 1) {
     return LibcryptoError(absl::StatusCode::kInvalidArgument, name_,
                           "encrypt (input too long for the padding?)");
   }
@@ -313,17 +306,19 @@ absl::Status PkeySoftware::Decrypt(const accelcrypt_pkey_params& params,
     return absl::FailedPreconditionError(
         "software: RSA: decryption needs a private key");
   }
-  CtxHolder ctx{EVP_PKEY_CTX_new_from_pkey(libctx_, pkey_, nullptr)};
-  if (ctx.ctx == nullptr || EVP_PKEY_decrypt_init(ctx.ctx) != 1) {
+  CipherCtx ctx(*d_);
+  if (ctx.get() == nullptr ||
+      d_->decrypt_init(ctx.get(), key_.get(), nullptr) != 1) {
     return LibcryptoError(absl::StatusCode::kInternal, name_, "decrypt init");
   }
-  absl::Status st = SetParams(ctx.ctx, params, true);
+  absl::Status st = SetParams(ctx.get(), params, true);
   if (!st.ok()) return st;
   // Decrypt into a modulus-sized scratch buffer so a caller who sized `out`
   // for the plaintext alone is served; the scratch is wiped.
   std::vector<uint8_t> scratch(size_);
   size_t len = scratch.size();
-  int rc = EVP_PKEY_decrypt(ctx.ctx, scratch.data(), &len, in, in_len);
+  int rc =
+      d_->decrypt(ctx.get(), scratch.data(), &len, scratch.size(), in, in_len);
   if (rc != 1) {
     OPENSSL_cleanse(scratch.data(), scratch.size());
     ERR_clear_error();
