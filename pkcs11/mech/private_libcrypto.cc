@@ -1,14 +1,25 @@
 // SPDX-License-Identifier: Apache-2.0
 // The module's private libcrypto: CTR-DRBG (NIST SP 800-90A) and RSA/DSA
 // key generation in an OSSL_LIB_CTX of its own.
+//
+// Key generation calls the default provider's key management functions
+// directly (OSSL_PROVIDER_query_operation(OSSL_OP_KEYMGMT)), never
+// EVP_PKEY_keygen: EVP consults the ENGINE table even for a private library
+// context, so an application that loaded an ENGINE as default for all
+// algorithms (libp11's pkcs11 engine with default_algorithms = ALL) would
+// otherwise take our key generation over. (The backend's equivalent,
+// backends/software/provider_direct.h, is not used here: front ends know no
+// backend. This is the key-generation subset only.)
 #include "pkcs11/mech/internal/private_libcrypto.h"
 
 #include <openssl/bn.h>
+#include <openssl/core_dispatch.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/param_build.h>
+#include <openssl/params.h>
 #include <openssl/provider.h>
 #include <openssl/rand.h>
 #include <openssl/rsa.h>
@@ -19,7 +30,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "core/router.h"
 #include "core/status.h"
 #include "pkcs11/common/ck_error.h"
@@ -53,32 +67,164 @@ struct BnFree {
   void operator()(BIGNUM* bn) const { BN_clear_free(bn); }
 };
 using BnPtr = std::unique_ptr<BIGNUM, BnFree>;
-struct PkeyFree {
-  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
+// Keymgmt is one key type's key management functions from the default
+// provider of a library context; the algorithm table is handed back on
+// destruction.
+class Keymgmt {
+ public:
+  Keymgmt(OSSL_PROVIDER* provider, const char* name) : provider_(provider) {
+    int no_store = 0;
+    algs_ = OSSL_PROVIDER_query_operation(provider, OSSL_OP_KEYMGMT, &no_store);
+    provctx_ = OSSL_PROVIDER_get0_provider_ctx(provider);
+    const OSSL_DISPATCH* table = nullptr;
+    for (const OSSL_ALGORITHM* a = algs_; a != nullptr && a->algorithm_names;
+         ++a) {
+      for (absl::string_view alias : absl::StrSplit(a->algorithm_names, ':')) {
+        if (absl::EqualsIgnoreCase(alias, name)) table = a->implementation;
+      }
+      if (table != nullptr) break;
+    }
+    for (const OSSL_DISPATCH* d = table; d != nullptr && d->function_id != 0;
+         ++d) {
+      switch (d->function_id) {
+        case OSSL_FUNC_KEYMGMT_NEW:
+          new_ = reinterpret_cast<OSSL_FUNC_keymgmt_new_fn*>(d->function);
+          break;
+        case OSSL_FUNC_KEYMGMT_FREE:
+          free_ = reinterpret_cast<OSSL_FUNC_keymgmt_free_fn*>(d->function);
+          break;
+        case OSSL_FUNC_KEYMGMT_IMPORT:
+          import_ = reinterpret_cast<OSSL_FUNC_keymgmt_import_fn*>(d->function);
+          break;
+        case OSSL_FUNC_KEYMGMT_HAS:
+          has_ = reinterpret_cast<OSSL_FUNC_keymgmt_has_fn*>(d->function);
+          break;
+        case OSSL_FUNC_KEYMGMT_EXPORT:
+          export_ = reinterpret_cast<OSSL_FUNC_keymgmt_export_fn*>(d->function);
+          break;
+        case OSSL_FUNC_KEYMGMT_GEN_INIT:
+          gen_init_ =
+              reinterpret_cast<OSSL_FUNC_keymgmt_gen_init_fn*>(d->function);
+          break;
+        case OSSL_FUNC_KEYMGMT_GEN_SET_PARAMS:
+          gen_set_params_ =
+              reinterpret_cast<OSSL_FUNC_keymgmt_gen_set_params_fn*>(
+                  d->function);
+          break;
+        case OSSL_FUNC_KEYMGMT_GEN_SET_TEMPLATE:
+          gen_set_template_ =
+              reinterpret_cast<OSSL_FUNC_keymgmt_gen_set_template_fn*>(
+                  d->function);
+          break;
+        case OSSL_FUNC_KEYMGMT_GEN:
+          gen_ = reinterpret_cast<OSSL_FUNC_keymgmt_gen_fn*>(d->function);
+          break;
+        case OSSL_FUNC_KEYMGMT_GEN_CLEANUP:
+          gen_cleanup_ =
+              reinterpret_cast<OSSL_FUNC_keymgmt_gen_cleanup_fn*>(d->function);
+          break;
+        default:
+          break;
+      }
+    }
+  }
+  ~Keymgmt() {
+    if (algs_ != nullptr) {
+      OSSL_PROVIDER_unquery_operation(provider_, OSSL_OP_KEYMGMT, algs_);
+    }
+  }
+  Keymgmt(const Keymgmt&) = delete;
+  Keymgmt& operator=(const Keymgmt&) = delete;
+
+  // ok says whether everything both generators need is there (RSA has no
+  // gen_set_template; DSA checks it itself).
+  bool ok() const {
+    return new_ != nullptr && free_ != nullptr && import_ != nullptr &&
+           has_ != nullptr && export_ != nullptr && gen_init_ != nullptr &&
+           gen_set_params_ != nullptr && gen_ != nullptr &&
+           gen_cleanup_ != nullptr;
+  }
+
+  OSSL_PROVIDER* provider_;
+  const OSSL_ALGORITHM* algs_ = nullptr;
+  void* provctx_ = nullptr;
+  OSSL_FUNC_keymgmt_new_fn* new_ = nullptr;
+  OSSL_FUNC_keymgmt_free_fn* free_ = nullptr;
+  OSSL_FUNC_keymgmt_import_fn* import_ = nullptr;
+  OSSL_FUNC_keymgmt_has_fn* has_ = nullptr;
+  OSSL_FUNC_keymgmt_export_fn* export_ = nullptr;
+  OSSL_FUNC_keymgmt_gen_init_fn* gen_init_ = nullptr;
+  OSSL_FUNC_keymgmt_gen_set_params_fn* gen_set_params_ = nullptr;
+  OSSL_FUNC_keymgmt_gen_set_template_fn* gen_set_template_ = nullptr;
+  OSSL_FUNC_keymgmt_gen_fn* gen_ = nullptr;
+  OSSL_FUNC_keymgmt_gen_cleanup_fn* gen_cleanup_ = nullptr;
 };
-using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyFree>;
-struct PkeyCtxFree {
-  void operator()(EVP_PKEY_CTX* c) const { EVP_PKEY_CTX_free(c); }
+
+// KeyData owns a key object of `km` (the provider wipes it on free).
+struct KeyData {
+  const Keymgmt& km;
+  void* key = nullptr;
+  ~KeyData() {
+    if (key != nullptr) km.free_(key);
+  }
 };
-using PkeyCtxPtr = std::unique_ptr<EVP_PKEY_CTX, PkeyCtxFree>;
+
+// GenCtx owns a key generation context of `km`.
+struct GenCtx {
+  const Keymgmt& km;
+  void* ctx = nullptr;
+  ~GenCtx() {
+    if (ctx != nullptr) km.gen_cleanup_(ctx);
+  }
+};
+
+// Generation progress callback: never cancels.
+int KeepGoing(const OSSL_PARAM* /*params*/, void* /*arg*/) { return 1; }
+
+// A key part to copy out of an export: parameter name -> attribute.
+struct Part {
+  const char* name;
+  CK_ATTRIBUTE_TYPE type;
+};
+
+struct ExportSink {
+  absl::Span<const Part> parts;
+  AttributeMap* out;
+  const char* missing = nullptr;  // first part not found, if any
+};
+
+// CopyParts is the export callback: each wanted BIGNUM parameter goes into
+// the sink's map through a wiped buffer (private parts pass through here).
+int CopyParts(const OSSL_PARAM params[], void* arg) {
+  auto* sink = static_cast<ExportSink*>(arg);
+  for (const Part& part : sink->parts) {
+    const OSSL_PARAM* p = OSSL_PARAM_locate_const(params, part.name);
+    BIGNUM* raw = nullptr;
+    if (p == nullptr || OSSL_PARAM_get_BN(p, &raw) != 1 || raw == nullptr) {
+      sink->missing = part.name;
+      return 0;
+    }
+    BnPtr bn(raw);
+    SecretBytes bytes(static_cast<size_t>(BN_num_bytes(bn.get())));
+    BN_bn2bin(bn.get(), bytes.data());
+    sink->out->Set(part.type, bytes.span());
+  }
+  return 1;
+}
+
+// ExportParts copies `parts` of the key pair `key` into `out`.
+absl::Status ExportParts(const Keymgmt& km, void* key,
+                         absl::Span<const Part> parts, AttributeMap* out) {
+  ExportSink sink{parts, out};
+  if (km.export_(key, OSSL_KEYMGMT_SELECT_KEYPAIR, &CopyParts, &sink) != 1) {
+    return LibcryptoFailure(absl::StrFormat(
+        "key part %s", sink.missing != nullptr ? sink.missing : "export"));
+  }
+  return absl::OkStatus();
+}
 
 BnPtr ToBn(absl::Span<const uint8_t> v) {
   return BnPtr(BN_bin2bn(v.data(), static_cast<int>(v.size()), nullptr));
-}
-
-// SetBnParam copies a BIGNUM parameter of `pkey` into `out` (wiped
-// buffers: private parts pass through here).
-absl::Status SetBnParam(const EVP_PKEY* pkey, const char* name,
-                        CK_ATTRIBUTE_TYPE type, AttributeMap* out) {
-  BIGNUM* raw = nullptr;
-  if (EVP_PKEY_get_bn_param(pkey, name, &raw) != 1 || raw == nullptr) {
-    return LibcryptoFailure(absl::StrFormat("key part %s", name));
-  }
-  BnPtr bn(raw);
-  SecretBytes bytes(static_cast<size_t>(BN_num_bytes(bn.get())));
-  BN_bn2bin(bn.get(), bytes.data());
-  out->Set(type, bytes.span());
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -204,40 +350,51 @@ uint64_t PrivateLibcrypto::reseed_count() const {
 
 absl::StatusOr<std::pair<AttributeMap, AttributeMap>>
 PrivateLibcrypto::GenerateRsa(size_t bits, absl::Span<const uint8_t> e) {
-  PkeyCtxPtr ctx(EVP_PKEY_CTX_new_from_name(libctx_, "RSA", nullptr));
-  if (ctx == nullptr || EVP_PKEY_keygen_init(ctx.get()) != 1 ||
-      EVP_PKEY_CTX_set_rsa_keygen_bits(ctx.get(), static_cast<int>(bits)) !=
-          1) {
+  Keymgmt km(provider_, "RSA");
+  if (!km.ok()) return LibcryptoFailure("RSA key management");
+  GenCtx gen{km,
+             km.gen_init_(km.provctx_, OSSL_KEYMGMT_SELECT_KEYPAIR, nullptr)};
+  size_t bits_param = bits;
+  OSSL_PARAM bits_params[] = {
+      OSSL_PARAM_construct_size_t(OSSL_PKEY_PARAM_RSA_BITS, &bits_param),
+      OSSL_PARAM_construct_end()};
+  if (gen.ctx == nullptr || km.gen_set_params_(gen.ctx, bits_params) != 1) {
     return LibcryptoFailure("RSA key generation setup");
   }
   BnPtr exponent = ToBn(e);
-  if (exponent == nullptr ||
-      EVP_PKEY_CTX_set1_rsa_keygen_pubexp(ctx.get(), exponent.get()) != 1) {
+  OSSL_PARAM_BLD* bld = exponent != nullptr ? OSSL_PARAM_BLD_new() : nullptr;
+  OSSL_PARAM* e_params = nullptr;
+  if (bld != nullptr &&
+      OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, exponent.get()) == 1) {
+    e_params = OSSL_PARAM_BLD_to_param(bld);
+  }
+  OSSL_PARAM_BLD_free(bld);
+  const bool e_ok =
+      e_params != nullptr && km.gen_set_params_(gen.ctx, e_params) == 1;
+  OSSL_PARAM_free(e_params);
+  if (!e_ok) {
     ERR_clear_error();
     return CkError(CKR_ATTRIBUTE_VALUE_INVALID, "RSA public exponent");
   }
-  EVP_PKEY* raw = nullptr;
-  if (EVP_PKEY_generate(ctx.get(), &raw) != 1 || raw == nullptr) {
+  KeyData key{km, km.gen_(gen.ctx, &KeepGoing, nullptr)};
+  if (key.key == nullptr) {
     ERR_clear_error();
     return CkError(CKR_ATTRIBUTE_VALUE_INVALID,
                    "libcrypto refused the RSA key parameters");
   }
-  PkeyPtr pkey(raw);
   AttributeMap pub, priv;
   pub.SetUlong(CKA_CLASS, CKO_PUBLIC_KEY);
   priv.SetUlong(CKA_CLASS, CKO_PRIVATE_KEY);
+  constexpr Part kPublic[] = {
+      {OSSL_PKEY_PARAM_RSA_N, CKA_MODULUS},
+      {OSSL_PKEY_PARAM_RSA_E, CKA_PUBLIC_EXPONENT},
+  };
   for (AttributeMap* m : {&pub, &priv}) {
     m->SetUlong(CKA_KEY_TYPE, CKK_RSA);
-    ACCELCRYPT_RETURN_IF_ERROR(
-        SetBnParam(pkey.get(), OSSL_PKEY_PARAM_RSA_N, CKA_MODULUS, m));
-    ACCELCRYPT_RETURN_IF_ERROR(
-        SetBnParam(pkey.get(), OSSL_PKEY_PARAM_RSA_E, CKA_PUBLIC_EXPONENT, m));
+    ACCELCRYPT_RETURN_IF_ERROR(ExportParts(km, key.key, kPublic, m));
   }
   pub.SetUlong(CKA_MODULUS_BITS, bits);
-  const struct {
-    const char* name;
-    CK_ATTRIBUTE_TYPE type;
-  } kPrivate[] = {
+  constexpr Part kPrivate[] = {
       {OSSL_PKEY_PARAM_RSA_D, CKA_PRIVATE_EXPONENT},
       {OSSL_PKEY_PARAM_RSA_FACTOR1, CKA_PRIME_1},
       {OSSL_PKEY_PARAM_RSA_FACTOR2, CKA_PRIME_2},
@@ -245,10 +402,7 @@ PrivateLibcrypto::GenerateRsa(size_t bits, absl::Span<const uint8_t> e) {
       {OSSL_PKEY_PARAM_RSA_EXPONENT2, CKA_EXPONENT_2},
       {OSSL_PKEY_PARAM_RSA_COEFFICIENT1, CKA_COEFFICIENT},
   };
-  for (const auto& part : kPrivate) {
-    ACCELCRYPT_RETURN_IF_ERROR(
-        SetBnParam(pkey.get(), part.name, part.type, &priv));
-  }
+  ACCELCRYPT_RETURN_IF_ERROR(ExportParts(km, key.key, kPrivate, &priv));
   return std::make_pair(std::move(pub), std::move(priv));
 }
 
@@ -291,27 +445,34 @@ PrivateLibcrypto::GenerateDsa(absl::Span<const uint8_t> p,
     return LibcryptoFailure("DSA domain parameters");
   }
   OSSL_PARAM_BLD_free(bld);
-  PkeyCtxPtr from(EVP_PKEY_CTX_new_from_name(libctx_, "DSA", nullptr));
-  EVP_PKEY* domain_raw = nullptr;
-  const bool built = from != nullptr &&
-                     EVP_PKEY_fromdata_init(from.get()) == 1 &&
-                     EVP_PKEY_fromdata(from.get(), &domain_raw,
-                                       EVP_PKEY_KEY_PARAMETERS, params) == 1;
+  Keymgmt km(provider_, "DSA");
+  if (!km.ok() || km.gen_set_template_ == nullptr) {
+    OSSL_PARAM_free(params);
+    return LibcryptoFailure("DSA key management");
+  }
+  // The domain goes in as a key object holding only the parameters, used as
+  // the generation template (what EVP_PKEY_keygen does with a domain key).
+  KeyData domain{km, km.new_(km.provctx_)};
+  const bool built =
+      domain.key != nullptr &&
+      km.import_(domain.key, OSSL_KEYMGMT_SELECT_ALL_PARAMETERS, params) == 1 &&
+      km.has_(domain.key, OSSL_KEYMGMT_SELECT_DOMAIN_PARAMETERS) == 1;
   OSSL_PARAM_free(params);
-  if (!built || domain_raw == nullptr) {
+  if (!built) {
     ERR_clear_error();
     return CkError(CKR_ATTRIBUTE_VALUE_INVALID, "DSA domain parameters");
   }
-  PkeyPtr domain(domain_raw);
-  PkeyCtxPtr ctx(EVP_PKEY_CTX_new_from_pkey(libctx_, domain.get(), nullptr));
-  EVP_PKEY* raw = nullptr;
-  if (ctx == nullptr || EVP_PKEY_keygen_init(ctx.get()) != 1 ||
-      EVP_PKEY_generate(ctx.get(), &raw) != 1 || raw == nullptr) {
+  GenCtx gen{km,
+             km.gen_init_(km.provctx_, OSSL_KEYMGMT_SELECT_KEYPAIR, nullptr)};
+  KeyData key{km, nullptr};
+  if (gen.ctx != nullptr && km.gen_set_template_(gen.ctx, domain.key) == 1) {
+    key.key = km.gen_(gen.ctx, &KeepGoing, nullptr);
+  }
+  if (key.key == nullptr) {
     ERR_clear_error();
     return CkError(CKR_ATTRIBUTE_VALUE_INVALID,
                    "libcrypto refused the DSA domain parameters");
   }
-  PkeyPtr pkey(raw);
   AttributeMap pub, priv;
   pub.SetUlong(CKA_CLASS, CKO_PUBLIC_KEY);
   priv.SetUlong(CKA_CLASS, CKO_PRIVATE_KEY);
@@ -321,10 +482,10 @@ PrivateLibcrypto::GenerateDsa(absl::Span<const uint8_t> p,
     m->Set(CKA_SUBPRIME, q);
     m->Set(CKA_BASE, g);
   }
-  ACCELCRYPT_RETURN_IF_ERROR(
-      SetBnParam(pkey.get(), OSSL_PKEY_PARAM_PUB_KEY, CKA_VALUE, &pub));
-  ACCELCRYPT_RETURN_IF_ERROR(
-      SetBnParam(pkey.get(), OSSL_PKEY_PARAM_PRIV_KEY, CKA_VALUE, &priv));
+  constexpr Part kPublic[] = {{OSSL_PKEY_PARAM_PUB_KEY, CKA_VALUE}};
+  constexpr Part kPrivate[] = {{OSSL_PKEY_PARAM_PRIV_KEY, CKA_VALUE}};
+  ACCELCRYPT_RETURN_IF_ERROR(ExportParts(km, key.key, kPublic, &pub));
+  ACCELCRYPT_RETURN_IF_ERROR(ExportParts(km, key.key, kPrivate, &priv));
   return std::make_pair(std::move(pub), std::move(priv));
 }
 
