@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstddef>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
@@ -77,11 +78,6 @@ absl::StatusOr<std::unique_ptr<Registry>> Registry::Create(
     }
     std::unique_ptr<Backend> backend = *std::move(created);
     std::string name(backend->name());
-    if ((!only.empty() && !Contains(only, name)) || Contains(disabled, name)) {
-      registry->events_.push_back(
-          {name, "", "not loaded: excluded by configuration", false});
-      return;
-    }
     if (registry->Find(name) != nullptr) {
       registry->events_.push_back(
           {name, "",
@@ -112,10 +108,30 @@ absl::StatusOr<std::unique_ptr<Registry>> Registry::Create(
     registry->backends_.push_back(std::move(backend));
   };
 
+  // excluded applies `backends` / `disable` to a descriptor by its name
+  // before Backend::Create calls its init, so an excluded backend never
+  // initialises (no device opened, no module dlopened by it). A descriptor
+  // of another ABI version is left to Create, which reports the mismatch.
+  auto excluded = [&](const accelcrypt_backend_desc* desc) {
+    if (desc == nullptr || desc->abi_version != ACCELCRYPT_ABI_VERSION ||
+        desc->struct_size <
+            offsetof(accelcrypt_backend_desc, name) + sizeof(desc->name) ||
+        desc->name == nullptr) {
+      return false;
+    }
+    std::string name(desc->name);
+    if ((only.empty() || Contains(only, name)) && !Contains(disabled, name)) {
+      return false;
+    }
+    registry->events_.push_back(
+        {name, "", "not loaded: excluded by configuration", false});
+    return true;
+  };
+
   for (accelcrypt_backend_entry_fn entry : internal::BuiltinBackends()) {
-    add(Backend::Create(entry(ACCELCRYPT_ABI_VERSION), nullptr, &config,
-                        "built-in"),
-        "built-in");
+    const accelcrypt_backend_desc* desc = entry(ACCELCRYPT_ABI_VERSION);
+    if (excluded(desc)) continue;
+    add(Backend::Create(desc, nullptr, &config, "built-in"), "built-in");
   }
   for (const std::string& dir : registry->dirs_) {
     for (const std::string& path : ModulesIn(dir)) {
@@ -135,8 +151,12 @@ absl::StatusOr<std::unique_ptr<Registry>> Registry::Create(
             {path, "", "not a backend: no accelcrypt_backend_entry", false});
         continue;
       }
-      add(Backend::Create(entry(ACCELCRYPT_ABI_VERSION), handle, &config, path),
-          path);
+      const accelcrypt_backend_desc* desc = entry(ACCELCRYPT_ABI_VERSION);
+      if (excluded(desc)) {
+        dlclose(handle);
+        continue;
+      }
+      add(Backend::Create(desc, handle, &config, path), path);
     }
   }
 
