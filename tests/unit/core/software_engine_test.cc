@@ -41,6 +41,9 @@
 #include "core/vector_file.h"
 #include "gtest/gtest.h"
 #include "tests/support/test_env.h"
+#ifdef ACCELCRYPT_TEST_P11_MECH
+#include "pkcs11/mech/mechanisms.h"
+#endif
 
 namespace accelcrypt {
 namespace {
@@ -573,6 +576,112 @@ TEST_F(SoftwareUnderEngineTest, DsaMatchesLibcrypto) {
   EXPECT_TRUE(Libcrypto(Op::kVerify, pkey.get(), evp, digest, sig).ok())
       << "libcrypto rejects the backend's DSA signature";
 }
+
+#ifdef ACCELCRYPT_TEST_P11_MECH
+// BnOf reads a big-endian attribute value.
+BIGNUM* BnOf(const p11::AttributeMap& m, CK_ATTRIBUTE_TYPE type) {
+  Bytes v = m.GetBytes(type);
+  return BN_bin2bn(v.data(), static_cast<int>(v.size()), nullptr);
+}
+
+// The PKCS#11 module's key pair generation (pkcs11/mech, libcrypto in its
+// own library context) under the engine: RSA and DSA pairs come out whole
+// and consistent (n = p*q, d*e = 1 mod lcm; y = g^x mod p) and an RSA pair
+// signs through the software backend with a signature libcrypto accepts.
+TEST_F(SoftwareUnderEngineTest, ModuleKeyGenerationUnderEngine) {
+  auto dsa = Dsa2048();
+  ASSERT_TRUE(dsa.ok()) << dsa.status();
+  LoadEngine();
+  if (HasFatalFailure()) return;
+  std::unique_ptr<Core> core = SoftwareCore();
+  ASSERT_NE(core, nullptr);
+  auto mech = p11::Mechanisms::Create(core.get());
+  ASSERT_TRUE(mech.ok()) << mech.status();
+
+  CK_MECHANISM rsa_gen{CKM_RSA_PKCS_KEY_PAIR_GEN, nullptr, 0};
+  p11::AttributeMap pub_tmpl, none;
+  pub_tmpl.SetUlong(CKA_MODULUS_BITS, 2048);
+  auto rsa = (*mech)->GenerateKeyPair(rsa_gen, pub_tmpl, none);
+  ASSERT_TRUE(rsa.ok()) << rsa.status();
+  const p11::AttributeMap& pub = rsa->first;
+  const p11::AttributeMap& priv = rsa->second;
+  BN_CTX* ctx = BN_CTX_new();
+  BIGNUM *n = BnOf(pub, CKA_MODULUS), *e = BnOf(pub, CKA_PUBLIC_EXPONENT),
+         *d = BnOf(priv, CKA_PRIVATE_EXPONENT), *p = BnOf(priv, CKA_PRIME_1),
+         *q = BnOf(priv, CKA_PRIME_2), *t = BN_new();
+  EXPECT_EQ(BN_num_bits(n), 2048);
+  EXPECT_TRUE(BN_is_word(e, 65537));
+  BN_mul(t, p, q, ctx);
+  EXPECT_EQ(BN_cmp(t, n), 0) << "n != p*q";
+  // m^(e*d) = m mod n for a test value m.
+  BIGNUM *m = BN_new(), *c = BN_new();
+  BN_set_word(m, 0x1234567);
+  BN_mod_exp(c, m, e, n, ctx);
+  BN_mod_exp(t, c, d, n, ctx);
+  EXPECT_EQ(BN_cmp(t, m), 0) << "d does not invert e";
+  for (BIGNUM* b : {n, e, d, p, q, t, m, c}) BN_clear_free(b);
+
+  KeyMaterial km;
+  km.n = pub.GetBytes(CKA_MODULUS);
+  km.e = pub.GetBytes(CKA_PUBLIC_EXPONENT);
+  km.d = priv.GetBytes(CKA_PRIVATE_EXPONENT);
+  km.p = priv.GetBytes(CKA_PRIME_1);
+  km.q = priv.GetBytes(CKA_PRIME_2);
+  km.dmp1 = priv.GetBytes(CKA_EXPONENT_1);
+  km.dmq1 = priv.GetBytes(CKA_EXPONENT_2);
+  km.iqmp = priv.GetBytes(CKA_COEFFICIENT);
+  const Backend* sw = core->registry().Find("software");
+  ASSERT_NE(sw, nullptr);
+  auto key = sw->LoadKey(ACCELCRYPT_ALG_RSA_SIGN, km);
+  ASSERT_TRUE(key.ok()) << key.status();
+  PkeyParams params;
+  params.md = ACCELCRYPT_ALG_SHA256;
+  const Bytes digest = Sha256({'k', 'e', 'y', 'g', 'e', 'n'});
+  Bytes sig(256);
+  auto len = (*key)->Sign(params, digest, absl::MakeSpan(sig));
+  ASSERT_TRUE(len.ok()) << len.status();
+  sig.resize(*len);
+
+  CK_MECHANISM dsa_gen{CKM_DSA_KEY_PAIR_GEN, nullptr, 0};
+  p11::AttributeMap dsa_tmpl;
+  dsa_tmpl.Set(CKA_PRIME, dsa->km.dsa_p);
+  dsa_tmpl.Set(CKA_SUBPRIME, dsa->km.dsa_q);
+  dsa_tmpl.Set(CKA_BASE, dsa->km.dsa_g);
+  auto dsa_pair = (*mech)->GenerateKeyPair(dsa_gen, dsa_tmpl, none);
+  ASSERT_TRUE(dsa_pair.ok()) << dsa_pair.status();
+  BIGNUM *dp = BnOf(dsa_pair->first, CKA_PRIME),
+         *dg = BnOf(dsa_pair->first, CKA_BASE),
+         *y = BnOf(dsa_pair->first, CKA_VALUE),
+         *x = BnOf(dsa_pair->second, CKA_VALUE), *gx = BN_new();
+  BN_mod_exp(gx, dg, x, dp, ctx);
+  EXPECT_EQ(BN_cmp(gx, y), 0) << "y != g^x mod p";
+  EXPECT_FALSE(BN_is_zero(x));
+  for (BIGNUM* b : {dp, dg, y, x, gx}) BN_clear_free(b);
+  BN_CTX_free(ctx);
+
+  // libcrypto, without the engine, accepts the RSA signature.
+  engine_.Unregister();
+  OSSL_PARAM_BLD* bld = OSSL_PARAM_BLD_new();
+  BIGNUM* bn_n = BN_bin2bn(km.n.data(), static_cast<int>(km.n.size()), nullptr);
+  BIGNUM* bn_e = BN_bin2bn(km.e.data(), static_cast<int>(km.e.size()), nullptr);
+  OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, bn_n);
+  OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, bn_e);
+  OSSL_PARAM* ossl_params = OSSL_PARAM_BLD_to_param(bld);
+  CtxPtr from(EVP_PKEY_CTX_new_from_name(nullptr, "RSA", nullptr));
+  EVP_PKEY* raw = nullptr;
+  ASSERT_TRUE(from != nullptr && EVP_PKEY_fromdata_init(from.get()) == 1 &&
+              EVP_PKEY_fromdata(from.get(), &raw, EVP_PKEY_PUBLIC_KEY,
+                                ossl_params) == 1)
+      << LibcryptoErrors();
+  PkeyPtr pub_key(raw);
+  OSSL_PARAM_free(ossl_params);
+  OSSL_PARAM_BLD_free(bld);
+  BN_free(bn_n);
+  BN_free(bn_e);
+  EvpParams evp;
+  EXPECT_TRUE(Libcrypto(Op::kVerify, pub_key.get(), evp, digest, sig).ok());
+}
+#endif  // ACCELCRYPT_TEST_P11_MECH
 
 }  // namespace
 }  // namespace accelcrypt
