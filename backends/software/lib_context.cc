@@ -4,6 +4,7 @@
 #include <openssl/core_dispatch.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/provider.h>
 #include <openssl/rand.h>
 
@@ -23,6 +24,15 @@
 
 namespace accelcrypt::software {
 namespace {
+
+// PrivateRandom fills `out` from `libctx`'s own public DRBG. Not
+// RAND_bytes_ex: that first consults the process-wide RAND_METHOD, which an
+// application's ENGINE (set as default for ALL) may have replaced.
+bool PrivateRandom(OSSL_LIB_CTX* libctx, uint8_t* out, size_t len) {
+  EVP_RAND_CTX* drbg = RAND_get0_public(libctx);
+  return drbg != nullptr &&
+         EVP_RAND_generate(drbg, out, len, 0, 0, nullptr, 0) == 1;
+}
 
 struct CipherName {
   uint32_t mode;
@@ -208,7 +218,7 @@ absl::Status LibContext::LookUp() {
   // Probe the DRBG once so the capability is only declared when it works.
   // No ENTROPY capability: this backend has no noise source of its own.
   uint8_t probe[16];
-  rng_ok_ = RAND_bytes_ex(libctx_, probe, sizeof(probe), 0) == 1;
+  rng_ok_ = PrivateRandom(libctx_, probe, sizeof(probe));
   OPENSSL_cleanse(probe, sizeof(probe));
   if (rng_ok_) {
     caps_.push_back(
@@ -266,9 +276,9 @@ absl::Status LibContext::RandomBytes(absl::Span<uint8_t> out) const {
     return absl::UnimplementedError("software: RNG: not available");
   }
   if (out.empty()) return absl::OkStatus();
-  if (RAND_bytes_ex(libctx_, out.data(), out.size(), 0) != 1) {
+  if (!PrivateRandom(libctx_, out.data(), out.size())) {
     return LibcryptoError(absl::StatusCode::kUnavailable, "RNG",
-                          "RAND_bytes_ex failed");
+                          "DRBG generate failed");
   }
   return absl::OkStatus();
 }
