@@ -94,6 +94,9 @@ TEST_F(EngineTest, HardwareFlagFollowsTheFirstChoice) {
   auto k = SecretKeyOf(CKK_AES, Bytes(16, 1));
   auto op = Start(OpKind::kEncrypt, CKM_AES_ECB, nullptr, 0, k);
   EXPECT_FALSE(op->hardware());
+  // The operation and key belong to the core Build() is about to replace.
+  op.reset();
+  k.reset();
 
   // Whole build tree: when a hardware backend is the first choice for
   // AES-128-CBC, CKM_AES_CBC says CKF_HW and its operation runs there.
