@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // NIST CAVP RSA and DSA vector files run against every backend that claims
-// the algorithm (software, and the PKCS#11 client backend on SoftHSMv2 when
-// available): RSASP1 raw signatures must reproduce S exactly (the only
-// deterministic private-key file with d), SigGen15 signatures must verify,
-// SigVerPSS and DSA SigVer P/F results must be reproduced.
+// the algorithm (software, the PKCS#11 client backend on the binary's
+// TokenFixture, and the same token run as a raw-RSA-only one): SoftHSMv2
+// when installed in pkey_vectors_test, accelcrypt's own module in
+// tests/p11module/client_backend's p11_client_backend_vectors_test, which
+// builds this same file. RSASP1 raw signatures must reproduce S exactly
+// (the only deterministic private-key file with d), SigGen15 signatures
+// must verify, SigVerPSS and DSA SigVer P/F results must be reproduced.
 #include <openssl/evp.h>
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,13 +21,14 @@
 #include "core/vector_file.h"
 #include "gtest/gtest.h"
 #include "tests/pkcs11/softhsm_fixture.h"
+#include "tests/pkcs11/token_fixture.h"
 #include "tests/support/test_env.h"
 
 namespace accelcrypt::testing {
 namespace {
 
 struct Env {
-  std::unique_ptr<SoftHsm> hsm;
+  std::unique_ptr<TokenFixture> hsm;
   std::unique_ptr<Core> core;
   // The same token run as a raw-RSA-only one (hide_mechanisms): PKCS#1 v1.5
   // and PSS padding in the backend over CKM_RSA_X_509.
@@ -34,7 +39,11 @@ struct Env {
 Env& SharedEnv() {
   static Env* env = [] {
     auto* e = new Env();
-    auto hsm = SoftHsm::Create();
+    // The token directory goes at exit (after the handlers registered later,
+    // such as accelcrypt-pkcs11's at C_Initialize, which writes its stats
+    // there).
+    std::atexit([] { SharedEnv().hsm.reset(); });
+    auto hsm = CreateTokenFixture();
     std::map<std::string, std::string> overrides;
     if (hsm.ok()) {
       e->hsm = *std::move(hsm);
@@ -121,11 +130,12 @@ class PkeyVectorsTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_NE(SharedEnv().core, nullptr);
     if (SharedEnv().hsm == nullptr) {
+      ASSERT_FALSE(TokenFixtureRequired()) << "no token: " << SharedEnv().note;
       std::cerr << "note: PKCS#11 client backend not exercised: "
                 << SharedEnv().note << "\n";
     } else {
       ASSERT_NE(SharedEnv().core->registry().Find("pkcs11"), nullptr)
-          << "SoftHSMv2 is here but the pkcs11 backend did not load";
+          << "the token is here but the pkcs11 backend did not load";
       ASSERT_NE(SharedEnv().raw_core, nullptr);
       ASSERT_NE(SharedEnv().raw_core->registry().Find("pkcs11"), nullptr);
     }

@@ -10,13 +10,14 @@
 #include "absl/status/statusor.h"
 #include "core/core.h"
 #include "core/pkey.h"
+#include "tests/pkcs11/token_fixture.h"
 
 namespace accelcrypt::testing {
 
 // SoftHsm is a SoftHSMv2 token initialised for one test binary in a
 // temporary directory (SOFTHSM2_CONF points there; library.reset_on_fork is
 // on, as a real token behaves across fork), removed on destruction.
-class SoftHsm {
+class SoftHsm : public TokenFixture {
  public:
   static constexpr char kModule[] = "/usr/lib/softhsm/libsofthsm2.so";
   static constexpr char kLabel[] = "accelcrypt-test";
@@ -24,17 +25,22 @@ class SoftHsm {
 
   // Create initialises the token; an error says why (softhsm2 missing...).
   static absl::StatusOr<std::unique_ptr<SoftHsm>> Create();
-  ~SoftHsm();
+  ~SoftHsm() override;
+
+  std::string module() const override { return kModule; }
+  std::string label() const override { return kLabel; }
+  std::string pin() const override { return kPin; }
+  bool oaep_sha2_and_label() const override { return false; }
 
   // Overrides is the configuration that loads the PKCS#11 client backend on
   // this token (PIN from a file) ahead of software.
-  std::map<std::string, std::string> Overrides() const;
-  const std::string& dir() const { return dir_; }
+  std::map<std::string, std::string> Overrides() const override;
+  const std::string& dir() const override { return dir_; }
   // Import puts `key` (with its private part) on the token as a token key
   // pair (softhsm2-util --import: private and public key objects sharing
   // CKA_LABEL `label` and CKA_ID `id_hex`), as an administrator would.
   absl::Status Import(const KeyMaterial& key, const std::string& label,
-                      const std::string& id_hex) const;
+                      const std::string& id_hex) const override;
   const std::string& pin_file() const { return pin_file_; }
 
  private:
