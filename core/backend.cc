@@ -10,6 +10,7 @@
 
 #include "absl/synchronization/mutex.h"
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
 #include "core/algorithms.h"
 #include "core/config.h"
@@ -235,12 +236,24 @@ struct HostState {
 
 namespace {
 
+// IsCoreKey is true for the core's own fixed settings (Config::KnownKeys).
+bool IsCoreKey(std::string_view key) {
+  std::string lower = absl::AsciiStrToLower(AsAbsl(key));
+  for (const std::string& k : Config::KnownKeys()) {
+    if (k == lower) return true;
+  }
+  return false;
+}
+
 const char* ConfigGet(void* host_ctx, const char* key) {
   auto* state = static_cast<internal::HostState*>(host_ctx);
   if (state->config == nullptr || key == nullptr) return nullptr;
   std::string scoped = absl::StrFormat("%s.%s", state->name, key);
   std::optional<std::string> v = state->config->Get(scoped);
-  if (!v.has_value()) v = state->config->Get(key);
+  // The global section answers only for keys that are not the core's own:
+  // a global `disable = pkcs11` must not reach the x86 backend as its
+  // `disable` (a list of CPU features) and make it decline.
+  if (!v.has_value() && !IsCoreKey(key)) v = state->config->Get(key);
   if (!v.has_value()) return nullptr;
   absl::MutexLock lock(&state->mu);
   auto it = state->cache.emplace(scoped, *v).first;

@@ -197,8 +197,10 @@ typedef struct accelcrypt_host {
   uint32_t struct_size;
   void *host_ctx;
   /* config_get returns the value of `key` in the backend's own config section
-   * (`[accelcrypt_backend_<name>]`) or from the global section, or NULL. The
-   * string stays valid until teardown. Thread-safe. */
+   * (`[accelcrypt_backend_<name>]`, or `<name>.<key>`), else from the global
+   * section unless `key` is one of the core's own settings (`disable`,
+   * `backends`, `policy`, ...), else NULL. The string stays valid until
+   * teardown. Thread-safe. */
   const char *(*config_get)(void *host_ctx, const char *key);
   /* log writes a diagnostic line when logging is configured; a no-op
    * otherwise. level: 0 error, 1 warning, 2 info, 3 debug. Never pass

@@ -96,5 +96,35 @@ TEST(RegistryExclusionTest, DisabledBuiltinIsNotLoaded) {
   EXPECT_EQ(registry->Find("software"), nullptr);
 }
 
+// A global `disable` is the core's list of backends, not a setting of any
+// backend: the x86 backend reads its own `x86.disable` (CPU features to
+// turn off) and must not receive the global list through config_get and
+// decline. Only the core's own keys are withheld; other global keys still
+// reach backends (failing.so reads the global `fail_init` below).
+TEST(RegistryExclusionTest, GlobalDisableIsNotPassedToBackends) {
+  Config base = BuildTreeConfig({{"selftest", "0"}});
+  auto plain = Registry::Create(base);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  if ((*plain)->Find("x86") == nullptr) {
+    GTEST_SKIP() << "the x86 backend does not load on this machine";
+  }
+  Config with_disable = BuildTreeConfig({{"selftest", "0"}, {"disable", "pkcs11"}});
+  auto registry = Registry::Create(with_disable);
+  ASSERT_TRUE(registry.ok()) << registry.status();
+  std::string events;
+  for (const LoadEvent& ev : (*registry)->events()) {
+    events += ev.backend + ": " + ev.message + "\n";
+  }
+  EXPECT_NE((*registry)->Find("x86"), nullptr) << events;
+}
+
+TEST(RegistryExclusionTest, OtherGlobalKeysStillReachBackends) {
+  unsetenv("ACCELCRYPT_FAILING_FAIL_INIT");
+  auto registry = Registry::Create(BuildTreeConfig(
+      {{"backend_dir", TestBackendDir()}, {"fail_init", "1"}, {"selftest", "0"}}));
+  ASSERT_TRUE(registry.ok()) << registry.status();
+  EXPECT_TRUE(InitRan(**registry));
+}
+
 }  // namespace
 }  // namespace accelcrypt
