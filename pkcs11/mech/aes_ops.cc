@@ -48,8 +48,43 @@ absl::Status LenRange(bool encrypt, std::string_view what) {
 class AesBlockOp final : public OperationBase {
  public:
   AesBlockOp(Core& core, std::unique_ptr<CipherStream> stream, bool encrypt,
-             bool pad)
-      : core_(core), stream_(std::move(stream)), encrypt_(encrypt), pad_(pad) {}
+             bool pad, CK_MECHANISM_TYPE mechanism, size_t key_len)
+      : core_(core),
+        stream_(std::move(stream)),
+        encrypt_(encrypt),
+        pad_(pad),
+        mechanism_(mechanism),
+        key_len_(key_len) {}
+
+  // Restart re-keys the same routed cipher: same mechanism, direction and
+  // key size (so the same routed algorithm), parameters checked as
+  // NewAesOperation checks them.
+  bool Restart(OpKind kind, const CK_MECHANISM& mechanism,
+               const PreparedKey* key) override {
+    if (key == nullptr || mechanism.mechanism != mechanism_ ||
+        kind != (encrypt_ ? OpKind::kEncrypt : OpKind::kDecrypt)) {
+      return false;
+    }
+    const auto* secret = dynamic_cast<const SecretKey*>(key);
+    if (secret == nullptr || secret->key_type() != CKK_AES ||
+        secret->value().size() != key_len_) {
+      return false;
+    }
+    absl::Span<const uint8_t> iv;
+    if (mechanism_ == CKM_AES_ECB) {
+      if (mechanism.ulParameterLen != 0) return false;
+    } else {
+      if (mechanism.pParameter == nullptr ||
+          mechanism.ulParameterLen != kBlock) {
+        return false;
+      }
+      iv = absl::MakeConstSpan(
+          static_cast<const uint8_t*>(mechanism.pParameter), kBlock);
+    }
+    if (!stream_->Init(encrypt_, secret->value(), iv).ok()) return false;
+    total_ = 0;
+    return true;
+  }
 
   size_t OutputBound(Call call, size_t in_len) const override {
     switch (call) {
@@ -156,6 +191,8 @@ class AesBlockOp final : public OperationBase {
   Core& core_;
   std::unique_ptr<CipherStream> stream_;
   const bool encrypt_, pad_;
+  const CK_MECHANISM_TYPE mechanism_;
+  const size_t key_len_;
   uint64_t total_ = 0;
 };
 
@@ -404,7 +441,8 @@ absl::StatusOr<std::unique_ptr<Operation>> NewAesOperation(
       absl::Status st = stream->Init(encrypt, key.value(), iv);
       if (!st.ok()) return Rv(st, CKR_MECHANISM_PARAM_INVALID);
       return std::unique_ptr<Operation>(
-          new AesBlockOp(core, std::move(stream), encrypt, pad));
+          new AesBlockOp(core, std::move(stream), encrypt, pad,
+                         mechanism.mechanism, key_len));
     }
     case CKM_AES_CTR: {
       if (param == nullptr || param_len != sizeof(CK_AES_CTR_PARAMS)) {

@@ -146,6 +146,17 @@ class DigestOp final : public OperationBase {
   bool hardware() const override {
     return IsHardwareBackend(core_, digest_->backend());
   }
+  bool Restart(OpKind kind, const CK_MECHANISM& mechanism,
+               const PreparedKey*) override {
+    if (kind != OpKind::kDigest || mechanism.mechanism != mechanism_ ||
+        mechanism.ulParameterLen != 0) {
+      return false;
+    }
+    if (!digest_->Init().ok()) return false;
+    saved_.Release();
+    unsaveable_ = false;
+    return true;
+  }
 
   // Feed hashes `in` and keeps it for GetState while that stays possible.
   absl::Status Feed(absl::Span<const uint8_t> in) {

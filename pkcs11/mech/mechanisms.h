@@ -127,6 +127,25 @@ class Operation {
   // hardware is true when the backend serving it right now is hardware.
   virtual bool hardware() const = 0;
 
+  // Restart lets the module reuse a finished operation for the next C_*Init
+  // of the same session and slot instead of allocating a new one (its
+  // routed Digest/Cipher is re-initialised with Digest::Init /
+  // Cipher::Init). It returns true only when this operation can serve
+  // `kind`, `mechanism` and `key` exactly as the Operation NewOperation
+  // would make for them (same mechanism and direction, parameters valid,
+  // a key of the same type and size, re-keyed with `key`'s value); the
+  // operation is then in its just-initialised state. false: it changed
+  // nothing the caller may rely on, and the caller must discard it and call
+  // NewOperation (which reports the precise error, if any). Only called on
+  // an operation that completed successfully.
+  virtual bool Restart(OpKind kind, const CK_MECHANISM& mechanism,
+                       const PreparedKey* key) {
+    (void)kind;
+    (void)mechanism;
+    (void)key;
+    return false;
+  }
+
   // multi_part is false for the single-part-only mechanisms of PKCS#11
   // v2.40 (CKM_RSA_PKCS, CKM_RSA_X_509, CKM_RSA_PKCS_PSS,
   // CKM_RSA_PKCS_OAEP, CKM_DSA): the module should refuse their

@@ -79,10 +79,51 @@ absl::Status Produce(size_t bound, CK_BYTE_PTR out, CK_ULONG_PTR out_len,
   return absl::OkStatus();
 }
 
+// Install starts the slot's operation (the session's lock held): the
+// slot's finished operation restarted when it can serve the request
+// (Operation::Restart, no allocation), else a new one.
+absl::Status Install(Mechanisms& mechanisms, ActiveOp& a, OpKind kind,
+                     const CK_MECHANISM& mechanism,
+                     std::shared_ptr<PreparedKey> key) {
+  if (a.op != nullptr) {
+    return CkError(CKR_OPERATION_ACTIVE, "an operation is active");
+  }
+  if (a.spare != nullptr && a.spare->Restart(kind, mechanism, key.get())) {
+    a.op = std::move(a.spare);
+  } else {
+    a.spare.reset();
+    absl::StatusOr<std::unique_ptr<Operation>> op =
+        mechanisms.NewOperation(kind, mechanism, std::move(key));
+    if (!op.ok()) return op.status();
+    a.op = *std::move(op);
+  }
+  a.multipart = false;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<PreparedKey>> Module::PreparedKeyFor(
     const Session& session, CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_TYPE usage) {
+  {
+    // Fast path, one reader lock: a visible object whose prepared key is
+    // cached (`prepared` is reset whenever `attrs` is replaced, both under
+    // the exclusive lock). Anything else takes the full path below, which
+    // gives the precise error.
+    ReaderMutexLock l(&objects_mu_);
+    ACCELCRYPT_RETURN_IF_ERROR(l.status());
+    auto it = objects_.find(handle);
+    if (it != objects_.end()) {
+      const Object& o = *it->second;
+      const bool visible =
+          o.token == session.token &&
+          (!o.is_private || session.token->login.load() == LoginState::kUser);
+      if (visible && o.prepared != nullptr) {
+        ACCELCRYPT_RETURN_IF_ERROR(CheckKeyUse(*o.attrs, usage));
+        return o.prepared;
+      }
+    }
+  }
   ACCELCRYPT_ASSIGN_OR_RETURN(
       ObjectRef ref, LookupObject(session, handle, CKR_KEY_HANDLE_INVALID));
   ACCELCRYPT_RETURN_IF_ERROR(CheckKeyUse(*ref.attrs, usage));
@@ -104,6 +145,18 @@ absl::StatusOr<std::shared_ptr<PreparedKey>> Module::PreparedKeyFor(
 
 absl::Status Module::OpInit(OpSlot slot, CK_SESSION_HANDLE h,
                             CK_MECHANISM_PTR mechanism, CK_OBJECT_HANDLE key) {
+  const SlotInfo info = InfoFor(slot);
+  if (info.usage == 0) {
+    // Digests: one session lock for the whole call.
+    LockedSession s;
+    ACCELCRYPT_RETURN_IF_ERROR(LockSession(h, &s));
+    if (mechanisms_ == nullptr) return NoMechanisms();
+    if (mechanism == nullptr) {
+      return CkError(CKR_ARGUMENTS_BAD, "pMechanism is NULL");
+    }
+    return Install(*mechanisms_, s->ops[slot], info.kind, *mechanism,
+                   nullptr);
+  }
   ACCELCRYPT_ASSIGN_OR_RETURN(std::shared_ptr<Session> s, FindSession(h));
   if (mechanisms_ == nullptr) return NoMechanisms();
   // v2.40 has no "NULL mechanism cancels" rule (that is v3.0): NULL is a
@@ -111,6 +164,8 @@ absl::Status Module::OpInit(OpSlot slot, CK_SESSION_HANDLE h,
   if (mechanism == nullptr) {
     return CkError(CKR_ARGUMENTS_BAD, "pMechanism is NULL");
   }
+  // An active operation is reported before a bad key; the session lock is
+  // not held while the key is looked up (objects_mu_, maybe Token::mu).
   {
     MutexLock l(&s->mu);
     ACCELCRYPT_RETURN_IF_ERROR(l.status());
@@ -118,30 +173,19 @@ absl::Status Module::OpInit(OpSlot slot, CK_SESSION_HANDLE h,
       return CkError(CKR_OPERATION_ACTIVE, "an operation is active");
     }
   }
-  const SlotInfo info = InfoFor(slot);
-  std::shared_ptr<PreparedKey> prepared;
-  if (info.usage != 0) {
-    ACCELCRYPT_ASSIGN_OR_RETURN(prepared, PreparedKeyFor(*s, key, info.usage));
-  }
-  ACCELCRYPT_ASSIGN_OR_RETURN(
-      std::unique_ptr<Operation> op,
-      mechanisms_->NewOperation(info.kind, *mechanism, std::move(prepared)));
+  ACCELCRYPT_ASSIGN_OR_RETURN(std::shared_ptr<PreparedKey> prepared,
+                              PreparedKeyFor(*s, key, info.usage));
   MutexLock l(&s->mu);
   ACCELCRYPT_RETURN_IF_ERROR(l.status());
-  if (s->ops[slot].op != nullptr) {
-    return CkError(CKR_OPERATION_ACTIVE, "an operation is active");
-  }
-  s->ops[slot].op = std::move(op);
-  s->ops[slot].multipart = false;
-  return absl::OkStatus();
+  return Install(*mechanisms_, s->ops[slot], info.kind, *mechanism,
+                 std::move(prepared));
 }
 
 absl::Status Module::OneShot(OpSlot slot, CK_SESSION_HANDLE h, CK_BYTE_PTR in,
                              CK_ULONG in_len, CK_BYTE_PTR out,
                              CK_ULONG_PTR out_len) {
-  ACCELCRYPT_ASSIGN_OR_RETURN(std::shared_ptr<Session> s, FindSession(h));
-  MutexLock l(&s->mu);
-  ACCELCRYPT_RETURN_IF_ERROR(l.status());
+  LockedSession s;
+  ACCELCRYPT_RETURN_IF_ERROR(LockSession(h, &s));
   ActiveOp& a = s->ops[slot];
   if (a.op == nullptr) return NotInitialized();
   // v2.40 section 5.8 (C_Encrypt; likewise C_Decrypt, C_Digest, C_Sign,
@@ -162,16 +206,15 @@ absl::Status Module::OneShot(OpSlot slot, CK_SESSION_HANDLE h, CK_BYTE_PTR in,
                    return a.op->OneShot(In(in, in_len), o);
                  });
   }
-  if (!keep) a.Reset();
+  if (!keep) a.End(st.ok());
   return st;
 }
 
 absl::Status Module::UpdateWithOutput(OpSlot slot, CK_SESSION_HANDLE h,
                                       CK_BYTE_PTR in, CK_ULONG in_len,
                                       CK_BYTE_PTR out, CK_ULONG_PTR out_len) {
-  ACCELCRYPT_ASSIGN_OR_RETURN(std::shared_ptr<Session> s, FindSession(h));
-  MutexLock l(&s->mu);
-  ACCELCRYPT_RETURN_IF_ERROR(l.status());
+  LockedSession s;
+  ACCELCRYPT_RETURN_IF_ERROR(LockSession(h, &s));
   ActiveOp& a = s->ops[slot];
   if (a.op == nullptr) return NotInitialized();
   bool keep = false;
@@ -195,9 +238,8 @@ absl::Status Module::UpdateWithOutput(OpSlot slot, CK_SESSION_HANDLE h,
 
 absl::Status Module::Update(OpSlot slot, CK_SESSION_HANDLE h, CK_BYTE_PTR in,
                             CK_ULONG in_len) {
-  ACCELCRYPT_ASSIGN_OR_RETURN(std::shared_ptr<Session> s, FindSession(h));
-  MutexLock l(&s->mu);
-  ACCELCRYPT_RETURN_IF_ERROR(l.status());
+  LockedSession s;
+  ACCELCRYPT_RETURN_IF_ERROR(LockSession(h, &s));
   ActiveOp& a = s->ops[slot];
   if (a.op == nullptr) return NotInitialized();
   absl::Status st;
@@ -216,9 +258,8 @@ absl::Status Module::Update(OpSlot slot, CK_SESSION_HANDLE h, CK_BYTE_PTR in,
 
 absl::Status Module::Final(OpSlot slot, CK_SESSION_HANDLE h, CK_BYTE_PTR out,
                            CK_ULONG_PTR out_len) {
-  ACCELCRYPT_ASSIGN_OR_RETURN(std::shared_ptr<Session> s, FindSession(h));
-  MutexLock l(&s->mu);
-  ACCELCRYPT_RETURN_IF_ERROR(l.status());
+  LockedSession s;
+  ACCELCRYPT_RETURN_IF_ERROR(LockSession(h, &s));
   ActiveOp& a = s->ops[slot];
   if (a.op == nullptr) return NotInitialized();
   bool keep = false;
@@ -229,16 +270,15 @@ absl::Status Module::Final(OpSlot slot, CK_SESSION_HANDLE h, CK_BYTE_PTR out,
     st = Produce(a.op->OutputBound(Operation::Call::kFinal, 0), out, out_len,
                  &keep, [&](absl::Span<uint8_t> o) { return a.op->Final(o); });
   }
-  if (!keep) a.Reset();
+  if (!keep) a.End(st.ok());
   return st;
 }
 
 absl::Status Module::Verify(CK_SESSION_HANDLE h, CK_BYTE_PTR data,
                             CK_ULONG data_len, CK_BYTE_PTR sig,
                             CK_ULONG sig_len) {
-  ACCELCRYPT_ASSIGN_OR_RETURN(std::shared_ptr<Session> s, FindSession(h));
-  MutexLock l(&s->mu);
-  ACCELCRYPT_RETURN_IF_ERROR(l.status());
+  LockedSession s;
+  ACCELCRYPT_RETURN_IF_ERROR(LockSession(h, &s));
   ActiveOp& a = s->ops[kVerifySlot];
   if (a.op == nullptr) return NotInitialized();
   absl::Status st;
@@ -257,9 +297,8 @@ absl::Status Module::Verify(CK_SESSION_HANDLE h, CK_BYTE_PTR data,
 
 absl::Status Module::VerifyFinal(CK_SESSION_HANDLE h, CK_BYTE_PTR sig,
                                  CK_ULONG sig_len) {
-  ACCELCRYPT_ASSIGN_OR_RETURN(std::shared_ptr<Session> s, FindSession(h));
-  MutexLock l(&s->mu);
-  ACCELCRYPT_RETURN_IF_ERROR(l.status());
+  LockedSession s;
+  ACCELCRYPT_RETURN_IF_ERROR(LockSession(h, &s));
   ActiveOp& a = s->ops[kVerifySlot];
   if (a.op == nullptr) return NotInitialized();
   absl::Status st = sig == nullptr

@@ -5,7 +5,8 @@
 
 namespace accelcrypt::p11 {
 
-Mutex::Mutex(const AppLocking* app) : app_(app) {
+Mutex::Mutex(const AppLocking* app, Kind kind)
+    : app_(app), exclusive_(kind == Kind::kExclusive) {
   if (app_ != nullptr && app_->create(&app_mutex_) != CKR_OK) {
     app_mutex_ = nullptr;
   }
@@ -15,45 +16,13 @@ Mutex::~Mutex() {
   if (app_ != nullptr && app_mutex_ != nullptr) app_->destroy(app_mutex_);
 }
 
-bool Mutex::Lock() {
-  if (app_ == nullptr) {
-    os_.lock();
-    return true;
-  }
+bool Mutex::AppLock() {
   return app_mutex_ != nullptr && app_->lock(app_mutex_) == CKR_OK;
 }
 
-void Mutex::Unlock() {
-  if (app_ == nullptr) {
-    os_.unlock();
-    return;
-  }
-  app_->unlock(app_mutex_);
-}
+void Mutex::AppUnlock() { app_->unlock(app_mutex_); }
 
-bool Mutex::ReaderLock() {
-  if (app_ == nullptr) {
-    os_.lock_shared();
-    return true;
-  }
-  return Lock();
-}
-
-void Mutex::ReaderUnlock() {
-  if (app_ == nullptr) {
-    os_.unlock_shared();
-    return;
-  }
-  Unlock();
-}
-
-absl::Status MutexLock::status() const {
-  if (held_) return absl::OkStatus();
-  return CkError(CKR_GENERAL_ERROR, "the application's mutex failed");
-}
-
-absl::Status ReaderMutexLock::status() const {
-  if (held_) return absl::OkStatus();
+absl::Status LockFailed() {
   return CkError(CKR_GENERAL_ERROR, "the application's mutex failed");
 }
 

@@ -4,6 +4,7 @@
 
 #include <p11-kit-1/p11-kit/pkcs11.h>
 
+#include <mutex>
 #include <shared_mutex>
 
 #include "absl/base/thread_annotations.h"
@@ -27,26 +28,71 @@ struct AppLocking {
 // than absl::Mutex because it sits on the per-call path: Debian's Abseil
 // is built with deadlock detection on, which costs about half of a
 // C_DigestUpdate, and its mode is process-wide (the application's to set).
+// A Mutex made with Kind::kExclusive (a session's lock, never shared) is a
+// std::mutex under OS locking: an uncontended lock/unlock is one atomic
+// each way, cheaper than a pthread rwlock's writer path.
 // Lock/ReaderLock report failure of the application's LockMutex (or of its
 // CreateMutex at construction) instead of proceeding unlocked.
 class ABSL_LOCKABLE Mutex {
  public:
+  enum class Kind { kReaderWriter, kExclusive };
   // `app` null selects OS locking; otherwise it must outlive the mutex.
-  explicit Mutex(const AppLocking* app);
+  explicit Mutex(const AppLocking* app, Kind kind = Kind::kReaderWriter);
   Mutex(const Mutex&) = delete;
   Mutex& operator=(const Mutex&) = delete;
   ~Mutex();
 
-  bool Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION();
-  void Unlock() ABSL_UNLOCK_FUNCTION();
-  bool ReaderLock() ABSL_SHARED_LOCK_FUNCTION();
-  void ReaderUnlock() ABSL_UNLOCK_FUNCTION();
+  bool Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() {
+    if (app_ != nullptr) return AppLock();
+    if (exclusive_) {
+      plain_.lock();
+    } else {
+      os_.lock();
+    }
+    return true;
+  }
+  void Unlock() ABSL_UNLOCK_FUNCTION() {
+    if (app_ != nullptr) {
+      AppUnlock();
+    } else if (exclusive_) {
+      plain_.unlock();
+    } else {
+      os_.unlock();
+    }
+  }
+  // TryLock takes the lock if it is free, without waiting; always false
+  // under application locking (its mutexes have no try operation).
+  bool TryLock() ABSL_EXCLUSIVE_TRYLOCK_FUNCTION(true) {
+    if (app_ != nullptr) return false;
+    return exclusive_ ? plain_.try_lock() : os_.try_lock();
+  }
+  bool ReaderLock() ABSL_SHARED_LOCK_FUNCTION() {
+    if (app_ != nullptr || exclusive_) return Lock();
+    os_.lock_shared();
+    return true;
+  }
+  void ReaderUnlock() ABSL_UNLOCK_FUNCTION() {
+    if (app_ != nullptr || exclusive_) {
+      Unlock();
+      return;
+    }
+    os_.unlock_shared();
+  }
 
  private:
+  bool AppLock();
+  void AppUnlock();
+
   const AppLocking* app_;
+  const bool exclusive_;
   void* app_mutex_ = nullptr;
   std::shared_mutex os_;
+  std::mutex plain_;
 };
+
+// LockFailed is the status of a scoped lock whose application mutex failed
+// (CKR_GENERAL_ERROR).
+absl::Status LockFailed();
 
 // MutexLock / ReaderMutexLock hold a Mutex for a scope. status() is OK
 // when the lock is held, else CKR_GENERAL_ERROR (the application's mutex
@@ -60,7 +106,9 @@ class ABSL_SCOPED_LOCKABLE MutexLock {
   ~MutexLock() ABSL_UNLOCK_FUNCTION() {
     if (held_) mu_->Unlock();
   }
-  absl::Status status() const;
+  absl::Status status() const {
+    return held_ ? absl::OkStatus() : LockFailed();
+  }
 
  private:
   Mutex* mu_;
@@ -76,7 +124,9 @@ class ABSL_SCOPED_LOCKABLE ReaderMutexLock {
   ~ReaderMutexLock() ABSL_UNLOCK_FUNCTION() {
     if (held_) mu_->ReaderUnlock();
   }
-  absl::Status status() const;
+  absl::Status status() const {
+    return held_ ? absl::OkStatus() : LockFailed();
+  }
 
  private:
   Mutex* mu_;

@@ -147,6 +147,31 @@ absl::StatusOr<std::shared_ptr<Session>> Module::FindSession(
   return it->second;
 }
 
+absl::Status Module::LockSession(CK_SESSION_HANDLE h, LockedSession* out) {
+  std::shared_ptr<Session> hold;
+  {
+    ReaderMutexLock l(&sessions_mu_);
+    ACCELCRYPT_RETURN_IF_ERROR(l.status());
+    auto it = sessions_.find(h);
+    if (it == sessions_.end()) {
+      return CkError(CKR_SESSION_HANDLE_INVALID,
+                     absl::StrFormat("no session %d", h));
+    }
+    Session* s = it->second.get();
+    if (s->mu.TryLock()) {
+      out->s_ = s;
+      return absl::OkStatus();
+    }
+    // Contended (or application locking): never wait for a session while
+    // holding the table's lock.
+    hold = it->second;
+  }
+  if (!hold->mu.Lock()) return LockFailed();
+  out->hold_ = std::move(hold);
+  out->s_ = out->hold_.get();
+  return absl::OkStatus();
+}
+
 absl::StatusOr<TokenStore*> Module::OpenStore(Token* token) {
   if (token->store == nullptr) {
     TokenStore::Options options;
@@ -404,7 +429,10 @@ void Module::RemoveSessions(
   }
   for (const auto& s : sessions) {
     MutexLock l(&s->mu);
-    for (ActiveOp& op : s->ops) op.Reset();
+    for (ActiveOp& op : s->ops) {
+      op.Reset();
+      op.spare.reset();
+    }
     s->find_active = false;
     s->found.clear();
   }
@@ -527,6 +555,22 @@ void Module::DropLogin(Token* token) {
   token->dek.Wipe();
   token->dek = SecretBytes();
   if (!was_user) return;
+  // Finished operations kept for reuse (ActiveOp::spare) may hold a
+  // private key's schedule: drop them with the login.
+  std::vector<std::shared_ptr<Session>> mine;
+  {
+    ReaderMutexLock sl(&sessions_mu_);
+    if (sl.status().ok()) {
+      for (const auto& [h, s] : sessions_) {
+        if (s->token == token) mine.push_back(s);
+      }
+    }
+  }
+  for (const auto& s : mine) {
+    MutexLock l(&s->mu);
+    if (!l.status().ok()) continue;
+    for (ActiveOp& op : s->ops) op.spare.reset();
+  }
   // v2.40 section 5.6, C_Logout: handles to private objects become invalid
   // and private session objects are destroyed.
   ForgetTokenObjects(token, /*private_only=*/true);

@@ -80,18 +80,34 @@ enum OpSlot {
   kNumOpSlots
 };
 
+// ActiveOp is one operation slot of a session. `spare` is the last
+// operation of the slot that completed successfully, kept so that the next
+// C_*Init with the same mechanism reuses it (Operation::Restart) instead
+// of allocating; it is never active (a call sees only `op`).
 struct ActiveOp {
   std::unique_ptr<Operation> op;
+  std::unique_ptr<Operation> spare;
   bool multipart = false;  // an update happened: single-part calls refused
   void Reset() {
     op.reset();
+    multipart = false;
+  }
+  // End ends the active operation; `completed` (it produced its result
+  // without error) keeps it as the spare.
+  void End(bool completed) {
+    if (completed) {
+      spare = std::move(op);
+    } else {
+      op.reset();
+    }
     multipart = false;
   }
 };
 
 struct Session {
   Session(CK_SESSION_HANDLE h, Token* t, CK_FLAGS f, const AppLocking* app)
-      : handle(h), token(t), flags(f), rw((f & CKF_RW_SESSION) != 0), mu(app) {}
+      : handle(h), token(t), flags(f), rw((f & CKF_RW_SESSION) != 0),
+        mu(app, Mutex::Kind::kExclusive) {}
 
   const CK_SESSION_HANDLE handle;
   Token* const token;
@@ -104,13 +120,35 @@ struct Session {
   size_t found_pos ABSL_GUARDED_BY(mu) = 0;
 };
 
+// LockedSession is a session whose `mu` is held for the scope (made by
+// Module::LockSession). The session stays alive while it is held: every
+// path that removes a session from the table locks its `mu` afterwards
+// (Module::RemoveSessions) while still holding a reference.
+class LockedSession {
+ public:
+  LockedSession() = default;
+  LockedSession(const LockedSession&) = delete;
+  LockedSession& operator=(const LockedSession&) = delete;
+  ~LockedSession() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    if (s_ != nullptr) s_->mu.Unlock();
+  }
+  Session* operator->() const { return s_; }
+  Session& operator*() const { return *s_; }
+
+ private:
+  friend class Module;
+  Session* s_ = nullptr;
+  std::shared_ptr<Session> hold_;  // only when the lock was contended
+};
+
 // Module is one initialisation of the PKCS#11 module (C_Initialize ..
 // C_Finalize): the core, the mechanisms, the tokens, the session and object
 // handle tables. Every method is one C_* function with the raw arguments,
 // returns its answer as a status carrying the exact CK_RV, and is
 // thread-safe (PKCS#11 v2.40 section 5.4's multi-threaded access). Lock
 // order: Token::mu, then sessions_mu_ / objects_mu_ (leaves), and
-// Session::mu is never held while taking Token::mu.
+// Session::mu is never held while taking Token::mu or sessions_mu_
+// (LockSession takes sessions_mu_ then Session::mu).
 class Module {
  public:
   // Create reads the configuration, builds the core (with the PKCS#11
@@ -225,11 +263,19 @@ class Module {
 
   absl::StatusOr<Token*> FindToken(CK_SLOT_ID slot);
   absl::StatusOr<std::shared_ptr<Session>> FindSession(CK_SESSION_HANDLE h);
+  // LockSession finds session `h` and locks its `mu` into `out` (the
+  // per-call path: when the session lock is free it is taken under the
+  // table's reader lock, so no reference is counted). Lock order:
+  // sessions_mu_ then Session::mu; the caller must not take Token::mu
+  // while `out` is held.
+  absl::Status LockSession(CK_SESSION_HANDLE h, LockedSession* out);
   // OpenStore opens the token's store on first use.
   absl::StatusOr<TokenStore*> OpenStore(Token* token)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(token->mu);
   // DropLogin ends the token's login: the data key is wiped and every
-  // private object (token and session) leaves the handle table.
+  // private object (token and session) leaves the handle table; the
+  // token's sessions drop their finished operations (ActiveOp::spare).
+  // Takes sessions_mu_ and each session's mu.
   void DropLogin(Token* token) ABSL_EXCLUSIVE_LOCKS_REQUIRED(token->mu);
   // RemoveSessions closes the listed sessions of `token` (their session
   // objects go with them) and logs out when none remain.
