@@ -38,6 +38,25 @@ SlotInfo InfoFor(OpSlot slot) {
   }
 }
 
+constexpr CK_ATTRIBUTE_TYPE kUsages[] = {CKA_ENCRYPT, CKA_DECRYPT, CKA_SIGN,
+                                         CKA_VERIFY, CKA_VERIFY_RECOVER};
+
+// UseBit is `usage`'s bit in Object::prepared_uses (0: not one of them).
+uint32_t UseBit(CK_ATTRIBUTE_TYPE usage) {
+  for (size_t i = 0; i < sizeof(kUsages) / sizeof(kUsages[0]); ++i) {
+    if (kUsages[i] == usage) return uint32_t{1} << i;
+  }
+  return 0;
+}
+
+uint32_t UsesOf(const AttributeMap& attrs) {
+  uint32_t bits = 0;
+  for (CK_ATTRIBUTE_TYPE usage : kUsages) {
+    if (attrs.BoolOr(usage, false)) bits |= UseBit(usage);
+  }
+  return bits;
+}
+
 absl::Status NotInitialized() {
   return CkError(CKR_OPERATION_NOT_INITIALIZED, "no active operation");
 }
@@ -103,26 +122,38 @@ absl::Status Install(Mechanisms& mechanisms, ActiveOp& a, OpKind kind,
 
 }  // namespace
 
+absl::Status Module::CachedKey(const Session& session, CK_OBJECT_HANDLE handle,
+                               CK_ATTRIBUTE_TYPE usage,
+                               std::shared_ptr<PreparedKey>* out) {
+  // One reader lock: a visible object whose prepared key is cached
+  // (`prepared` is reset whenever `attrs` is replaced, both under the
+  // exclusive lock). Anything else is a miss for PreparedKeyFor's full
+  // path, which gives the precise error.
+  ReaderMutexLock l(&objects_mu_);
+  ACCELCRYPT_RETURN_IF_ERROR(l.status());
+  auto it = objects_.find(handle);
+  if (it == objects_.end()) return absl::OkStatus();
+  const Object& o = *it->second;
+  const bool visible =
+      o.token == session.token &&
+      (!o.is_private || session.token->login.load() == LoginState::kUser);
+  if (!visible || o.prepared == nullptr) return absl::OkStatus();
+  // A prepared object is a key whose attributes did not change since
+  // (replacing `attrs` resets `prepared`), so its usage bits answer.
+  const uint32_t bit = UseBit(usage);
+  if (bit == 0 || (o.prepared_uses & bit) == 0) {
+    ACCELCRYPT_RETURN_IF_ERROR(CheckKeyUse(*o.attrs, usage));
+  }
+  *out = o.prepared;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::shared_ptr<PreparedKey>> Module::PreparedKeyFor(
     const Session& session, CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_TYPE usage) {
   {
-    // Fast path, one reader lock: a visible object whose prepared key is
-    // cached (`prepared` is reset whenever `attrs` is replaced, both under
-    // the exclusive lock). Anything else takes the full path below, which
-    // gives the precise error.
-    ReaderMutexLock l(&objects_mu_);
-    ACCELCRYPT_RETURN_IF_ERROR(l.status());
-    auto it = objects_.find(handle);
-    if (it != objects_.end()) {
-      const Object& o = *it->second;
-      const bool visible =
-          o.token == session.token &&
-          (!o.is_private || session.token->login.load() == LoginState::kUser);
-      if (visible && o.prepared != nullptr) {
-        ACCELCRYPT_RETURN_IF_ERROR(CheckKeyUse(*o.attrs, usage));
-        return o.prepared;
-      }
-    }
+    std::shared_ptr<PreparedKey> cached;
+    ACCELCRYPT_RETURN_IF_ERROR(CachedKey(session, handle, usage, &cached));
+    if (cached != nullptr) return cached;
   }
   ACCELCRYPT_ASSIGN_OR_RETURN(
       ObjectRef ref, LookupObject(session, handle, CKR_KEY_HANDLE_INVALID));
@@ -139,7 +170,10 @@ absl::StatusOr<std::shared_ptr<PreparedKey>> Module::PreparedKeyFor(
   MutexLock l(&objects_mu_);
   ACCELCRYPT_RETURN_IF_ERROR(l.status());
   // Cache it unless the object changed meanwhile.
-  if (ref.object->attrs == ref.attrs) ref.object->prepared = key;
+  if (ref.object->attrs == ref.attrs) {
+    ref.object->prepared = key;
+    ref.object->prepared_uses = UsesOf(*ref.attrs);
+  }
   return key;
 }
 
@@ -157,22 +191,31 @@ absl::Status Module::OpInit(OpSlot slot, CK_SESSION_HANDLE h,
     return Install(*mechanisms_, s->ops[slot], info.kind, *mechanism,
                    nullptr);
   }
-  ACCELCRYPT_ASSIGN_OR_RETURN(std::shared_ptr<Session> s, FindSession(h));
-  if (mechanisms_ == nullptr) return NoMechanisms();
-  // v2.40 has no "NULL mechanism cancels" rule (that is v3.0): NULL is a
-  // bad argument and the active operation, if any, is left alone.
-  if (mechanism == nullptr) {
-    return CkError(CKR_ARGUMENTS_BAD, "pMechanism is NULL");
-  }
-  // An active operation is reported before a bad key; the session lock is
-  // not held while the key is looked up (objects_mu_, maybe Token::mu).
   {
-    MutexLock l(&s->mu);
-    ACCELCRYPT_RETURN_IF_ERROR(l.status());
+    // Keyed operations, cached prepared key: one session lock (then the
+    // handle table's reader lock, a leaf) for the whole call.
+    LockedSession s;
+    ACCELCRYPT_RETURN_IF_ERROR(LockSession(h, &s));
+    if (mechanisms_ == nullptr) return NoMechanisms();
+    // v2.40 has no "NULL mechanism cancels" rule (that is v3.0): NULL is
+    // a bad argument and the active operation, if any, is left alone.
+    if (mechanism == nullptr) {
+      return CkError(CKR_ARGUMENTS_BAD, "pMechanism is NULL");
+    }
+    // An active operation is reported before a bad key.
     if (s->ops[slot].op != nullptr) {
       return CkError(CKR_OPERATION_ACTIVE, "an operation is active");
     }
+    std::shared_ptr<PreparedKey> cached;
+    ACCELCRYPT_RETURN_IF_ERROR(CachedKey(*s, key, info.usage, &cached));
+    if (cached != nullptr) {
+      return Install(*mechanisms_, s->ops[slot], info.kind, *mechanism,
+                     std::move(cached));
+    }
   }
+  // A miss: the key is prepared (maybe after re-reading the store under
+  // Token::mu) without the session lock held.
+  ACCELCRYPT_ASSIGN_OR_RETURN(std::shared_ptr<Session> s, FindSession(h));
   ACCELCRYPT_ASSIGN_OR_RETURN(std::shared_ptr<PreparedKey> prepared,
                               PreparedKeyFor(*s, key, info.usage));
   MutexLock l(&s->mu);

@@ -67,6 +67,10 @@ struct Object {
   // a reader keeps a consistent snapshot after dropping the lock.
   std::shared_ptr<const AttributeMap> attrs;
   std::shared_ptr<PreparedKey> prepared;
+  // With `prepared`: the usages (CKA_ENCRYPT ... CKA_VERIFY_RECOVER, as
+  // bits, see crypto.cc) `attrs` allows, so a cache hit needs no attribute
+  // lookup. Meaningless while `prepared` is null.
+  uint32_t prepared_uses = 0;
 };
 
 // The operation slots of a session (one active operation of each kind).
@@ -148,7 +152,8 @@ class LockedSession {
 // thread-safe (PKCS#11 v2.40 section 5.4's multi-threaded access). Lock
 // order: Token::mu, then sessions_mu_ / objects_mu_ (leaves), and
 // Session::mu is never held while taking Token::mu or sessions_mu_
-// (LockSession takes sessions_mu_ then Session::mu).
+// (LockSession takes sessions_mu_ then Session::mu; objects_mu_ may be
+// taken under Session::mu, never the reverse).
 class Module {
  public:
   // Create reads the configuration, builds the core (with the PKCS#11
@@ -316,6 +321,14 @@ class Module {
 
   // PreparedKeyFor resolves a key handle for an operation that needs
   // `usage` (CKA_ENCRYPT, ...), with the prepared key cached per handle.
+  // CachedKey is PreparedKeyFor's fast path (handle table reader lock
+  // only; may be called with the session's lock held): `*out` is the
+  // cached prepared key of a visible object that allows `usage`, or stays
+  // null on any miss; an error only for a visible cached key without
+  // `usage` (the same error PreparedKeyFor gives).
+  absl::Status CachedKey(const Session& session, CK_OBJECT_HANDLE handle,
+                         CK_ATTRIBUTE_TYPE usage,
+                         std::shared_ptr<PreparedKey>* out);
   absl::StatusOr<std::shared_ptr<PreparedKey>> PreparedKeyFor(
       const Session& session, CK_OBJECT_HANDLE handle, CK_ATTRIBUTE_TYPE usage);
 
