@@ -70,6 +70,7 @@ class WipedBuffer {
     bytes_.insert(bytes_.end(), in.begin(), in.end());
   }
   void Release() {
+    if (bytes_.capacity() == 0) return;  // nothing held (the per-call path)
     OPENSSL_cleanse(bytes_.data(), bytes_.size());
     std::vector<uint8_t>().swap(bytes_);
   }
