@@ -549,14 +549,7 @@ absl::Status Module::Logout(CK_SESSION_HANDLE h) {
   return absl::OkStatus();
 }
 
-void Module::DropLogin(Token* token) {
-  const bool was_user = token->login.load() == LoginState::kUser;
-  token->login.store(LoginState::kNone);
-  token->dek.Wipe();
-  token->dek = SecretBytes();
-  if (!was_user) return;
-  // Finished operations kept for reuse (ActiveOp::spare) may hold a
-  // private key's schedule: drop them with the login.
+void Module::DropSpares(Token* token) {
   std::vector<std::shared_ptr<Session>> mine;
   {
     ReaderMutexLock sl(&sessions_mu_);
@@ -571,6 +564,17 @@ void Module::DropLogin(Token* token) {
     if (!l.status().ok()) continue;
     for (ActiveOp& op : s->ops) op.spare.reset();
   }
+}
+
+void Module::DropLogin(Token* token) {
+  const bool was_user = token->login.load() == LoginState::kUser;
+  token->login.store(LoginState::kNone);
+  token->dek.Wipe();
+  token->dek = SecretBytes();
+  if (!was_user) return;
+  // Finished operations kept for reuse (ActiveOp::spare) may hold a
+  // private key's schedule: drop them with the login.
+  DropSpares(token);
   // v2.40 section 5.6, C_Logout: handles to private objects become invalid
   // and private session objects are destroyed.
   ForgetTokenObjects(token, /*private_only=*/true);

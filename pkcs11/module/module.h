@@ -282,6 +282,11 @@ class Module {
   // token's sessions drop their finished operations (ActiveOp::spare).
   // Takes sessions_mu_ and each session's mu.
   void DropLogin(Token* token) ABSL_EXCLUSIVE_LOCKS_REQUIRED(token->mu);
+  // DropSpares discards the finished operations kept for reuse
+  // (ActiveOp::spare) in every session of `token`: they may hold a key's
+  // expanded schedule. Takes sessions_mu_ and each Session::mu: call it
+  // with no session lock held.
+  void DropSpares(Token* token);
   // RemoveSessions closes the listed sessions of `token` (their session
   // objects go with them) and logs out when none remain.
   void RemoveSessions(Token* token,

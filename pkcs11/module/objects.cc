@@ -247,6 +247,12 @@ absl::Status Module::DestroyObject(CK_SESSION_HANDLE h,
   if (!ref.attrs->BoolOr(CKA_DESTROYABLE, true)) {
     return CkError(CKR_ACTION_PROHIBITED, "CKA_DESTROYABLE is false");
   }
+  // A finished AES operation kept for reuse still holds the key schedule of
+  // the last key it ran with: a destroyed secret key must not outlive its
+  // object there.
+  if (ref.attrs->GetUlong(CKA_CLASS) == CKO_SECRET_KEY) {
+    DropSpares(ref.object->token);
+  }
   return DestroyHandle(ref);
 }
 
