@@ -148,12 +148,20 @@ class BackendDigest final : public Digest {
       : table_(table), ctx_(ctx), info_(info), backend_(backend) {}
   ~BackendDigest() override { table_->freectx(ctx_); }
 
+  // Init/Update/Final are the per-call path: the error record gets an
+  // empty message rather than a 260-byte zero fill, and success returns
+  // without Check.
   absl::Status Init() override {
-    accelcrypt_error err{};
-    return Check(table_->init(ctx_, &err), err, backend_, "digest init");
+    accelcrypt_error err;
+    err.code = ACCELCRYPT_OK;
+    err.message[0] = '\0';
+    accelcrypt_status rc = table_->init(ctx_, &err);
+    if (rc == ACCELCRYPT_OK) [[likely]] return absl::OkStatus();
+    return Check(rc, err, backend_, "digest init");
   }
   absl::Status Update(absl::Span<const uint8_t> data) override {
     accelcrypt_error err;
+    err.code = ACCELCRYPT_OK;
     err.message[0] = '\0';
     accelcrypt_status rc = table_->update(ctx_, data.data(), data.size(), &err);
     if (rc == ACCELCRYPT_OK) [[likely]] return absl::OkStatus();
@@ -165,9 +173,12 @@ class BackendDigest final : public Digest {
           "%s: output buffer of %d bytes is too small for the %d-byte digest",
           info_.name, out.size(), info_.digest_len));
     }
-    accelcrypt_error err{};
-    return Check(table_->final(ctx_, out.data(), out.size(), &err), err,
-                 backend_, "digest final");
+    accelcrypt_error err;
+    err.code = ACCELCRYPT_OK;
+    err.message[0] = '\0';
+    accelcrypt_status rc = table_->final(ctx_, out.data(), out.size(), &err);
+    if (rc == ACCELCRYPT_OK) [[likely]] return absl::OkStatus();
+    return Check(rc, err, backend_, "digest final");
   }
   absl::StatusOr<std::unique_ptr<Digest>> Clone() const override {
     accelcrypt_digest_ctx* copy = nullptr;

@@ -503,8 +503,9 @@ class RoutedDigest final : public Digest {
     replay_ok_ = true;
     check_route_ = router_->SizeRouted(info_);
     absl::Status st = Call([&] { return impl_->Init(); });
-    if (st.ok()) {
-      counter_->Add(0);
+    if (st.ok()) [[likely]] {
+      // One op, no bytes yet (Add(0) would be a second atomic add).
+      counter_->ops.fetch_add(1, std::memory_order_relaxed);
       router_->RecordSuccess(candidates_[current_]);
       return st;
     }
@@ -518,7 +519,7 @@ class RoutedDigest final : public Digest {
       MaybeSwitch(data.size());
     }
     absl::Status st = Call([&] { return impl_->Update(data); });
-    if (st.ok()) {
+    if (st.ok()) [[likely]] {
       counter_->AddBytes(data.size());
       Remember(data);
       return st;
@@ -535,6 +536,8 @@ class RoutedDigest final : public Digest {
 
   absl::Status Final(absl::Span<uint8_t> out) override {
     absl::Status st = Call([&] { return impl_->Final(out); });
+    // Success skips IsDeviceError (an out-of-line call plus Status::code).
+    if (st.ok()) [[likely]] return st;
     if (!IsDeviceError(st)) return st;
     ACCELCRYPT_RETURN_IF_ERROR(MoveOn(st));
     return Call([&] { return impl_->Final(out); });
