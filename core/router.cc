@@ -499,7 +499,7 @@ class RoutedDigest final : public Digest {
   }
 
   absl::Status Init() override {
-    replay_.clear();
+    WipeReplay();
     replay_ok_ = true;
     check_route_ = router_->SizeRouted(info_);
     absl::Status st = Call([&] { return impl_->Init(); });
@@ -537,10 +537,25 @@ class RoutedDigest final : public Digest {
   absl::Status Final(absl::Span<uint8_t> out) override {
     absl::Status st = Call([&] { return impl_->Final(out); });
     // Success skips IsDeviceError (an out-of-line call plus Status::code).
-    if (st.ok()) [[likely]] return st;
+    if (st.ok()) [[likely]] {
+      WipeReplay();
+      return st;
+    }
     if (!IsDeviceError(st)) return st;
     ACCELCRYPT_RETURN_IF_ERROR(MoveOn(st));
-    return Call([&] { return impl_->Final(out); });
+    st = Call([&] { return impl_->Final(out); });
+    if (st.ok()) WipeReplay();
+    return st;
+  }
+
+  // WipeReplay forgets the message kept for a replay: it may hold secrets
+  // (HMAC's key-derived ipad/opad blocks pass through digests), so it is
+  // wiped when the digest finishes or restarts, not only when destroyed.
+  void WipeReplay() {
+    if (!replay_.empty()) {
+      OPENSSL_cleanse(replay_.data(), replay_.size());
+      replay_.clear();
+    }
   }
 
   absl::StatusOr<std::unique_ptr<Digest>> Clone() const override {
