@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/types/span.h"
 #include "backends/pkcs11/ck_status.h"
@@ -871,39 +872,52 @@ absl::Status PkeyPkcs11Client::Verify(const accelcrypt_pkey_params& params,
   });
 }
 
-absl::Status PkeyPkcs11Client::Encrypt(const accelcrypt_pkey_params& params,
-                                       const uint8_t* in, size_t in_len,
-                                       uint8_t* out, size_t* out_len) {
-  if (!rsa_) return absl::UnimplementedError("pkcs11: DSA cannot encrypt");
-  if (out == nullptr || *out_len < mod_len_) return OutOfRange(mod_len_, out_len);
-  CK_MECHANISM mech{CKM_RSA_PKCS, nullptr, 0};
-  CK_RSA_PKCS_OAEP_PARAMS oaep{};
+// CryptMechanism picks the token mechanism for an RSA encryption or
+// decryption (`what` names it in errors) with `params`' padding: PKCS#1,
+// raw X.509 (input below the modulus) or OAEP, whose parameters are
+// written to `*oaep` and pointed to by `*mech`.
+absl::Status PkeyPkcs11Client::CryptMechanism(
+    const accelcrypt_pkey_params& params, const uint8_t* in, size_t in_len,
+    const char* what, CK_MECHANISM* mech,
+    CK_RSA_PKCS_OAEP_PARAMS* oaep) const {
+  *mech = CK_MECHANISM{CKM_RSA_PKCS, nullptr, 0};
   switch (params.padding) {
     case ACCELCRYPT_PAD_PKCS1:
-      break;
-    case ACCELCRYPT_PAD_NONE: {
-      mech.mechanism = CKM_RSA_X_509;
-      absl::Status range = CheckBelowModulus(in, in_len);
-      if (!range.ok()) return range;
-      break;
-    }
+      return absl::OkStatus();
+    case ACCELCRYPT_PAD_NONE:
+      mech->mechanism = CKM_RSA_X_509;
+      return CheckBelowModulus(in, in_len);
     case ACCELCRYPT_PAD_OAEP: {
       const MdInfo* md = FindMd(params.md);
       const MdInfo* mgf = params.mgf1_md != 0 ? FindMd(params.mgf1_md) : md;
       if (md == nullptr || mgf == nullptr) {
         return absl::InvalidArgumentError("pkcs11: OAEP needs a SHA digest");
       }
-      oaep.hashAlg = md->ckm;
-      oaep.mgf = mgf->mgf;
-      oaep.source = CKZ_DATA_SPECIFIED;
-      oaep.pSourceData = const_cast<uint8_t*>(params.label);
-      oaep.ulSourceDataLen = params.label_len;
-      mech = CK_MECHANISM{CKM_RSA_PKCS_OAEP, &oaep, sizeof(oaep)};
-      break;
+      *oaep = CK_RSA_PKCS_OAEP_PARAMS{};
+      oaep->hashAlg = md->ckm;
+      oaep->mgf = mgf->mgf;
+      oaep->source = CKZ_DATA_SPECIFIED;
+      oaep->pSourceData = const_cast<uint8_t*>(params.label);
+      oaep->ulSourceDataLen = params.label_len;
+      *mech = CK_MECHANISM{CKM_RSA_PKCS_OAEP, oaep, sizeof(*oaep)};
+      return absl::OkStatus();
     }
     default:
-      return absl::InvalidArgumentError("pkcs11: padding not valid for encryption");
+      return absl::InvalidArgumentError(
+          absl::StrCat("pkcs11: padding not valid for ", what));
   }
+}
+
+absl::Status PkeyPkcs11Client::Encrypt(const accelcrypt_pkey_params& params,
+                                       const uint8_t* in, size_t in_len,
+                                       uint8_t* out, size_t* out_len) {
+  if (!rsa_) return absl::UnimplementedError("pkcs11: DSA cannot encrypt");
+  if (out == nullptr || *out_len < mod_len_) return OutOfRange(mod_len_, out_len);
+  CK_RSA_PKCS_OAEP_PARAMS oaep{};
+  CK_MECHANISM mech{};
+  absl::Status chosen =
+      CryptMechanism(params, in, in_len, "encryption", &mech, &oaep);
+  if (!chosen.ok()) return chosen;
   if (!token_->mech(mech.mechanism).present) {
     if (mech.mechanism != CKM_RSA_X_509 &&
         token_->mech(CKM_RSA_X_509).present) {
@@ -1062,34 +1076,11 @@ absl::Status PkeyPkcs11Client::Decrypt(const accelcrypt_pkey_params& params,
     return absl::FailedPreconditionError(
         "pkcs11: decryption needs a private key");
   }
-  CK_MECHANISM mech{CKM_RSA_PKCS, nullptr, 0};
   CK_RSA_PKCS_OAEP_PARAMS oaep{};
-  switch (params.padding) {
-    case ACCELCRYPT_PAD_PKCS1:
-      break;
-    case ACCELCRYPT_PAD_NONE: {
-      mech.mechanism = CKM_RSA_X_509;
-      absl::Status range = CheckBelowModulus(in, in_len);
-      if (!range.ok()) return range;
-      break;
-    }
-    case ACCELCRYPT_PAD_OAEP: {
-      const MdInfo* md = FindMd(params.md);
-      const MdInfo* mgf = params.mgf1_md != 0 ? FindMd(params.mgf1_md) : md;
-      if (md == nullptr || mgf == nullptr) {
-        return absl::InvalidArgumentError("pkcs11: OAEP needs a SHA digest");
-      }
-      oaep.hashAlg = md->ckm;
-      oaep.mgf = mgf->mgf;
-      oaep.source = CKZ_DATA_SPECIFIED;
-      oaep.pSourceData = const_cast<uint8_t*>(params.label);
-      oaep.ulSourceDataLen = params.label_len;
-      mech = CK_MECHANISM{CKM_RSA_PKCS_OAEP, &oaep, sizeof(oaep)};
-      break;
-    }
-    default:
-      return absl::InvalidArgumentError("pkcs11: padding not valid for decryption");
-  }
+  CK_MECHANISM mech{};
+  absl::Status chosen =
+      CryptMechanism(params, in, in_len, "decryption", &mech, &oaep);
+  if (!chosen.ok()) return chosen;
   if (!token_->mech(mech.mechanism).present) {
     if (mech.mechanism != CKM_RSA_X_509 &&
         token_->mech(CKM_RSA_X_509).present) {

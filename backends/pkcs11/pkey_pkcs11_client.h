@@ -75,6 +75,10 @@ class PkeyPkcs11Client {
                                 const uint8_t* in, size_t in_len,
                                 uint8_t* out, size_t* out_len);
   absl::Status CheckBelowModulus(const uint8_t* in, size_t in_len) const;
+  absl::Status CryptMechanism(const accelcrypt_pkey_params& params,
+                              const uint8_t* in, size_t in_len,
+                              const char* what, CK_MECHANISM* mech,
+                              CK_RSA_PKCS_OAEP_PARAMS* oaep) const;
   absl::Status RawPrivate(const uint8_t* in, size_t in_len, uint8_t* out);
   absl::Status RawPublic(const uint8_t* in, size_t in_len, uint8_t* out);
 
