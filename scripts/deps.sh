@@ -75,7 +75,44 @@ accelcrypt_install_deps() {
     apt-get install -y -q --no-install-recommends ${missing}
 }
 
+# accelcrypt_served_version PKG VERSION: true when the archive still serves
+# VERSION of binary package PKG (per the current package lists).
+accelcrypt_served_version() {
+  apt-cache madison "$1" 2>/dev/null |
+    awk -F'|' '{ gsub(/[ \t]/, "", $2); print $2 }' | grep -qxF "$2"
+}
+
+# accelcrypt_openssl_from_archive: the evp_test suite builds OpenSSL's own
+# test driver from the source of the installed OpenSSL (`apt-get source`),
+# and the archive keeps sources only for the versions it still serves. A
+# machine whose image predates the archive's latest OpenSSL update (seen
+# here: libssl3 3.0.19 installed, the archive at 3.0.17/3.0.20/3.0.22) has
+# no source to build it from. Then libssl3, libssl-dev and openssl are
+# upgraded together to the archive's candidate version, which is what
+# `apt-get upgrade` would install (a Debian stable or security update).
+# No-op when the installed version is still served. Idempotent.
+accelcrypt_openssl_from_archive() {
+  local installed candidate
+  installed=$(dpkg-query -W -f='${Version}' libssl3 2>/dev/null || true)
+  [ -n "$installed" ] || return 0
+  accelcrypt_served_version libssl3 "$installed" && return 0
+  # The lists may be old: refresh them once before deciding.
+  accelcrypt_as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null || true
+  accelcrypt_served_version libssl3 "$installed" && return 0
+  candidate=$(apt-cache policy libssl3 2>/dev/null | awk '/Candidate:/ { print $2 }')
+  if [ -z "$candidate" ] || [ "$candidate" = "(none)" ] ||
+     [ "$candidate" = "$installed" ]; then
+    echo "== dependencies: libssl3 $installed is not in the archive and no other version is offered; the evp_test suite will fail to fetch its source" >&2
+    return 0
+  fi
+  echo "== dependencies: libssl3 $installed is no longer in the archive (so is its source, which evp_test needs); upgrading libssl3, libssl-dev and openssl to $candidate"
+  accelcrypt_as_root env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -q --no-install-recommends \
+    "libssl3=$candidate" "libssl-dev=$candidate" "openssl=$candidate"
+}
+
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   set -euo pipefail
   accelcrypt_install_deps
+  accelcrypt_openssl_from_archive
 fi

@@ -12,6 +12,7 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 accelcrypt_install_deps
+accelcrypt_openssl_from_archive
 accelcrypt_build
 
 log="$ACCELCRYPT_BUILD_DIR/Testing/test.sh.log"

@@ -116,7 +116,7 @@ fetch_source() {
   if ! source_available; then
     add_deb_src
     if ! source_available; then
-      echo "run_evp_test.sh: apt has no source for openssl $pkg_version" >&2
+      echo "run_evp_test.sh: apt has no source for openssl $pkg_version (the archive no longer serves it: scripts/deps.sh upgrades libssl3, libssl-dev and openssl to the version it serves)" >&2
       return 1
     fi
   fi
