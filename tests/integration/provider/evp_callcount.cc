@@ -38,16 +38,20 @@ int Fail(const char* what) {
   return 1;
 }
 
+// GcmLoop seals one message per iteration as `openssl speed -evp` does for
+// AEAD modes (apps/speed.c, EVP_Update_loop_aead_enc): IV length, key and
+// IV, 13 bytes of AAD, the data, final.
 [[gnu::noinline]] int GcmLoop(EVP_CIPHER_CTX* ctx, const unsigned char* key,
                               const unsigned char* iv, unsigned char* buf,
                               int len, long n) {
   int outl = 0;
-  unsigned char tag[16];
+  unsigned char aad[13] = {0xcc};
   for (long i = 0; i < n; ++i) {
-    if (!EVP_EncryptInit_ex(ctx, nullptr, nullptr, key, iv) ||
+    if (!EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_IVLEN, 12, nullptr) ||
+        !EVP_CipherInit_ex(ctx, nullptr, nullptr, key, iv, -1) ||
+        !EVP_EncryptUpdate(ctx, nullptr, &outl, aad, sizeof(aad)) ||
         !EVP_EncryptUpdate(ctx, buf, &outl, buf, len) ||
-        !EVP_EncryptFinal_ex(ctx, buf + len, &outl) ||
-        !EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, 16, tag)) {
+        !EVP_EncryptFinal_ex(ctx, buf, &outl)) {
       return 0;
     }
   }
