@@ -14,6 +14,19 @@
 
 namespace accelcrypt {
 
+// DirectUpdate is the raw per-call transform behind a Cipher (the plugin
+// ABI's get_direct, accelcrypt_cipher_direct_fn): `fn(ctx, out, &out_len,
+// out_size, in, in_len)` does what Update does, without the Cipher's
+// layers, and returns 1; 0 only for input outside the transform's contract
+// (a caller error: no fallback). The caller adds the bytes it hands to the
+// transform to `*pending_bytes` (the operation's statistics). Empty (fn
+// null) when there is no such path.
+struct DirectUpdate {
+  accelcrypt_cipher_direct_fn fn = nullptr;
+  void* ctx = nullptr;
+  uint64_t* pending_bytes = nullptr;
+};
+
 // Cipher runs one raw AES mode (the plugin ABI's cipher contract): ECB and
 // CBC take whole blocks, CFB128/OFB/CTR any length, GCM any length after its
 // AAD. Padding and partial-block buffering live in CipherStream. Not
@@ -44,6 +57,13 @@ class Cipher {
   virtual absl::Status SetState(const accelcrypt_cipher_state& state) = 0;
   // Clone deep-copies key and running state (EVP dupctx).
   virtual absl::StatusOr<std::unique_ptr<Cipher>> Clone() const = 0;
+
+  // Direct returns the raw transform serving this operation now, for a
+  // front end's update hot path, or an empty one (the default). It stays
+  // valid until the next call on this object other than Update (Init,
+  // Final, SetState, Aad, SetTag end it) and never outlives the object.
+  // ECB/CBC: whole blocks only.
+  virtual DirectUpdate Direct() { return {}; }
 
   virtual const AlgorithmInfo& info() const = 0;
   // backend names the backend serving the operation right now ("software",

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <utility>
 
@@ -260,6 +261,32 @@ class RoutedCipher final : public Cipher {
     copy->started_ = started_;
     copy->initialized_ = initialized_;
     return std::unique_ptr<Cipher>(std::move(copy));
+  }
+  // Direct hands out the current backend's raw transform once the router
+  // has nothing left to decide for this operation: the backend is chosen
+  // (no size routing pending), data has gone through it since Init (so a
+  // later fallback transfers the running state instead of restarting), and
+  // no GCM replay log must see the data. Backends offer a transform only
+  // for plain CPU work, which has no device errors to fall back from.
+  DirectUpdate Direct() override {
+    if (raw_.table == nullptr || !started_ || !initialized_ || replay_ok_ ||
+        check_route_ ||
+        raw_.table->struct_size <
+            offsetof(accelcrypt_cipher_table, get_direct) +
+                sizeof(raw_.table->get_direct) ||
+        raw_.table->get_direct == nullptr) {
+      return {};
+    }
+    accelcrypt_cipher_direct_fn fn = nullptr;
+    void* direct_ctx = nullptr;
+    accelcrypt_error err;
+    err.message[0] = '\0';
+    if (raw_.table->get_direct(raw_.ctx, &fn, &direct_ctx, &err) !=
+            ACCELCRYPT_OK ||
+        fn == nullptr) {
+      return {};
+    }
+    return {fn, direct_ctx, &pending_bytes_};
   }
   const AlgorithmInfo& info() const override { return info_; }
   std::string_view backend() const override { return impl_->backend(); }

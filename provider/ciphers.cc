@@ -403,32 +403,58 @@ void* CipherDupCtx(void* vctx) {
   });
 }
 
-// CipherUpdate's fast path: stream modes, and whole ECB/CBC blocks while
-// nothing is buffered and no block must be held back for unpadding, go
-// straight to the routed cipher (CipherStream would only forward them).
-// Partly overlapping buffers, which EVP forbids, take the checked path. No
-// allocation, no lock.
+// CipherUpdateRouted serves CipherUpdate's calls until the backend's raw
+// transform is known: stream modes, and whole ECB/CBC blocks while nothing
+// is buffered and no block must be held back for unpadding, go to the
+// routed cipher (CipherStream would only forward them); after the first
+// success the cipher's raw transform is taken for the next calls.
+// Partly overlapping buffers, which EVP forbids, take the checked path.
+[[gnu::noinline]] int CipherUpdateRouted(CipherCtx* ctx, unsigned char* out,
+                                         size_t* outl, size_t outsize,
+                                         const unsigned char* in, size_t inl,
+                                         bool disjoint_or_same) {
+  if (!(ctx->fast_update && inl > 0 && outsize >= inl && disjoint_or_same &&
+        (inl & ctx->block_mask) == 0)) {
+    return CipherUpdateSlow(ctx, out, outl, outsize, in, inl);
+  }
+  return Guard(ctx->prov, [&] {
+    absl::Status status = ctx->cipher->Update(absl::MakeConstSpan(in, inl),
+                                              absl::MakeSpan(out, inl));
+    if (!status.ok()) [[unlikely]] {
+      return RaiseError(ctx->prov, status);
+    }
+    if (!ctx->direct_checked) {
+      ctx->direct = ctx->cipher->Direct();
+      ctx->direct_checked = true;
+    }
+    *outl = inl;
+    return 1;
+  });
+}
+
+// CipherUpdate's fast path hands the call straight to the backend's raw
+// transform (Cipher::Direct; for the software backend, the default
+// provider's own cipher function) with nothing in between but the checks
+// its contract needs and the byte count: a tail call, so that the
+// provider costs a few instructions over calling the transform directly.
+// `direct` is set only while the fast-path conditions that do not depend
+// on the call hold (see CipherCtx). No allocation, no lock.
 int CipherUpdate(void* vctx, unsigned char* out, size_t* outl, size_t outsize,
                  const unsigned char* in, size_t inl) {
   auto* ctx = static_cast<CipherCtx*>(vctx);
-  const auto in_addr = reinterpret_cast<uintptr_t>(in);
-  const auto out_addr = reinterpret_cast<uintptr_t>(out);
-  const bool disjoint_or_same = in_addr == out_addr ||
-                                out_addr >= in_addr + inl ||
-                                in_addr >= out_addr + inl;
-  if (ctx->fast_update && inl > 0 && outsize >= inl && disjoint_or_same &&
-      (ctx->is_stream_mode || (inl & 15) == 0)) [[likely]] {
-    return Guard(ctx->prov, [&] {
-      absl::Status status = ctx->cipher->Update(absl::MakeConstSpan(in, inl),
-                                                absl::MakeSpan(out, inl));
-      if (!status.ok()) [[unlikely]] {
-        return RaiseError(ctx->prov, status);
-      }
-      *outl = inl;
-      return 1;
-    });
+  // in == out, or the ranges do not overlap (unsigned differences).
+  const uintptr_t gap =
+      reinterpret_cast<uintptr_t>(out) - reinterpret_cast<uintptr_t>(in);
+  const bool disjoint_or_same = gap == 0 || (gap >= inl && 0 - gap >= inl);
+  const DirectUpdate& direct = ctx->direct;
+  if (direct.fn != nullptr && inl != 0 && (inl & ctx->block_mask) == 0 &&
+      outsize >= inl && disjoint_or_same) [[likely]] {
+    // The transform fails only for input its contract excludes, which the
+    // checks above rule out; it sets *outl itself.
+    *direct.pending_bytes += inl;
+    return direct.fn(direct.ctx, out, outl, inl, in, inl);
   }
-  return CipherUpdateSlow(ctx, out, outl, outsize, in, inl);
+  return CipherUpdateRouted(ctx, out, outl, outsize, in, inl, disjoint_or_same);
 }
 
 int CipherFinal(void* vctx, unsigned char* out, size_t* outl, size_t outsize) {

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <type_traits>
 
 #include "absl/base/optimization.h"
 #include "absl/status/status.h"
@@ -184,6 +185,23 @@ absl::Status AesSoftware::UpdateSlow(const uint8_t* in, size_t in_len,
                           "GCM update failed");
   }
   phase_ = Phase::kData;
+  return absl::OkStatus();
+}
+
+absl::Status AesSoftware::Direct(accelcrypt_cipher_direct_fn* fn,
+                                 void** direct_ctx) const {
+  if (!raw_ready_) {
+    return absl::UnimplementedError(absl::StrFormat(
+        "software: %s: no direct transform (GCM, or not initialised)",
+        d_.name));
+  }
+  // OSSL_FUNC_cipher_cipher_fn has exactly the direct transform's shape;
+  // it fails only for what the direct contract excludes (partial ECB/CBC
+  // blocks, a short output) and never with a device error.
+  static_assert(
+      std::is_same_v<OSSL_FUNC_cipher_cipher_fn*, accelcrypt_cipher_direct_fn>);
+  *fn = d_.cipher;
+  *direct_ctx = prov_ctx_;
   return absl::OkStatus();
 }
 

@@ -53,6 +53,11 @@ class AesSoftware {
     }
     return UpdateSlow(in, in_len, out);
   }
+  // Direct sets *fn and *direct_ctx to the default provider's raw `cipher`
+  // function and context, the call Update's fast path makes (the plugin
+  // ABI's get_direct). kUnimplemented for GCM and before Init. The pair
+  // stays valid until the next Init, SetState or destruction.
+  absl::Status Direct(accelcrypt_cipher_direct_fn* fn, void** direct_ctx) const;
   // Aad feeds GCM additional data; kFailedPrecondition after data or for a
   // non-GCM mode.
   absl::Status Aad(const uint8_t* aad, size_t aad_len);

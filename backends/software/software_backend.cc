@@ -164,6 +164,15 @@ accelcrypt_status CipherDupCtx(const accelcrypt_cipher_ctx* ctx,
 
 void CipherFreeCtx(accelcrypt_cipher_ctx* ctx) { delete AsAes(ctx); }
 
+accelcrypt_status CipherGetDirect(accelcrypt_cipher_ctx* ctx,
+                                  accelcrypt_cipher_direct_fn* fn,
+                                  void** direct_ctx, accelcrypt_error* err) {
+  if (ctx == nullptr || fn == nullptr || direct_ctx == nullptr) {
+    return NullArgument("argument", err);
+  }
+  return Guard(err, [&] { return AsAes(ctx)->Direct(fn, direct_ctx); });
+}
+
 constexpr accelcrypt_cipher_table kCipherTable = {
     sizeof(accelcrypt_cipher_table),
     CipherNewCtx,
@@ -177,6 +186,7 @@ constexpr accelcrypt_cipher_table kCipherTable = {
     CipherSetState,
     CipherDupCtx,
     CipherFreeCtx,
+    CipherGetDirect,
 };
 
 // Digest family.

@@ -64,6 +64,8 @@ absl::Status CheckKeyLen(const CipherCtx& ctx, size_t keylen) {
 }
 
 void RefreshFastPath(CipherCtx& ctx) {
+  ctx.direct = {};
+  ctx.direct_checked = false;
   ctx.fast_update =
       !ctx.is_gcm && ctx.stream_ready && ctx.tls_version == 0 &&
       ctx.cipher != nullptr && !ctx.stream->finished() &&

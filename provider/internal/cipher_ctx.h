@@ -45,7 +45,8 @@ struct CipherCtx {
       : prov(p),
         info(i),
         is_gcm(i->mode == CipherMode::kGcm),
-        is_stream_mode(IsStreamMode(i->mode)) {
+        is_stream_mode(IsStreamMode(i->mode)),
+        block_mask(is_stream_mode ? 0 : 15) {
     ivlen = i->iv_len;
   }
   ~CipherCtx() {
@@ -62,6 +63,9 @@ struct CipherCtx {
   // Cached from `info` for the update path.
   const bool is_gcm;
   const bool is_stream_mode;
+  // block_mask: 15 for ECB/CBC (updates on the fast path are whole
+  // blocks), 0 for the stream modes.
+  const size_t block_mask;
   std::unique_ptr<CipherStream> stream;
   // stream_ready: stream->Init ran with the current key (and IV).
   bool stream_ready = false;
@@ -70,6 +74,13 @@ struct CipherCtx {
   Cipher* cipher = nullptr;
   // fast_update: updates may go straight to `cipher` (see RefreshFastPath).
   bool fast_update = false;
+  // direct: `cipher`'s raw transform (Cipher::Direct), taken after the
+  // first fast-path update that went through `cipher`, so set only while
+  // fast_update holds; direct_checked: it was asked for since the last
+  // state change. Both reset by RefreshFastPath, which every state change
+  // calls.
+  DirectUpdate direct;
+  bool direct_checked = false;
   // block_aligned: ECB/CBC updates since init were whole blocks taken by the
   // fast path, so the stream holds no partial or held-back block.
   bool block_aligned = false;
@@ -116,6 +127,7 @@ absl::Status CheckKeyLen(const CipherCtx& ctx, size_t keylen);
 // when a non-GCM context is initialised, not finished, not in TLS record
 // mode, and either a stream mode or an ECB/CBC context with nothing
 // buffered that neither decrypts with padding (which holds a block back).
+// It drops ctx.direct (a state change may end it; Cipher::Direct).
 void RefreshFastPath(CipherCtx& ctx);
 
 }  // namespace accelcrypt::provider::internal

@@ -232,6 +232,23 @@ typedef struct accelcrypt_cipher_state {
   uint32_t num;
 } accelcrypt_cipher_state;
 
+/* accelcrypt_cipher_direct_fn is a raw per-call cipher transform, shaped
+ * like OpenSSL's OSSL_FUNC_cipher_cipher so that a backend built over
+ * libcrypto can hand out its provider function unchanged. It transforms
+ * in_len bytes of `in` into `out` (0 < in_len <= out_size; `in` == `out` or
+ * no overlap; ECB/CBC whole blocks), sets *out_len = in_len and returns 1.
+ * It returns 0 only for input outside that contract; the caller then
+ * reports the failure as its own error (no retry, no fallback), so a
+ * backend hands out a direct transform only for work that cannot fail
+ * with a device error (plain CPU code, not a device or a token). It must
+ * not call into a library context that could route back into accelcrypt
+ * (the core's re-entry guard is not around it), must not block and must
+ * not allocate. */
+typedef int (*accelcrypt_cipher_direct_fn)(void *direct_ctx, unsigned char *out,
+                                           size_t *out_len, size_t out_size,
+                                           const unsigned char *in,
+                                           size_t in_len);
+
 typedef struct accelcrypt_cipher_table {
   uint32_t struct_size;
   /* newctx allocates a context for `alg`, which must be in the capability
@@ -283,6 +300,20 @@ typedef struct accelcrypt_cipher_table {
                               accelcrypt_error *err);
   /* freectx wipes key material and frees. NULL is a no-op. */
   void (*freectx)(accelcrypt_cipher_ctx *ctx);
+  /* get_direct (optional; absent when struct_size does not reach it, or
+   * NULL) hands out the context's raw per-call transform for the hot path
+   * of a front end: *fn and *direct_ctx such that
+   *   fn(direct_ctx, out, &out_len, out_size, in, in_len)
+   * does what update(ctx, in, in_len, out) does, for the same running
+   * state. See accelcrypt_cipher_direct_fn for its contract. Returns
+   * ACCELCRYPT_ERR_UNIMPLEMENTED when the context has no such path now (GCM,
+   * not initialised); the caller then keeps using update. The pair stays
+   * valid until the next call on `ctx` other than update or fn itself
+   * (init, final, set_state, freectx end it). Not for ECB/CBC partial
+   * blocks: the caller passes whole blocks only. */
+  accelcrypt_status (*get_direct)(accelcrypt_cipher_ctx *ctx,
+                                  accelcrypt_cipher_direct_fn *fn,
+                                  void **direct_ctx, accelcrypt_error *err);
 } accelcrypt_cipher_table;
 
 /* ---------------------------------------------------------------------------
