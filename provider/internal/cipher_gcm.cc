@@ -195,6 +195,54 @@ absl::Status GcmActivate(CipherCtx& ctx) {
   return absl::OkStatus();
 }
 
+// GCM's gettable context parameters, indexed for GcmGetCtxParams.
+enum GcmGettable {
+  kGetIvLen,
+  kGetKeyLen,
+  kGetTagLen,
+  kGetIv,
+  kGetUpdatedIv,
+  kGetTlsAadPad,
+  kGetTag,
+  kGetTlsIvGen,
+  kGetNone
+};
+
+// FindGcmGettable maps a parameter name to its slot (kGetNone for
+// names GCM does not answer). The first byte picks the candidates, so most
+// names cost one or two short comparisons.
+GcmGettable FindGcmGettable(const char* key) {
+  switch (key[0]) {
+    case 'i':
+      if (std::strcmp(key, OSSL_CIPHER_PARAM_IVLEN) == 0) return kGetIvLen;
+      if (std::strcmp(key, OSSL_CIPHER_PARAM_IV) == 0) return kGetIv;
+      break;
+    case 'k':
+      if (std::strcmp(key, OSSL_CIPHER_PARAM_KEYLEN) == 0) return kGetKeyLen;
+      break;
+    case 't':
+      if (std::strcmp(key, OSSL_CIPHER_PARAM_AEAD_TAG) == 0) return kGetTag;
+      if (std::strcmp(key, OSSL_CIPHER_PARAM_AEAD_TAGLEN) == 0) {
+        return kGetTagLen;
+      }
+      if (std::strcmp(key, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD_PAD) == 0) {
+        return kGetTlsAadPad;
+      }
+      if (std::strcmp(key, OSSL_CIPHER_PARAM_AEAD_TLS1_GET_IV_GEN) == 0) {
+        return kGetTlsIvGen;
+      }
+      break;
+    case 'u':
+      if (std::strcmp(key, OSSL_CIPHER_PARAM_UPDATED_IV) == 0) {
+        return kGetUpdatedIv;
+      }
+      break;
+    default:
+      break;
+  }
+  return kGetNone;
+}
+
 }  // namespace
 
 absl::Status GcmCipher(CipherCtx& ctx, unsigned char* out, size_t* outl,
@@ -328,23 +376,32 @@ absl::Status GcmSetParam(CipherCtx& ctx, const OSSL_PARAM* p) {
 }
 
 absl::StatusOr<bool> GcmGetCtxParams(CipherCtx& ctx, OSSL_PARAM params[]) {
-  OSSL_PARAM* p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IVLEN);
+  // EVP asks for one or two keys at a time, on every init: one walk over
+  // the caller's array instead of an OSSL_PARAM_locate (a strcmp per entry)
+  // for each gettable key. The first occurrence of a key counts, as with
+  // OSSL_PARAM_locate, and keys are answered in OpenSSL's order, so errors
+  // and the IV generator's side effect come out as the default provider's.
+  OSSL_PARAM* found[kGetNone] = {};
+  for (OSSL_PARAM* p = params; p->key != nullptr; ++p) {
+    const GcmGettable slot = FindGcmGettable(p->key);
+    if (slot != kGetNone && found[slot] == nullptr) found[slot] = p;
+  }
+  OSSL_PARAM* p = found[kGetIvLen];
   if (p != nullptr && !OSSL_PARAM_set_size_t(p, ctx.ivlen)) {
     return BadParam(p->key, "cannot store");
   }
-  p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_KEYLEN);
+  p = found[kGetKeyLen];
   if (p != nullptr && !OSSL_PARAM_set_size_t(p, ctx.info->key_len)) {
     return BadParam(p->key, "cannot store");
   }
-  p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TAGLEN);
+  p = found[kGetTagLen];
   if (p != nullptr &&
       !OSSL_PARAM_set_size_t(
           p, ctx.taglen != kTagUnset ? ctx.taglen : kGcmTagLen)) {
     return BadParam(p->key, "cannot store");
   }
-  for (const char* name :
-       {OSSL_CIPHER_PARAM_IV, OSSL_CIPHER_PARAM_UPDATED_IV}) {
-    p = OSSL_PARAM_locate(params, name);
+  for (GcmGettable slot : {kGetIv, kGetUpdatedIv}) {
+    p = found[slot];
     if (p == nullptr) continue;
     if (ctx.iv_state == IvState::kUninitialised) return false;
     if (ctx.ivlen > p->data_size) {
@@ -355,20 +412,12 @@ absl::StatusOr<bool> GcmGetCtxParams(CipherCtx& ctx, OSSL_PARAM params[]) {
     }
     ACCELCRYPT_RETURN_IF_ERROR(SetOctets(p, ctx.iv, ctx.ivlen));
   }
-  p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD_PAD);
+  p = found[kGetTlsAadPad];
   if (p != nullptr && !OSSL_PARAM_set_size_t(
                           p, ctx.tls_aad_len != kTagUnset ? kGcmTagLen : 0)) {
     return BadParam(p->key, "cannot store");
   }
-  p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TLS1_GET_IV_GEN);
-  if (p != nullptr) {
-    if (p->data == nullptr || p->data_type != OSSL_PARAM_OCTET_STRING) {
-      return BadParam(p->key, "not an octet string");
-    }
-    ACCELCRYPT_RETURN_IF_ERROR(
-        GcmTlsNextIv(ctx, static_cast<uint8_t*>(p->data), p->data_size));
-  }
-  p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TAG);
+  p = found[kGetTag];
   if (p != nullptr) {
     const size_t len = p->data_size;
     if (len == 0 || len > kGcmTagLen || !ctx.enc || ctx.taglen == kTagUnset) {
@@ -381,6 +430,14 @@ absl::StatusOr<bool> GcmGetCtxParams(CipherCtx& ctx, OSSL_PARAM params[]) {
     if (!OSSL_PARAM_set_octet_string(p, ctx.tag, len)) {
       return BadParam(p->key, "cannot store");
     }
+  }
+  p = found[kGetTlsIvGen];
+  if (p != nullptr) {
+    if (p->data == nullptr || p->data_type != OSSL_PARAM_OCTET_STRING) {
+      return BadParam(p->key, "not an octet string");
+    }
+    ACCELCRYPT_RETURN_IF_ERROR(
+        GcmTlsNextIv(ctx, static_cast<uint8_t*>(p->data), p->data_size));
   }
   return true;
 }
