@@ -133,9 +133,12 @@ absl::Status AesSoftware::Init(bool encrypt, absl::Span<const uint8_t> key,
 absl::Status AesSoftware::ProviderInit(bool encrypt,
                                        absl::Span<const uint8_t> key,
                                        absl::Span<const uint8_t> iv) {
-  if (d_.mode == ACCELCRYPT_MODE_GCM) {
+  if (d_.mode == ACCELCRYPT_MODE_GCM && iv.size() != provider_iv_len_) {
     // The IV length goes in before the key and IV (OpenSSL sizes its GHASH
-    // pre-counter block from it).
+    // pre-counter block from it). The provider context keeps it across
+    // inits, so it is sent only when it changes: each set_ctx_params call
+    // costs a parameter lookup per settable GCM key, on every message.
+    provider_iv_len_ = 0;
     size_t iv_len = iv.size();
     OSSL_PARAM params[] = {
         OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &iv_len),
@@ -148,12 +151,14 @@ absl::Status AesSoftware::ProviderInit(bool encrypt,
   OSSL_FUNC_cipher_encrypt_init_fn* init_fn =
       encrypt ? d_.encrypt_init : d_.decrypt_init;
   // Lengths were checked by Init, so a failure here is libcrypto's own; the
-  // context then needs a new Init.
+  // context then needs a new Init (which sends the IV length again).
   if (init_fn(prov_ctx_, key.data(), key.size(),
               iv.empty() ? nullptr : iv.data(), iv.size(), nullptr) <= 0) {
+    provider_iv_len_ = 0;
     return LibcryptoError(absl::StatusCode::kInternal, d_.name,
                           "provider init failed");
   }
+  if (d_.mode == ACCELCRYPT_MODE_GCM) provider_iv_len_ = iv.size();
   return absl::OkStatus();
 }
 
@@ -461,6 +466,8 @@ absl::StatusOr<std::unique_ptr<AesSoftware>> AesSoftware::Clone() const {
   copy->encrypt_ = encrypt_;
   copy->phase_ = phase_;
   copy->tag_set_ = tag_set_;
+  // dupctx copied the provider context's IV length too.
+  copy->provider_iv_len_ = provider_iv_len_;
   return copy;
 }
 

@@ -17,6 +17,7 @@
 #include <array>
 #include <atomic>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <random>
 #include <string>
@@ -327,6 +328,153 @@ TEST_F(ProviderEvpTest, GcmMatchesDefault) {
         }
       }
     }
+  }
+}
+
+// One context per provider seals, and one opens, a series of messages the
+// way `openssl speed -evp` and TLS stacks reuse a context: the IV length
+// changes between messages (12 -> 16 -> 12 -> 1 -> 60 -> 12 ...), the key is
+// given again, left out (NULL: kept) or replaced. Ciphertexts, tags and the
+// reported IV length must equal the default provider's after every message.
+TEST_F(ProviderEvpTest, GcmReusedContextMatchesDefault) {
+  CipherPtr acc = Fetch("AES-256-GCM", kAccel);
+  CipherPtr def = Fetch("AES-256-GCM", kDefault);
+  ASSERT_EQ(ProviderOf(acc.get()), "accelcrypt");
+  const EVP_CIPHER* ciphers[2] = {acc.get(), def.get()};
+  const Bytes keys[2] = {Random(32, 40), Random(32, 41)};
+  struct Step {
+    size_t ivlen;
+    int key;  // index into `keys`, or -1: no key (the context keeps its own)
+  };
+  const Step steps[] = {{12, 0}, {16, 0},  {12, 0}, {1, -1}, {60, 0},
+                        {12, 1}, {12, -1}, {16, 1}, {16, 1}, {12, 0}};
+  CtxPtr enc[2], dec[2];
+  for (int i = 0; i < 2; ++i) {
+    enc[i].reset(EVP_CIPHER_CTX_new());
+    dec[i].reset(EVP_CIPHER_CTX_new());
+    ASSERT_TRUE(EVP_EncryptInit_ex(enc[i].get(), ciphers[i], nullptr, nullptr,
+                                   nullptr));
+    ASSERT_TRUE(EVP_DecryptInit_ex(dec[i].get(), ciphers[i], nullptr, nullptr,
+                                   nullptr));
+  }
+  for (size_t n = 0; n < std::size(steps); ++n) {
+    const Step& step = steps[n];
+    const Bytes iv = Random(step.ivlen, 100 + n), aad = Random(13, 200 + n),
+                pt = Random(16 + 7 * n, 300 + n);
+    const uint8_t* key = step.key < 0 ? nullptr : keys[step.key].data();
+    Bytes ct[2], tag[2];
+    for (int i = 0; i < 2; ++i) {
+      EVP_CIPHER_CTX* ctx = enc[i].get();
+      ASSERT_GT(EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_IVLEN,
+                                    static_cast<int>(step.ivlen), nullptr),
+                0);
+      ASSERT_TRUE(EVP_CipherInit_ex(ctx, nullptr, nullptr, key, iv.data(), -1));
+      EXPECT_EQ(EVP_CIPHER_CTX_get_iv_length(ctx),
+                static_cast<int>(step.ivlen));
+      int outl = 0, fin = 0;
+      ASSERT_TRUE(EVP_EncryptUpdate(ctx, nullptr, &outl, aad.data(),
+                                    static_cast<int>(aad.size())));
+      ct[i].assign(pt.size() + 16, 0);
+      ASSERT_TRUE(EVP_EncryptUpdate(ctx, ct[i].data(), &outl, pt.data(),
+                                    static_cast<int>(pt.size())));
+      ASSERT_TRUE(EVP_EncryptFinal_ex(ctx, ct[i].data() + outl, &fin));
+      ct[i].resize(outl + fin);
+      tag[i].assign(16, 0);
+      ASSERT_GT(
+          EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, 16, tag[i].data()),
+          0);
+    }
+    EXPECT_EQ(ct[0], ct[1]) << "message " << n << ", IV " << step.ivlen;
+    EXPECT_EQ(tag[0], tag[1]) << "message " << n << ", IV " << step.ivlen;
+    for (int i = 0; i < 2; ++i) {
+      EVP_CIPHER_CTX* ctx = dec[i].get();
+      ASSERT_GT(EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_IVLEN,
+                                    static_cast<int>(step.ivlen), nullptr),
+                0);
+      ASSERT_TRUE(EVP_CipherInit_ex(ctx, nullptr, nullptr, key, iv.data(), -1));
+      int outl = 0, fin = 0;
+      ASSERT_TRUE(EVP_DecryptUpdate(ctx, nullptr, &outl, aad.data(),
+                                    static_cast<int>(aad.size())));
+      Bytes back(ct[1].size() + 16);
+      ASSERT_TRUE(EVP_DecryptUpdate(ctx, back.data(), &outl, ct[1].data(),
+                                    static_cast<int>(ct[1].size())));
+      ASSERT_GT(
+          EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, 16, tag[1].data()),
+          0);
+      ASSERT_TRUE(EVP_DecryptFinal_ex(ctx, back.data() + outl, &fin))
+          << "message " << n << ": " << LastReason();
+      back.resize(outl + fin);
+      EXPECT_EQ(back, pt) << "message " << n;
+    }
+  }
+}
+
+// A get_ctx_params array holding several keys at once, a key twice and a
+// key GCM does not know is answered as the default provider answers it:
+// same result, same values, the same entries marked as modified.
+TEST_F(ProviderEvpTest, GcmGetParamsArrayMatchesDefault) {
+  CipherPtr acc = Fetch("AES-128-GCM", kAccel);
+  CipherPtr def = Fetch("AES-128-GCM", kDefault);
+  const EVP_CIPHER* ciphers[2] = {acc.get(), def.get()};
+  const Bytes key = Random(16, 50), iv = Random(16, 51), pt = Random(20, 52);
+  for (bool after_final : {false, true}) {
+    struct Answer {
+      int rc;
+      size_t keylen, ivlen, taglen, dup;
+      uint8_t iv[16], updated[16], tag[16];
+      bool modified[8];
+    } got[2] = {};
+    for (int i = 0; i < 2; ++i) {
+      CtxPtr ctx(EVP_CIPHER_CTX_new());
+      ASSERT_TRUE(
+          EVP_EncryptInit_ex(ctx.get(), ciphers[i], nullptr, nullptr, nullptr));
+      ASSERT_GT(
+          EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_SET_IVLEN, 16, nullptr),
+          0);
+      ASSERT_TRUE(EVP_EncryptInit_ex(ctx.get(), nullptr, nullptr, key.data(),
+                                     iv.data()));
+      if (after_final) {
+        Bytes ct(pt.size() + 16);
+        int outl = 0, fin = 0;
+        ASSERT_TRUE(EVP_EncryptUpdate(ctx.get(), ct.data(), &outl, pt.data(),
+                                      static_cast<int>(pt.size())));
+        ASSERT_TRUE(EVP_EncryptFinal_ex(ctx.get(), ct.data() + outl, &fin));
+      }
+      Answer& a = got[i];
+      size_t unknown = 77;
+      OSSL_PARAM params[] = {
+          OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_IVLEN, &a.ivlen),
+          OSSL_PARAM_construct_size_t("no-such-key", &unknown),
+          OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_IV, a.iv,
+                                            sizeof(a.iv)),
+          OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_KEYLEN, &a.keylen),
+          OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_IVLEN, &a.dup),
+          OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_UPDATED_IV,
+                                            a.updated, sizeof(a.updated)),
+          OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_AEAD_TAGLEN, &a.taglen),
+          OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, a.tag,
+                                            sizeof(a.tag)),
+          OSSL_PARAM_construct_end()};
+      a.rc = EVP_CIPHER_CTX_get_params(ctx.get(), params);
+      for (size_t j = 0; j < 8; ++j) {
+        a.modified[j] = OSSL_PARAM_modified(&params[j]) != 0;
+      }
+      EXPECT_EQ(unknown, 77u);
+      ERR_clear_error();
+    }
+    EXPECT_EQ(got[0].rc, got[1].rc) << "after final " << after_final;
+    EXPECT_EQ(after_final, got[0].rc == 1);
+    for (size_t j = 0; j < 8; ++j) {
+      EXPECT_EQ(got[0].modified[j], got[1].modified[j])
+          << "entry " << j << ", after final " << after_final;
+    }
+    EXPECT_EQ(got[0].ivlen, got[1].ivlen);
+    EXPECT_EQ(got[0].keylen, got[1].keylen);
+    EXPECT_EQ(got[0].dup, got[1].dup);
+    EXPECT_EQ(got[0].taglen, got[1].taglen);
+    EXPECT_EQ(0, std::memcmp(got[0].iv, got[1].iv, sizeof(got[0].iv)));
+    EXPECT_EQ(0, std::memcmp(got[0].updated, got[1].updated, 16));
+    EXPECT_EQ(0, std::memcmp(got[0].tag, got[1].tag, sizeof(got[0].tag)));
   }
 }
 
