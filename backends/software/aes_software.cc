@@ -104,7 +104,9 @@ absl::Status AesSoftware::Init(bool encrypt, absl::Span<const uint8_t> key,
   }
 
   uint8_t mapped_iv[kBlockSize];
-  if (d_.mode == ACCELCRYPT_MODE_GCM && iv.size() > kProviderMaxIvLen) {
+  const bool long_iv =
+      d_.mode == ACCELCRYPT_MODE_GCM && iv.size() > kProviderMaxIvLen;
+  if (long_iv) {
     uint8_t h[kBlockSize];
     static constexpr uint8_t kZeroBlock[kBlockSize] = {};
     absl::Status s = EcbBlock(key.data(), /*encrypt=*/true, kZeroBlock, h);
@@ -115,12 +117,13 @@ absl::Status AesSoftware::Init(bool encrypt, absl::Span<const uint8_t> key,
   }
   absl::Status status = ProviderInit(encrypt, key, iv);
   // The mapped IV and the caller's IV together give H away; keep neither.
-  OPENSSL_cleanse(mapped_iv, sizeof(mapped_iv));
+  if (long_iv) OPENSSL_cleanse(mapped_iv, sizeof(mapped_iv));
   if (!status.ok()) {
     initialized_ = raw_ready_ = false;
     return status;
   }
-  OPENSSL_cleanse(key_, sizeof(key_));
+  // Every key of this context is d_.key_len bytes (checked above): the copy
+  // overwrites all of the previous one, and the rest of key_ stays zero.
   std::memcpy(key_, key.data(), key.size());
   encrypt_ = encrypt;
   initialized_ = true;
