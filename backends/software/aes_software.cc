@@ -153,10 +153,20 @@ absl::Status AesSoftware::ProviderInit(bool encrypt,
   }
   OSSL_FUNC_cipher_encrypt_init_fn* init_fn =
       encrypt ? d_.encrypt_init : d_.decrypt_init;
+  // GCM re-initialised with the key the provider context already holds
+  // (a new message under the same key, as TLS and `openssl speed` do):
+  // init without a key keeps the schedule and the GHASH key H, and only
+  // takes the new IV and direction (GCM runs AES forwards both ways). That
+  // saves the key expansion and CRYPTO_gcm128_init on every message. The
+  // comparison is constant-time; key_ is what the context was last keyed
+  // with, as long as that init succeeded (initialized_).
+  const bool same_key = d_.mode == ACCELCRYPT_MODE_GCM && initialized_ &&
+                        CRYPTO_memcmp(key_, key.data(), key.size()) == 0;
   // Lengths were checked by Init, so a failure here is libcrypto's own; the
   // context then needs a new Init (which sends the IV length again).
-  if (init_fn(prov_ctx_, key.data(), key.size(),
-              iv.empty() ? nullptr : iv.data(), iv.size(), nullptr) <= 0) {
+  if (init_fn(prov_ctx_, same_key ? nullptr : key.data(),
+              same_key ? 0 : key.size(), iv.empty() ? nullptr : iv.data(),
+              iv.size(), nullptr) <= 0) {
     provider_iv_len_ = 0;
     return LibcryptoError(absl::StatusCode::kInternal, d_.name,
                           "provider init failed");

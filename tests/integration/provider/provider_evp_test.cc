@@ -334,8 +334,9 @@ TEST_F(ProviderEvpTest, GcmMatchesDefault) {
 // One context per provider seals, and one opens, a series of messages the
 // way `openssl speed -evp` and TLS stacks reuse a context: the IV length
 // changes between messages (12 -> 16 -> 12 -> 1 -> 60 -> 12 ...), the key is
-// given again, left out (NULL: kept) or replaced. Ciphertexts, tags and the
-// reported IV length must equal the default provider's after every message.
+// given again, left out (NULL: kept) or replaced, and a third context
+// switches between sealing and opening. Ciphertexts, tags and the reported
+// IV length must equal the default provider's after every message.
 TEST_F(ProviderEvpTest, GcmReusedContextMatchesDefault) {
   CipherPtr acc = Fetch("AES-256-GCM", kAccel);
   CipherPtr def = Fetch("AES-256-GCM", kDefault);
@@ -348,13 +349,16 @@ TEST_F(ProviderEvpTest, GcmReusedContextMatchesDefault) {
   };
   const Step steps[] = {{12, 0}, {16, 0},  {12, 0}, {1, -1}, {60, 0},
                         {12, 1}, {12, -1}, {16, 1}, {16, 1}, {12, 0}};
-  CtxPtr enc[2], dec[2];
+  CtxPtr enc[2], dec[2], both[2];
   for (int i = 0; i < 2; ++i) {
     enc[i].reset(EVP_CIPHER_CTX_new());
     dec[i].reset(EVP_CIPHER_CTX_new());
+    both[i].reset(EVP_CIPHER_CTX_new());
     ASSERT_TRUE(EVP_EncryptInit_ex(enc[i].get(), ciphers[i], nullptr, nullptr,
                                    nullptr));
     ASSERT_TRUE(EVP_DecryptInit_ex(dec[i].get(), ciphers[i], nullptr, nullptr,
+                                   nullptr));
+    ASSERT_TRUE(EVP_EncryptInit_ex(both[i].get(), ciphers[i], nullptr, nullptr,
                                    nullptr));
   }
   for (size_t n = 0; n < std::size(steps); ++n) {
@@ -386,12 +390,35 @@ TEST_F(ProviderEvpTest, GcmReusedContextMatchesDefault) {
     }
     EXPECT_EQ(ct[0], ct[1]) << "message " << n << ", IV " << step.ivlen;
     EXPECT_EQ(tag[0], tag[1]) << "message " << n << ", IV " << step.ivlen;
+    // The decrypting contexts open every message; `both` opens it too,
+    // right after sealing it again, with the same key and IV: one context
+    // switching direction between messages.
     for (int i = 0; i < 2; ++i) {
-      EVP_CIPHER_CTX* ctx = dec[i].get();
+      EVP_CIPHER_CTX* ctx = both[i].get();
       ASSERT_GT(EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_IVLEN,
                                     static_cast<int>(step.ivlen), nullptr),
                 0);
-      ASSERT_TRUE(EVP_CipherInit_ex(ctx, nullptr, nullptr, key, iv.data(), -1));
+      ASSERT_TRUE(EVP_CipherInit_ex(ctx, nullptr, nullptr, key, iv.data(), 1));
+      Bytes again(pt.size() + 16), again_tag(16);
+      int outl = 0, fin = 0;
+      ASSERT_TRUE(EVP_EncryptUpdate(ctx, nullptr, &outl, aad.data(),
+                                    static_cast<int>(aad.size())));
+      ASSERT_TRUE(EVP_EncryptUpdate(ctx, again.data(), &outl, pt.data(),
+                                    static_cast<int>(pt.size())));
+      ASSERT_TRUE(EVP_EncryptFinal_ex(ctx, again.data() + outl, &fin));
+      again.resize(outl + fin);
+      ASSERT_GT(
+          EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, 16, again_tag.data()),
+          0);
+      EXPECT_EQ(again, ct[1]) << "message " << n;
+      EXPECT_EQ(again_tag, tag[1]) << "message " << n;
+    }
+    for (int i = 0; i < 4; ++i) {
+      EVP_CIPHER_CTX* ctx = i < 2 ? dec[i].get() : both[i - 2].get();
+      ASSERT_GT(EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_IVLEN,
+                                    static_cast<int>(step.ivlen), nullptr),
+                0);
+      ASSERT_TRUE(EVP_CipherInit_ex(ctx, nullptr, nullptr, key, iv.data(), 0));
       int outl = 0, fin = 0;
       ASSERT_TRUE(EVP_DecryptUpdate(ctx, nullptr, &outl, aad.data(),
                                     static_cast<int>(aad.size())));
