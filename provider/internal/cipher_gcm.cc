@@ -68,10 +68,30 @@ absl::Status GcmTlsSetFixedIv(CipherCtx& ctx, const uint8_t* iv, size_t len) {
   return absl::OkStatus();
 }
 
+// GCM drives the routed cipher (ctx.cipher) directly, never through
+// ctx.stream: CipherStream's buffering and padding are for ECB/CBC, and for
+// the other modes it only forwards each call, at a cost on every message.
+// The IV state here plays the part of the stream's init/finished flags.
+
+// GcmUpdate runs data through the cipher, refusing partly overlapping
+// buffers as CipherStream does (the routed cipher takes in-place only).
+absl::Status GcmUpdate(CipherCtx& ctx, const uint8_t* in, uint8_t* out,
+                       size_t len) {
+  const auto in_addr = reinterpret_cast<uintptr_t>(in);
+  const auto out_addr = reinterpret_cast<uintptr_t>(out);
+  if (in_addr != out_addr && in_addr < out_addr + len &&
+      out_addr < in_addr + len) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: input and output partially overlap", ctx.info->name));
+  }
+  return ctx.cipher->Update(absl::MakeConstSpan(in, len),
+                            absl::MakeSpan(out, len));
+}
+
 absl::Status GcmStartWithIv(CipherCtx& ctx) {
   ctx.stream_ready = false;
   ACCELCRYPT_RETURN_IF_ERROR(
-      ctx.stream->Init(ctx.enc, absl::MakeConstSpan(ctx.key, ctx.info->key_len),
+      ctx.cipher->Init(ctx.enc, absl::MakeConstSpan(ctx.key, ctx.info->key_len),
                        absl::MakeConstSpan(ctx.iv, ctx.ivlen)));
   ctx.stream_ready = true;
   ctx.iv_state = IvState::kCopied;
@@ -128,7 +148,7 @@ absl::Status GcmTlsRecord(CipherCtx& ctx, unsigned char* out, size_t* outl,
     }
     const size_t payload = len - kTlsExplicitIvLen - kGcmTagLen;
     unsigned char* body = out + kTlsExplicitIvLen;
-    Cipher& cipher = ctx.stream->cipher();
+    Cipher& cipher = *ctx.cipher;
     ACCELCRYPT_RETURN_IF_ERROR(
         cipher.Aad(absl::MakeConstSpan(ctx.tls_aad, ctx.tls_aad_len)));
     if (!ctx.enc) {
@@ -136,15 +156,12 @@ absl::Status GcmTlsRecord(CipherCtx& ctx, unsigned char* out, size_t* outl,
           cipher.SetTag(absl::MakeConstSpan(body + payload, kGcmTagLen)));
     }
     if (payload > 0) {
-      ACCELCRYPT_ASSIGN_OR_RETURN(
-          size_t n, ctx.stream->Update(absl::MakeConstSpan(body, payload),
-                                       absl::MakeSpan(body, payload)));
-      (void)n;
+      ACCELCRYPT_RETURN_IF_ERROR(GcmUpdate(ctx, body, body, payload));
     }
-    absl::StatusOr<size_t> fin = ctx.stream->Final(absl::Span<uint8_t>());
+    absl::Status fin = cipher.Final();
     if (!fin.ok()) {
       if (!ctx.enc) OPENSSL_cleanse(body, payload);
-      return fin.status();
+      return fin;
     }
     if (ctx.enc) {
       ACCELCRYPT_RETURN_IF_ERROR(
@@ -186,7 +203,7 @@ absl::Status GcmActivate(CipherCtx& ctx) {
   }
   if (ctx.iv_state == IvState::kBuffered) {
     ctx.stream_ready = false;
-    ACCELCRYPT_RETURN_IF_ERROR(ctx.stream->Init(
+    ACCELCRYPT_RETURN_IF_ERROR(ctx.cipher->Init(
         ctx.enc, absl::MakeConstSpan(ctx.key, ctx.info->key_len),
         absl::MakeConstSpan(ctx.iv, ctx.ivlen)));
     ctx.stream_ready = true;
@@ -252,7 +269,7 @@ absl::Status GcmCipher(CipherCtx& ctx, unsigned char* out, size_t* outl,
   }
   *outl = 0;
   ACCELCRYPT_RETURN_IF_ERROR(GcmActivate(ctx));
-  Cipher& cipher = ctx.stream->cipher();
+  Cipher& cipher = *ctx.cipher;
   if (in != nullptr) {
     if (out == nullptr) {
       ACCELCRYPT_RETURN_IF_ERROR(cipher.Aad(absl::MakeConstSpan(in, inl)));
@@ -262,10 +279,7 @@ absl::Status GcmCipher(CipherCtx& ctx, unsigned char* out, size_t* outl,
             "%s: output buffer of %u bytes for %u bytes of input",
             ctx.info->name, outsize, inl));
       }
-      ACCELCRYPT_ASSIGN_OR_RETURN(
-          size_t n, ctx.stream->Update(absl::MakeConstSpan(in, inl),
-                                       absl::MakeSpan(out, outsize)));
-      (void)n;
+      ACCELCRYPT_RETURN_IF_ERROR(GcmUpdate(ctx, in, out, inl));
     }
     *outl = inl;
     return absl::OkStatus();
@@ -282,9 +296,7 @@ absl::Status GcmCipher(CipherCtx& ctx, unsigned char* out, size_t* outl,
   }
   // Whatever the outcome, this IV must not be used again.
   ctx.iv_state = IvState::kFinished;
-  ACCELCRYPT_ASSIGN_OR_RETURN(size_t n,
-                              ctx.stream->Final(absl::MakeSpan(out, outsize)));
-  (void)n;
+  ACCELCRYPT_RETURN_IF_ERROR(cipher.Final());
   if (ctx.enc) {
     ACCELCRYPT_RETURN_IF_ERROR(cipher.GetTag(absl::MakeSpan(ctx.tag)));
     ctx.taglen = kGcmTagLen;

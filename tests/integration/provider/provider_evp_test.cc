@@ -436,6 +436,37 @@ TEST_F(ProviderEvpTest, GcmReusedContextMatchesDefault) {
   }
 }
 
+// GCM updates in place give the default provider's ciphertext; buffers
+// that partly overlap are refused (the output would overwrite input not
+// yet read) rather than producing garbage.
+TEST_F(ProviderEvpTest, GcmInPlaceWorksAndPartialOverlapIsRefused) {
+  CipherPtr acc = Fetch("AES-256-GCM", kAccel);
+  CipherPtr def = Fetch("AES-256-GCM", kDefault);
+  const Bytes key = Random(32, 60), iv = Random(12, 61), pt = Random(64, 62);
+  Bytes ct[2];
+  const EVP_CIPHER* ciphers[2] = {acc.get(), def.get()};
+  for (int i = 0; i < 2; ++i) {
+    CtxPtr ctx(EVP_CIPHER_CTX_new());
+    ASSERT_TRUE(EVP_EncryptInit_ex2(ctx.get(), ciphers[i], key.data(),
+                                    iv.data(), nullptr));
+    ct[i] = pt;
+    int outl = 0, fin = 0;
+    ASSERT_TRUE(EVP_EncryptUpdate(ctx.get(), ct[i].data(), &outl, ct[i].data(),
+                                  static_cast<int>(ct[i].size())));
+    ASSERT_TRUE(EVP_EncryptFinal_ex(ctx.get(), nullptr, &fin));
+  }
+  EXPECT_EQ(ct[0], ct[1]);
+  CtxPtr ctx(EVP_CIPHER_CTX_new());
+  ASSERT_TRUE(EVP_EncryptInit_ex2(ctx.get(), acc.get(), key.data(), iv.data(),
+                                  nullptr));
+  Bytes buf(pt.size() + 8);
+  std::copy(pt.begin(), pt.end(), buf.begin());
+  int outl = 0;
+  EXPECT_FALSE(EVP_EncryptUpdate(ctx.get(), buf.data() + 8, &outl, buf.data(),
+                                 static_cast<int>(pt.size())));
+  ERR_clear_error();
+}
+
 // A get_ctx_params array holding several keys at once, a key twice and a
 // key GCM does not know is answered as the default provider answers it:
 // same result, same values, the same entries marked as modified.
