@@ -486,6 +486,8 @@ int CipherOneShot(void* vctx, unsigned char* out, size_t* outl, size_t outsize,
 int CipherGetCtxParams(void* vctx, OSSL_PARAM params[]) {
   auto* ctx = static_cast<CipherCtx*>(vctx);
   if (params == nullptr) return 1;
+  // EVP asks a GCM context for one length at a time on every init.
+  if (ctx->gcm() && internal::GcmGetOneSize(*ctx, params)) return 1;
   return Guard(ctx->prov, [&] {
     if (ctx->gcm()) {
       absl::StatusOr<bool> ok = GcmGetCtxParams(*ctx, params);
@@ -499,6 +501,12 @@ int CipherGetCtxParams(void* vctx, OSSL_PARAM params[]) {
 
 int CipherSetCtxParams(void* vctx, const OSSL_PARAM params[]) {
   auto* ctx = static_cast<CipherCtx*>(vctx);
+  // EVP_CTRL_AEAD_SET_IVLEN, once per GCM message (RefreshFastPath is moot:
+  // GCM never takes the update fast path).
+  if (params != nullptr && ctx->gcm() &&
+      internal::GcmSetOneIvLen(*ctx, params)) {
+    return 1;
+  }
   return Guard(ctx->prov, [&] {
     absl::Status status = SetCtxParams(*ctx, params);
     return status.ok() ? 1 : RaiseError(ctx->prov, status);

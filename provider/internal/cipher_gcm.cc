@@ -387,6 +387,55 @@ absl::Status GcmSetParam(CipherCtx& ctx, const OSSL_PARAM* p) {
   return absl::OkStatus();
 }
 
+// Both fast paths take only a param that is exactly a size_t, so storing
+// or reading it directly is what OSSL_PARAM_set/get_size_t would do (the
+// return size is the width written); everything else takes the general
+// path.
+bool IsNativeSize(const OSSL_PARAM& p) {
+  return p.data_type == OSSL_PARAM_UNSIGNED_INTEGER &&
+         p.data_size == sizeof(size_t) && p.data != nullptr;
+}
+
+bool GcmGetOneSize(const CipherCtx& ctx, OSSL_PARAM params[]) {
+  OSSL_PARAM& p = params[0];
+  if (p.key == nullptr || params[1].key != nullptr || !IsNativeSize(p)) {
+    return false;
+  }
+  size_t value = 0;
+  switch (FindGcmGettable(p.key)) {
+    case kGetIvLen:
+      value = ctx.ivlen;
+      break;
+    case kGetKeyLen:
+      value = ctx.info->key_len;
+      break;
+    default:
+      return false;
+  }
+  std::memcpy(p.data, &value, sizeof(value));
+  p.return_size = sizeof(value);
+  return true;
+}
+
+bool GcmSetOneIvLen(CipherCtx& ctx, const OSSL_PARAM params[]) {
+  const OSSL_PARAM& p = params[0];
+  if (p.key == nullptr || params[1].key != nullptr || !IsNativeSize(p) ||
+      std::strcmp(p.key, OSSL_CIPHER_PARAM_AEAD_IVLEN) != 0) {
+    return false;
+  }
+  size_t len = 0;
+  std::memcpy(&len, p.data, sizeof(len));
+  if (len == 0 || len > kMaxGcmIvLen) return false;
+  if (len != ctx.ivlen) {
+    // As GcmSetParam: an IV already given no longer matches, it is spent.
+    if (ctx.iv_state != IvState::kUninitialised) {
+      ctx.iv_state = IvState::kFinished;
+    }
+    ctx.ivlen = len;
+  }
+  return true;
+}
+
 absl::StatusOr<bool> GcmGetCtxParams(CipherCtx& ctx, OSSL_PARAM params[]) {
   // EVP asks for one or two keys at a time, on every init: one walk over
   // the caller's array instead of an OSSL_PARAM_locate (a strcmp per entry)

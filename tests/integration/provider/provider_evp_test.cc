@@ -467,6 +467,50 @@ TEST_F(ProviderEvpTest, GcmInPlaceWorksAndPartialOverlapIsRefused) {
   ERR_clear_error();
 }
 
+// IV length requests outside 1..128 are refused and change nothing; a new
+// length after the IV was given spends that IV (the next update fails until
+// a re-init). Each step must give the default provider's result.
+TEST_F(ProviderEvpTest, GcmIvLengthRequestsMatchDefault) {
+  CipherPtr acc = Fetch("AES-128-GCM", kAccel);
+  CipherPtr def = Fetch("AES-128-GCM", kDefault);
+  const EVP_CIPHER* ciphers[2] = {acc.get(), def.get()};
+  const Bytes key = Random(16, 70), iv = Random(12, 71);
+  std::vector<int> results[2];
+  for (int i = 0; i < 2; ++i) {
+    std::vector<int>& r = results[i];
+    CtxPtr ctx(EVP_CIPHER_CTX_new());
+    ASSERT_TRUE(
+        EVP_EncryptInit_ex(ctx.get(), ciphers[i], nullptr, nullptr, nullptr));
+    for (int len : {0, 129, 128, 12}) {
+      r.push_back(EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_SET_IVLEN, len,
+                                      nullptr) > 0);
+      r.push_back(EVP_CIPHER_CTX_get_iv_length(ctx.get()));
+      ERR_clear_error();
+    }
+    r.push_back(
+        EVP_EncryptInit_ex(ctx.get(), nullptr, nullptr, key.data(), iv.data()));
+    Bytes buf(32);
+    int outl = 0;
+    r.push_back(
+        EVP_EncryptUpdate(ctx.get(), buf.data(), &outl, buf.data(), 16));
+    // Same length again: the IV stays usable.
+    r.push_back(EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_SET_IVLEN, 12,
+                                    nullptr) > 0);
+    r.push_back(
+        EVP_EncryptUpdate(ctx.get(), buf.data(), &outl, buf.data(), 16));
+    // A new length: the IV given is spent.
+    r.push_back(EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_SET_IVLEN, 16,
+                                    nullptr) > 0);
+    r.push_back(EVP_CIPHER_CTX_get_iv_length(ctx.get()));
+    r.push_back(
+        EVP_EncryptUpdate(ctx.get(), buf.data(), &outl, buf.data(), 16));
+    ERR_clear_error();
+  }
+  EXPECT_EQ(results[0], results[1]);
+  EXPECT_EQ(results[1], (std::vector<int>{0, 12, 0, 12, 1, 128, 1, 12, 1, 1, 1,
+                                          1, 1, 16, 0}));
+}
+
 // A get_ctx_params array holding several keys at once, a key twice and a
 // key GCM does not know is answered as the default provider answers it:
 // same result, same values, the same entries marked as modified.
