@@ -253,7 +253,7 @@ int CipherInit(void* vctx, const unsigned char* key, size_t keylen,
                               ? GcmInit(*ctx, key, keylen, iv, ivlen)
                               : InitGeneric(*ctx, key, keylen, iv, ivlen);
     // Parameters apply after key and IV, as in OpenSSL.
-    if (status.ok()) status = SetCtxParams(*ctx, params);
+    if (status.ok() && params != nullptr) status = SetCtxParams(*ctx, params);
     if (status.ok()) return 1;
     // A failed init leaves no half-initialised operation behind: the
     // context refuses data until an init succeeds.

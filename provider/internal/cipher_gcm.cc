@@ -314,7 +314,11 @@ absl::Status GcmInit(CipherCtx& ctx, const unsigned char* key, size_t keylen,
                           ivlen, kMaxGcmIvLen));
     }
   }
-  if (key != nullptr) ACCELCRYPT_RETURN_IF_ERROR(CheckKeyLen(ctx, keylen));
+  // Checked inline: CheckKeyLen and EnsureStream are out-of-line Status
+  // calls, and this runs once per message.
+  if (key != nullptr && keylen != ctx.info->key_len) {
+    return CheckKeyLen(ctx, keylen);
+  }
   if (iv != nullptr) {
     ctx.ivlen = ivlen;
     std::memcpy(ctx.iv, iv, ivlen);
@@ -323,7 +327,7 @@ absl::Status GcmInit(CipherCtx& ctx, const unsigned char* key, size_t keylen,
   if (key != nullptr) {
     std::memcpy(ctx.key, key, keylen);
     ctx.key_set = true;
-    ACCELCRYPT_RETURN_IF_ERROR(EnsureStream(ctx));
+    if (ctx.stream == nullptr) ACCELCRYPT_RETURN_IF_ERROR(EnsureStream(ctx));
     // The key reaches the cipher with the IV at the first update.
     if (ctx.iv_state == IvState::kCopied) ctx.iv_state = IvState::kBuffered;
   }
@@ -396,21 +400,31 @@ bool IsNativeSize(const OSSL_PARAM& p) {
          p.data_size == sizeof(size_t) && p.data != nullptr;
 }
 
+// NameIs reports whether `key` is `name`: compares byte by byte up to the
+// first difference (`name`'s NUL included), so it never reads past the end
+// of `key`. Unrolled, it is a handful of compares where a strcmp call costs
+// about as much as the rest of the one-key fast path.
+template <size_t N>
+bool NameIs(const char* key, const char (&name)[N]) {
+#pragma GCC unroll 16
+  for (size_t i = 0; i < N; ++i) {
+    if (key[i] != name[i]) return false;
+  }
+  return true;
+}
+
 bool GcmGetOneSize(const CipherCtx& ctx, OSSL_PARAM params[]) {
   OSSL_PARAM& p = params[0];
   if (p.key == nullptr || params[1].key != nullptr || !IsNativeSize(p)) {
     return false;
   }
   size_t value = 0;
-  switch (FindGcmGettable(p.key)) {
-    case kGetIvLen:
-      value = ctx.ivlen;
-      break;
-    case kGetKeyLen:
-      value = ctx.info->key_len;
-      break;
-    default:
-      return false;
+  if (NameIs(p.key, OSSL_CIPHER_PARAM_KEYLEN)) {
+    value = ctx.info->key_len;
+  } else if (NameIs(p.key, OSSL_CIPHER_PARAM_IVLEN)) {
+    value = ctx.ivlen;
+  } else {
+    return false;
   }
   std::memcpy(p.data, &value, sizeof(value));
   p.return_size = sizeof(value);
