@@ -511,6 +511,68 @@ TEST_F(ProviderEvpTest, GcmIvLengthRequestsMatchDefault) {
                                           1, 1, 16, 0}));
 }
 
+// A GCM context copied mid-message finishes like the original, and a copy
+// taken after a message seals the next one under the same key (re-init
+// with that key, a new IV length and IV): all as the default provider.
+TEST_F(ProviderEvpTest, GcmCopiedContextsMatchDefault) {
+  CipherPtr acc = Fetch("AES-256-GCM", kAccel);
+  CipherPtr def = Fetch("AES-256-GCM", kDefault);
+  const EVP_CIPHER* ciphers[2] = {acc.get(), def.get()};
+  const Bytes key = Random(32, 80), iv = Random(12, 81), iv2 = Random(16, 82),
+              aad = Random(13, 83), pt = Random(48, 84);
+  // Per provider: original's and copy's ciphertext + tag of message 1,
+  // then the copy-after-final's ciphertext + tag of message 2.
+  Bytes out[2][3];
+  for (int i = 0; i < 2; ++i) {
+    CtxPtr ctx(EVP_CIPHER_CTX_new());
+    ASSERT_TRUE(EVP_EncryptInit_ex2(ctx.get(), ciphers[i], key.data(),
+                                    iv.data(), nullptr));
+    int outl = 0;
+    ASSERT_TRUE(EVP_EncryptUpdate(ctx.get(), nullptr, &outl, aad.data(),
+                                  static_cast<int>(aad.size())));
+    Bytes head(16);
+    ASSERT_TRUE(
+        EVP_EncryptUpdate(ctx.get(), head.data(), &outl, pt.data(), 16));
+    CtxPtr copy(EVP_CIPHER_CTX_new());
+    ASSERT_TRUE(EVP_CIPHER_CTX_copy(copy.get(), ctx.get()));
+    EVP_CIPHER_CTX* both[2] = {ctx.get(), copy.get()};
+    for (int j = 0; j < 2; ++j) {
+      Bytes rest(32), tag(16);
+      int fin = 0;
+      ASSERT_TRUE(
+          EVP_EncryptUpdate(both[j], rest.data(), &outl, pt.data() + 16, 32));
+      ASSERT_TRUE(EVP_EncryptFinal_ex(both[j], nullptr, &fin));
+      ASSERT_GT(
+          EVP_CIPHER_CTX_ctrl(both[j], EVP_CTRL_AEAD_GET_TAG, 16, tag.data()),
+          0);
+      out[i][j] = head;
+      out[i][j].insert(out[i][j].end(), rest.begin(), rest.end());
+      out[i][j].insert(out[i][j].end(), tag.begin(), tag.end());
+    }
+    CtxPtr after(EVP_CIPHER_CTX_new());
+    ASSERT_TRUE(EVP_CIPHER_CTX_copy(after.get(), ctx.get()));
+    ASSERT_GT(
+        EVP_CIPHER_CTX_ctrl(after.get(), EVP_CTRL_AEAD_SET_IVLEN, 16, nullptr),
+        0);
+    ASSERT_TRUE(EVP_EncryptInit_ex(after.get(), nullptr, nullptr, key.data(),
+                                   iv2.data()));
+    Bytes ct(pt.size()), tag(16);
+    int fin = 0;
+    ASSERT_TRUE(EVP_EncryptUpdate(after.get(), ct.data(), &outl, pt.data(),
+                                  static_cast<int>(pt.size())));
+    ASSERT_TRUE(EVP_EncryptFinal_ex(after.get(), nullptr, &fin));
+    ASSERT_GT(
+        EVP_CIPHER_CTX_ctrl(after.get(), EVP_CTRL_AEAD_GET_TAG, 16, tag.data()),
+        0);
+    out[i][2] = ct;
+    out[i][2].insert(out[i][2].end(), tag.begin(), tag.end());
+  }
+  EXPECT_EQ(out[0][0], out[1][0]);
+  EXPECT_EQ(out[0][1], out[1][1]);
+  EXPECT_EQ(out[1][0], out[1][1]);
+  EXPECT_EQ(out[0][2], out[1][2]);
+}
+
 // A get_ctx_params array holding several keys at once, a key twice and a
 // key GCM does not know is answered as the default provider answers it:
 // same result, same values, the same entries marked as modified.
