@@ -37,8 +37,12 @@ absl::Status CipherStream::Init(bool encrypt, absl::Span<const uint8_t> key,
                                 absl::Span<const uint8_t> iv) {
   initialized_ = false;
   finished_ = false;
-  OPENSSL_cleanse(buf_, sizeof(buf_));
-  OPENSSL_cleanse(final_block_, sizeof(final_block_));
+  // Only ECB/CBC ever put input (or a decrypted last block) in these
+  // buffers; the other modes never touch them, so they are still zero.
+  if (block_mode_) {
+    OPENSSL_cleanse(buf_, sizeof(buf_));
+    OPENSSL_cleanse(final_block_, sizeof(final_block_));
+  }
   buf_len_ = 0;
   final_ready_ = false;
   ACCELCRYPT_RETURN_IF_ERROR(cipher_->Init(encrypt, key, iv));

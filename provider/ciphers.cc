@@ -253,7 +253,7 @@ int CipherInit(void* vctx, const unsigned char* key, size_t keylen,
                               ? GcmInit(*ctx, key, keylen, iv, ivlen)
                               : InitGeneric(*ctx, key, keylen, iv, ivlen);
     // Parameters apply after key and IV, as in OpenSSL.
-    if (status.ok()) status = SetCtxParams(*ctx, params);
+    if (status.ok() && params != nullptr) status = SetCtxParams(*ctx, params);
     if (status.ok()) return 1;
     // A failed init leaves no half-initialised operation behind: the
     // context refuses data until an init succeeds.
@@ -512,6 +512,8 @@ int CipherOneShot(void* vctx, unsigned char* out, size_t* outl, size_t outsize,
 int CipherGetCtxParams(void* vctx, OSSL_PARAM params[]) {
   auto* ctx = static_cast<CipherCtx*>(vctx);
   if (params == nullptr) return 1;
+  // EVP asks a GCM context for one length at a time on every init.
+  if (ctx->gcm() && internal::GcmGetOneSize(*ctx, params)) return 1;
   return Guard(ctx->prov, [&] {
     if (ctx->gcm()) {
       absl::StatusOr<bool> ok = GcmGetCtxParams(*ctx, params);
@@ -525,6 +527,12 @@ int CipherGetCtxParams(void* vctx, OSSL_PARAM params[]) {
 
 int CipherSetCtxParams(void* vctx, const OSSL_PARAM params[]) {
   auto* ctx = static_cast<CipherCtx*>(vctx);
+  // EVP_CTRL_AEAD_SET_IVLEN, once per GCM message (RefreshFastPath is moot:
+  // GCM never takes the update fast path).
+  if (params != nullptr && ctx->gcm() &&
+      internal::GcmSetOneIvLen(*ctx, params)) {
+    return 1;
+  }
   return Guard(ctx->prov, [&] {
     absl::Status status = SetCtxParams(*ctx, params);
     return status.ok() ? 1 : RaiseError(ctx->prov, status);

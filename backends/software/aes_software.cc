@@ -43,6 +43,22 @@ void DecrementCounter(uint8_t counter[kBlockSize]) {
   }
 }
 
+// SameKey compares two keys of `len` bytes in constant time, 8 bytes at a
+// time (AES keys are 16, 24 or 32 bytes). CRYPTO_memcmp does the same one
+// byte at a time, which costs more than the rest of a GCM re-init.
+bool SameKey(const uint8_t* a, const uint8_t* b, size_t len) {
+  uint64_t diff = 0;
+  size_t i = 0;
+  for (; i + 8 <= len; i += 8) {
+    uint64_t x, y;
+    std::memcpy(&x, a + i, 8);
+    std::memcpy(&y, b + i, 8);
+    diff |= x ^ y;
+  }
+  for (; i < len; ++i) diff |= a[i] ^ b[i];
+  return diff == 0;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<AesSoftware>> AesSoftware::Create(
@@ -105,7 +121,9 @@ absl::Status AesSoftware::Init(bool encrypt, absl::Span<const uint8_t> key,
   }
 
   uint8_t mapped_iv[kBlockSize];
-  if (d_.mode == ACCELCRYPT_MODE_GCM && iv.size() > kProviderMaxIvLen) {
+  const bool long_iv =
+      d_.mode == ACCELCRYPT_MODE_GCM && iv.size() > kProviderMaxIvLen;
+  if (long_iv) {
     uint8_t h[kBlockSize];
     static constexpr uint8_t kZeroBlock[kBlockSize] = {};
     absl::Status s = EcbBlock(key.data(), /*encrypt=*/true, kZeroBlock, h);
@@ -116,12 +134,13 @@ absl::Status AesSoftware::Init(bool encrypt, absl::Span<const uint8_t> key,
   }
   absl::Status status = ProviderInit(encrypt, key, iv);
   // The mapped IV and the caller's IV together give H away; keep neither.
-  OPENSSL_cleanse(mapped_iv, sizeof(mapped_iv));
+  if (long_iv) OPENSSL_cleanse(mapped_iv, sizeof(mapped_iv));
   if (!status.ok()) {
     initialized_ = raw_ready_ = false;
     return status;
   }
-  OPENSSL_cleanse(key_, sizeof(key_));
+  // Every key of this context is d_.key_len bytes (checked above): the copy
+  // overwrites all of the previous one, and the rest of key_ stays zero.
   std::memcpy(key_, key.data(), key.size());
   encrypt_ = encrypt;
   initialized_ = true;
@@ -134,9 +153,12 @@ absl::Status AesSoftware::Init(bool encrypt, absl::Span<const uint8_t> key,
 absl::Status AesSoftware::ProviderInit(bool encrypt,
                                        absl::Span<const uint8_t> key,
                                        absl::Span<const uint8_t> iv) {
-  if (d_.mode == ACCELCRYPT_MODE_GCM) {
+  if (d_.mode == ACCELCRYPT_MODE_GCM && iv.size() != provider_iv_len_) {
     // The IV length goes in before the key and IV (OpenSSL sizes its GHASH
-    // pre-counter block from it).
+    // pre-counter block from it). The provider context keeps it across
+    // inits, so it is sent only when it changes: each set_ctx_params call
+    // costs a parameter lookup per settable GCM key, on every message.
+    provider_iv_len_ = 0;
     size_t iv_len = iv.size();
     OSSL_PARAM params[] = {
         OSSL_PARAM_construct_size_t(OSSL_CIPHER_PARAM_AEAD_IVLEN, &iv_len),
@@ -148,13 +170,25 @@ absl::Status AesSoftware::ProviderInit(bool encrypt,
   }
   OSSL_FUNC_cipher_encrypt_init_fn* init_fn =
       encrypt ? d_.encrypt_init : d_.decrypt_init;
+  // GCM re-initialised with the key the provider context already holds
+  // (a new message under the same key, as TLS and `openssl speed` do):
+  // init without a key keeps the schedule and the GHASH key H, and only
+  // takes the new IV and direction (GCM runs AES forwards both ways). That
+  // saves the key expansion and CRYPTO_gcm128_init on every message. The
+  // comparison is constant-time; key_ is what the context was last keyed
+  // with, as long as that init succeeded (initialized_).
+  const bool same_key = d_.mode == ACCELCRYPT_MODE_GCM && initialized_ &&
+                        SameKey(key_, key.data(), key.size());
   // Lengths were checked by Init, so a failure here is libcrypto's own; the
-  // context then needs a new Init.
-  if (init_fn(prov_ctx_, key.data(), key.size(),
-              iv.empty() ? nullptr : iv.data(), iv.size(), nullptr) <= 0) {
+  // context then needs a new Init (which sends the IV length again).
+  if (init_fn(prov_ctx_, same_key ? nullptr : key.data(),
+              same_key ? 0 : key.size(), iv.empty() ? nullptr : iv.data(),
+              iv.size(), nullptr) <= 0) {
+    provider_iv_len_ = 0;
     return LibcryptoError(absl::StatusCode::kInternal, d_.name,
                           "provider init failed");
   }
+  if (d_.mode == ACCELCRYPT_MODE_GCM) provider_iv_len_ = iv.size();
   return absl::OkStatus();
 }
 
@@ -281,9 +315,11 @@ absl::Status AesSoftware::GetTag(uint8_t* tag, size_t tag_len) {
         absl::StrFormat("software: %s: tag length %d, need %d..%d", d_.name,
                         tag_len, kGcmMinTagLen, kGcmMaxTagLen));
   }
-  OSSL_PARAM params[] = {OSSL_PARAM_construct_octet_string(
-                             OSSL_CIPHER_PARAM_AEAD_TAG, tag, tag_len),
-                         OSSL_PARAM_construct_end()};
+  // Built in place rather than with OSSL_PARAM_construct_octet_string and
+  // _end (two libcrypto calls per message for the same five fields each).
+  OSSL_PARAM params[] = {{OSSL_CIPHER_PARAM_AEAD_TAG, OSSL_PARAM_OCTET_STRING,
+                          tag, tag_len, OSSL_PARAM_UNMODIFIED},
+                         OSSL_PARAM_END};
   if (d_.get_ctx_params(prov_ctx_, params) <= 0) {
     return LibcryptoError(absl::StatusCode::kInternal, d_.name,
                           "reading the GCM tag failed");
@@ -306,10 +342,11 @@ absl::Status AesSoftware::SetTag(const uint8_t* tag, size_t tag_len) {
         absl::StrFormat("software: %s: tag length %d, need %d..%d", d_.name,
                         tag_len, kGcmMinTagLen, kGcmMaxTagLen));
   }
+  // Built in place, as in GetTag.
   OSSL_PARAM params[] = {
-      OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG,
-                                        const_cast<uint8_t*>(tag), tag_len),
-      OSSL_PARAM_construct_end()};
+      {OSSL_CIPHER_PARAM_AEAD_TAG, OSSL_PARAM_OCTET_STRING,
+       const_cast<uint8_t*>(tag), tag_len, OSSL_PARAM_UNMODIFIED},
+      OSSL_PARAM_END};
   if (d_.set_ctx_params(prov_ctx_, params) <= 0) {
     return LibcryptoError(absl::StatusCode::kInternal, d_.name,
                           "setting the GCM tag failed");
@@ -479,6 +516,8 @@ absl::StatusOr<std::unique_ptr<AesSoftware>> AesSoftware::Clone() const {
   copy->encrypt_ = encrypt_;
   copy->phase_ = phase_;
   copy->tag_set_ = tag_set_;
+  // dupctx copied the provider context's IV length too.
+  copy->provider_iv_len_ = provider_iv_len_;
   return copy;
 }
 

@@ -113,6 +113,9 @@ class AesSoftware {
   bool encrypt_ = true;
   Phase phase_ = Phase::kIdle;
   bool tag_set_ = false;
+  // GCM: the IV length the provider context holds since the last successful
+  // init (0 = unknown: sent with the next init).
+  size_t provider_iv_len_ = 0;
 };
 
 }  // namespace accelcrypt::software

@@ -68,10 +68,30 @@ absl::Status GcmTlsSetFixedIv(CipherCtx& ctx, const uint8_t* iv, size_t len) {
   return absl::OkStatus();
 }
 
+// GCM drives the routed cipher (ctx.cipher) directly, never through
+// ctx.stream: CipherStream's buffering and padding are for ECB/CBC, and for
+// the other modes it only forwards each call, at a cost on every message.
+// The IV state here plays the part of the stream's init/finished flags.
+
+// GcmUpdate runs data through the cipher, refusing partly overlapping
+// buffers as CipherStream does (the routed cipher takes in-place only).
+absl::Status GcmUpdate(CipherCtx& ctx, const uint8_t* in, uint8_t* out,
+                       size_t len) {
+  const auto in_addr = reinterpret_cast<uintptr_t>(in);
+  const auto out_addr = reinterpret_cast<uintptr_t>(out);
+  if (in_addr != out_addr && in_addr < out_addr + len &&
+      out_addr < in_addr + len) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: input and output partially overlap", ctx.info->name));
+  }
+  return ctx.cipher->Update(absl::MakeConstSpan(in, len),
+                            absl::MakeSpan(out, len));
+}
+
 absl::Status GcmStartWithIv(CipherCtx& ctx) {
   ctx.stream_ready = false;
   ACCELCRYPT_RETURN_IF_ERROR(
-      ctx.stream->Init(ctx.enc, absl::MakeConstSpan(ctx.key, ctx.info->key_len),
+      ctx.cipher->Init(ctx.enc, absl::MakeConstSpan(ctx.key, ctx.info->key_len),
                        absl::MakeConstSpan(ctx.iv, ctx.ivlen)));
   ctx.stream_ready = true;
   ctx.iv_state = IvState::kCopied;
@@ -128,7 +148,7 @@ absl::Status GcmTlsRecord(CipherCtx& ctx, unsigned char* out, size_t* outl,
     }
     const size_t payload = len - kTlsExplicitIvLen - kGcmTagLen;
     unsigned char* body = out + kTlsExplicitIvLen;
-    Cipher& cipher = ctx.stream->cipher();
+    Cipher& cipher = *ctx.cipher;
     ACCELCRYPT_RETURN_IF_ERROR(
         cipher.Aad(absl::MakeConstSpan(ctx.tls_aad, ctx.tls_aad_len)));
     if (!ctx.enc) {
@@ -136,15 +156,12 @@ absl::Status GcmTlsRecord(CipherCtx& ctx, unsigned char* out, size_t* outl,
           cipher.SetTag(absl::MakeConstSpan(body + payload, kGcmTagLen)));
     }
     if (payload > 0) {
-      ACCELCRYPT_ASSIGN_OR_RETURN(
-          size_t n, ctx.stream->Update(absl::MakeConstSpan(body, payload),
-                                       absl::MakeSpan(body, payload)));
-      (void)n;
+      ACCELCRYPT_RETURN_IF_ERROR(GcmUpdate(ctx, body, body, payload));
     }
-    absl::StatusOr<size_t> fin = ctx.stream->Final(absl::Span<uint8_t>());
+    absl::Status fin = cipher.Final();
     if (!fin.ok()) {
       if (!ctx.enc) OPENSSL_cleanse(body, payload);
-      return fin.status();
+      return fin;
     }
     if (ctx.enc) {
       ACCELCRYPT_RETURN_IF_ERROR(
@@ -186,13 +203,61 @@ absl::Status GcmActivate(CipherCtx& ctx) {
   }
   if (ctx.iv_state == IvState::kBuffered) {
     ctx.stream_ready = false;
-    ACCELCRYPT_RETURN_IF_ERROR(ctx.stream->Init(
+    ACCELCRYPT_RETURN_IF_ERROR(ctx.cipher->Init(
         ctx.enc, absl::MakeConstSpan(ctx.key, ctx.info->key_len),
         absl::MakeConstSpan(ctx.iv, ctx.ivlen)));
     ctx.stream_ready = true;
     ctx.iv_state = IvState::kCopied;
   }
   return absl::OkStatus();
+}
+
+// GCM's gettable context parameters, indexed for GcmGetCtxParams.
+enum GcmGettable {
+  kGetIvLen,
+  kGetKeyLen,
+  kGetTagLen,
+  kGetIv,
+  kGetUpdatedIv,
+  kGetTlsAadPad,
+  kGetTag,
+  kGetTlsIvGen,
+  kGetNone
+};
+
+// FindGcmGettable maps a parameter name to its slot (kGetNone for
+// names GCM does not answer). The first byte picks the candidates, so most
+// names cost one or two short comparisons.
+GcmGettable FindGcmGettable(const char* key) {
+  switch (key[0]) {
+    case 'i':
+      if (std::strcmp(key, OSSL_CIPHER_PARAM_IVLEN) == 0) return kGetIvLen;
+      if (std::strcmp(key, OSSL_CIPHER_PARAM_IV) == 0) return kGetIv;
+      break;
+    case 'k':
+      if (std::strcmp(key, OSSL_CIPHER_PARAM_KEYLEN) == 0) return kGetKeyLen;
+      break;
+    case 't':
+      if (std::strcmp(key, OSSL_CIPHER_PARAM_AEAD_TAG) == 0) return kGetTag;
+      if (std::strcmp(key, OSSL_CIPHER_PARAM_AEAD_TAGLEN) == 0) {
+        return kGetTagLen;
+      }
+      if (std::strcmp(key, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD_PAD) == 0) {
+        return kGetTlsAadPad;
+      }
+      if (std::strcmp(key, OSSL_CIPHER_PARAM_AEAD_TLS1_GET_IV_GEN) == 0) {
+        return kGetTlsIvGen;
+      }
+      break;
+    case 'u':
+      if (std::strcmp(key, OSSL_CIPHER_PARAM_UPDATED_IV) == 0) {
+        return kGetUpdatedIv;
+      }
+      break;
+    default:
+      break;
+  }
+  return kGetNone;
 }
 
 }  // namespace
@@ -204,7 +269,7 @@ absl::Status GcmCipher(CipherCtx& ctx, unsigned char* out, size_t* outl,
   }
   *outl = 0;
   ACCELCRYPT_RETURN_IF_ERROR(GcmActivate(ctx));
-  Cipher& cipher = ctx.stream->cipher();
+  Cipher& cipher = *ctx.cipher;
   if (in != nullptr) {
     if (out == nullptr) {
       ACCELCRYPT_RETURN_IF_ERROR(cipher.Aad(absl::MakeConstSpan(in, inl)));
@@ -214,10 +279,7 @@ absl::Status GcmCipher(CipherCtx& ctx, unsigned char* out, size_t* outl,
             "%s: output buffer of %u bytes for %u bytes of input",
             ctx.info->name, outsize, inl));
       }
-      ACCELCRYPT_ASSIGN_OR_RETURN(
-          size_t n, ctx.stream->Update(absl::MakeConstSpan(in, inl),
-                                       absl::MakeSpan(out, outsize)));
-      (void)n;
+      ACCELCRYPT_RETURN_IF_ERROR(GcmUpdate(ctx, in, out, inl));
     }
     *outl = inl;
     return absl::OkStatus();
@@ -234,9 +296,7 @@ absl::Status GcmCipher(CipherCtx& ctx, unsigned char* out, size_t* outl,
   }
   // Whatever the outcome, this IV must not be used again.
   ctx.iv_state = IvState::kFinished;
-  ACCELCRYPT_ASSIGN_OR_RETURN(size_t n,
-                              ctx.stream->Final(absl::MakeSpan(out, outsize)));
-  (void)n;
+  ACCELCRYPT_RETURN_IF_ERROR(cipher.Final());
   if (ctx.enc) {
     ACCELCRYPT_RETURN_IF_ERROR(cipher.GetTag(absl::MakeSpan(ctx.tag)));
     ctx.taglen = kGcmTagLen;
@@ -254,7 +314,11 @@ absl::Status GcmInit(CipherCtx& ctx, const unsigned char* key, size_t keylen,
                           ivlen, kMaxGcmIvLen));
     }
   }
-  if (key != nullptr) ACCELCRYPT_RETURN_IF_ERROR(CheckKeyLen(ctx, keylen));
+  // Checked inline: CheckKeyLen and EnsureStream are out-of-line Status
+  // calls, and this runs once per message.
+  if (key != nullptr && keylen != ctx.info->key_len) {
+    return CheckKeyLen(ctx, keylen);
+  }
   if (iv != nullptr) {
     ctx.ivlen = ivlen;
     std::memcpy(ctx.iv, iv, ivlen);
@@ -263,7 +327,7 @@ absl::Status GcmInit(CipherCtx& ctx, const unsigned char* key, size_t keylen,
   if (key != nullptr) {
     std::memcpy(ctx.key, key, keylen);
     ctx.key_set = true;
-    ACCELCRYPT_RETURN_IF_ERROR(EnsureStream(ctx));
+    if (ctx.stream == nullptr) ACCELCRYPT_RETURN_IF_ERROR(EnsureStream(ctx));
     // The key reaches the cipher with the IV at the first update.
     if (ctx.iv_state == IvState::kCopied) ctx.iv_state = IvState::kBuffered;
   }
@@ -327,24 +391,92 @@ absl::Status GcmSetParam(CipherCtx& ctx, const OSSL_PARAM* p) {
   return absl::OkStatus();
 }
 
+// Both fast paths take only a param that is exactly a size_t, so storing
+// or reading it directly is what OSSL_PARAM_set/get_size_t would do (the
+// return size is the width written); everything else takes the general
+// path.
+bool IsNativeSize(const OSSL_PARAM& p) {
+  return p.data_type == OSSL_PARAM_UNSIGNED_INTEGER &&
+         p.data_size == sizeof(size_t) && p.data != nullptr;
+}
+
+// NameIs reports whether `key` is `name`: compares byte by byte up to the
+// first difference (`name`'s NUL included), so it never reads past the end
+// of `key`. Unrolled, it is a handful of compares where a strcmp call costs
+// about as much as the rest of the one-key fast path.
+template <size_t N>
+bool NameIs(const char* key, const char (&name)[N]) {
+#pragma GCC unroll 16
+  for (size_t i = 0; i < N; ++i) {
+    if (key[i] != name[i]) return false;
+  }
+  return true;
+}
+
+bool GcmGetOneSize(const CipherCtx& ctx, OSSL_PARAM params[]) {
+  OSSL_PARAM& p = params[0];
+  if (p.key == nullptr || params[1].key != nullptr || !IsNativeSize(p)) {
+    return false;
+  }
+  size_t value = 0;
+  if (NameIs(p.key, OSSL_CIPHER_PARAM_KEYLEN)) {
+    value = ctx.info->key_len;
+  } else if (NameIs(p.key, OSSL_CIPHER_PARAM_IVLEN)) {
+    value = ctx.ivlen;
+  } else {
+    return false;
+  }
+  std::memcpy(p.data, &value, sizeof(value));
+  p.return_size = sizeof(value);
+  return true;
+}
+
+bool GcmSetOneIvLen(CipherCtx& ctx, const OSSL_PARAM params[]) {
+  const OSSL_PARAM& p = params[0];
+  if (p.key == nullptr || params[1].key != nullptr || !IsNativeSize(p) ||
+      std::strcmp(p.key, OSSL_CIPHER_PARAM_AEAD_IVLEN) != 0) {
+    return false;
+  }
+  size_t len = 0;
+  std::memcpy(&len, p.data, sizeof(len));
+  if (len == 0 || len > kMaxGcmIvLen) return false;
+  if (len != ctx.ivlen) {
+    // As GcmSetParam: an IV already given no longer matches, it is spent.
+    if (ctx.iv_state != IvState::kUninitialised) {
+      ctx.iv_state = IvState::kFinished;
+    }
+    ctx.ivlen = len;
+  }
+  return true;
+}
+
 absl::StatusOr<bool> GcmGetCtxParams(CipherCtx& ctx, OSSL_PARAM params[]) {
-  OSSL_PARAM* p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_IVLEN);
+  // EVP asks for one or two keys at a time, on every init: one walk over
+  // the caller's array instead of an OSSL_PARAM_locate (a strcmp per entry)
+  // for each gettable key. The first occurrence of a key counts, as with
+  // OSSL_PARAM_locate, and keys are answered in OpenSSL's order, so errors
+  // and the IV generator's side effect come out as the default provider's.
+  OSSL_PARAM* found[kGetNone] = {};
+  for (OSSL_PARAM* p = params; p->key != nullptr; ++p) {
+    const GcmGettable slot = FindGcmGettable(p->key);
+    if (slot != kGetNone && found[slot] == nullptr) found[slot] = p;
+  }
+  OSSL_PARAM* p = found[kGetIvLen];
   if (p != nullptr && !OSSL_PARAM_set_size_t(p, ctx.ivlen)) {
     return BadParam(p->key, "cannot store");
   }
-  p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_KEYLEN);
+  p = found[kGetKeyLen];
   if (p != nullptr && !OSSL_PARAM_set_size_t(p, ctx.info->key_len)) {
     return BadParam(p->key, "cannot store");
   }
-  p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TAGLEN);
+  p = found[kGetTagLen];
   if (p != nullptr &&
       !OSSL_PARAM_set_size_t(
           p, ctx.taglen != kTagUnset ? ctx.taglen : kGcmTagLen)) {
     return BadParam(p->key, "cannot store");
   }
-  for (const char* name :
-       {OSSL_CIPHER_PARAM_IV, OSSL_CIPHER_PARAM_UPDATED_IV}) {
-    p = OSSL_PARAM_locate(params, name);
+  for (GcmGettable slot : {kGetIv, kGetUpdatedIv}) {
+    p = found[slot];
     if (p == nullptr) continue;
     if (ctx.iv_state == IvState::kUninitialised) return false;
     if (ctx.ivlen > p->data_size) {
@@ -355,20 +487,12 @@ absl::StatusOr<bool> GcmGetCtxParams(CipherCtx& ctx, OSSL_PARAM params[]) {
     }
     ACCELCRYPT_RETURN_IF_ERROR(SetOctets(p, ctx.iv, ctx.ivlen));
   }
-  p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TLS1_AAD_PAD);
+  p = found[kGetTlsAadPad];
   if (p != nullptr && !OSSL_PARAM_set_size_t(
                           p, ctx.tls_aad_len != kTagUnset ? kGcmTagLen : 0)) {
     return BadParam(p->key, "cannot store");
   }
-  p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TLS1_GET_IV_GEN);
-  if (p != nullptr) {
-    if (p->data == nullptr || p->data_type != OSSL_PARAM_OCTET_STRING) {
-      return BadParam(p->key, "not an octet string");
-    }
-    ACCELCRYPT_RETURN_IF_ERROR(
-        GcmTlsNextIv(ctx, static_cast<uint8_t*>(p->data), p->data_size));
-  }
-  p = OSSL_PARAM_locate(params, OSSL_CIPHER_PARAM_AEAD_TAG);
+  p = found[kGetTag];
   if (p != nullptr) {
     const size_t len = p->data_size;
     if (len == 0 || len > kGcmTagLen || !ctx.enc || ctx.taglen == kTagUnset) {
@@ -381,6 +505,14 @@ absl::StatusOr<bool> GcmGetCtxParams(CipherCtx& ctx, OSSL_PARAM params[]) {
     if (!OSSL_PARAM_set_octet_string(p, ctx.tag, len)) {
       return BadParam(p->key, "cannot store");
     }
+  }
+  p = found[kGetTlsIvGen];
+  if (p != nullptr) {
+    if (p->data == nullptr || p->data_type != OSSL_PARAM_OCTET_STRING) {
+      return BadParam(p->key, "not an octet string");
+    }
+    ACCELCRYPT_RETURN_IF_ERROR(
+        GcmTlsNextIv(ctx, static_cast<uint8_t*>(p->data), p->data_size));
   }
   return true;
 }

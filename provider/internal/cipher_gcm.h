@@ -30,6 +30,18 @@ absl::Status GcmSetParam(CipherCtx& ctx, const OSSL_PARAM* p);
 // before one exists.
 absl::StatusOr<bool> GcmGetCtxParams(CipherCtx& ctx, OSSL_PARAM params[]);
 
+// GcmGetOneSize answers a request for exactly one native size_t, the key
+// or IV length (what EVP asks on every init), and returns true; returns
+// false, touching nothing, for any other request (GcmGetCtxParams answers
+// those). No Status, no walk over GCM's other keys.
+bool GcmGetOneSize(const CipherCtx& ctx, OSSL_PARAM params[]);
+
+// GcmSetOneIvLen applies a request holding exactly one native size_t IV
+// length within 1..kMaxGcmIvLen (EVP_CTRL_AEAD_SET_IVLEN, once per
+// message) as GcmSetParam would, and returns true; returns false, touching
+// nothing, for anything else (including values GcmSetParam refuses).
+bool GcmSetOneIvLen(CipherCtx& ctx, const OSSL_PARAM params[]);
+
 // GcmCipher is OpenSSL's gcm_cipher_internal: in == NULL finishes, out ==
 // NULL feeds AAD, otherwise data; a TLS record when a TLS AAD was set.
 absl::Status GcmCipher(CipherCtx& ctx, unsigned char* out, size_t* outl,
