@@ -81,6 +81,7 @@ instructions() {
   if ! OPENSSL_CONF=$1 ACCELCRYPT_CONF="$tmp/settings.cnf" \
        ACCELCRYPT_BACKEND_DIR="$build/lib/accelcrypt/backends" \
        valgrind --tool=callgrind --callgrind-out-file="$out" \
+       --toggle-collect='*Loop(*' \
        "$bin" "$2" "$3" "$bytes" > "$tmp/log" 2>&1; then
     echo "callgrind_provider.sh: $2 under $(basename "$1") failed:" >&2
     tail -n 5 "$tmp/log" >&2
