@@ -505,6 +505,27 @@ absl::Status Backend::DigestOneShot(accelcrypt_alg alg,
   return d->Final(out);
 }
 
+absl::Status Backend::RoutedDigestOneShot(const AlgorithmInfo& info,
+                                          absl::Span<const uint8_t> data,
+                                          absl::Span<uint8_t> out) const {
+  if (HasField(digest_, &accelcrypt_digest_table::oneshot)) [[likely]] {
+    // Per-call path: only the message's first byte is cleared, not the
+    // whole 260-byte record (the backend writes a terminated message on
+    // error).
+    accelcrypt_error err;
+    err.code = ACCELCRYPT_OK;
+    err.message[0] = '\0';
+    accelcrypt_status rc =
+        digest_->oneshot(instance_, info.id, data.data(), data.size(),
+                         out.data(), out.size(), &err);
+    if (rc == ACCELCRYPT_OK) [[likely]] {
+      return absl::OkStatus();
+    }
+    return Check(rc, err, name_, "digest");
+  }
+  return DigestOneShot(info.id, data, out);
+}
+
 absl::Status Backend::RandomBytes(absl::Span<uint8_t> out) const {
   if (Capability(ACCELCRYPT_ALG_RNG_RANDOM) == nullptr) {
     return absl::UnimplementedError(

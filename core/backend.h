@@ -64,6 +64,14 @@ class Backend {
   // DigestOneShot hashes `data` into `out` (digest_len bytes).
   absl::Status DigestOneShot(accelcrypt_alg alg, absl::Span<const uint8_t> data,
                              absl::Span<uint8_t> out) const;
+  // RoutedDigestOneShot is DigestOneShot for the router's per-call path:
+  // `info` must be a digest this backend declares (the router's routes are
+  // built from the capabilities once registration, which alone disables
+  // algorithms, is over) and `out` at least info.digest_len bytes; neither
+  // is checked again.
+  absl::Status RoutedDigestOneShot(const AlgorithmInfo& info,
+                                   absl::Span<const uint8_t> data,
+                                   absl::Span<uint8_t> out) const;
   absl::Status RandomBytes(absl::Span<uint8_t> out) const;
   // Entropy fills `out` from the noise source and returns the min-entropy
   // (bits) the backend vouches for.

@@ -1126,11 +1126,19 @@ absl::StatusOr<std::unique_ptr<Digest>> Router::NewDigest(accelcrypt_alg alg) {
 template <typename Fn>
 absl::Status Router::RunOneShot(const AlgorithmInfo& info, uint64_t n_bytes,
                                 Fn&& fn) {
+  return RunOneShotFrom(info, n_bytes, nullptr, absl::Status(),
+                        std::forward<Fn>(fn));
+}
+
+template <typename Fn>
+absl::Status Router::RunOneShotFrom(const AlgorithmInfo& info, uint64_t n_bytes,
+                                    const Slot* skip, absl::Status last,
+                                    Fn&& fn) {
   SlotList order;
   OrderFor(info, n_bytes, &order);
-  absl::Status last;
   for (size_t i = 0; i < order.size(); ++i) {
     Slot* slot = order[i];
+    if (slot == skip) continue;
     Counter& counter = stats_->Cell(slot->stats_slot, info);
     absl::Status st;
     {
@@ -1164,9 +1172,56 @@ absl::Status Router::DigestOneShot(accelcrypt_alg alg,
   if (info == nullptr || info->family != Family::kDigest) {
     return absl::InvalidArgumentError("not a digest algorithm");
   }
-  return RunOneShot(*info, data.size(), [&](const Backend& b) {
-    return b.DigestOneShot(alg, data, out);
-  });
+  return DigestOneShot(*info, data, out);
+}
+
+absl::Status Router::DigestOneShot(const AlgorithmInfo& info,
+                                   absl::Span<const uint8_t> data,
+                                   absl::Span<uint8_t> out) {
+  if (info.family != Family::kDigest) [[unlikely]] {
+    return absl::InvalidArgumentError("not a digest algorithm");
+  }
+  if (out.size() < info.digest_len) [[unlikely]] {
+    return absl::OutOfRangeError(absl::StrFormat(
+        "%s: output buffer of %d bytes is too small for the %d-byte digest",
+        info.name, out.size(), info.digest_len));
+  }
+  auto run = [&](const Backend& b) {
+    return b.RoutedDigestOneShot(info, data, out);
+  };
+  // Fast path: what Order would put first (the route's first backend,
+  // breaker closed, not the backend this thread is inside) without
+  // building the list; a half-open breaker (open_until_ns set) takes the
+  // full path, which probes it.
+  const std::vector<size_t>& route = routes_[info.index];
+  if (!route.empty() && !SizeRouted(info)) [[likely]] {
+    Slot* slot = slots_[route[0]].get();
+    if (slot->open_until_ns.load(std::memory_order_relaxed) == 0 &&
+        !BackendGuard::Inside(slot->backend)) [[likely]] {
+      absl::Status st;
+      {
+        BackendGuard guard(slot->backend);
+        st = run(*slot->backend);
+      }
+      Counter& counter = stats_->Cell(slot->stats_slot, info);
+      if (st.ok()) [[likely]] {
+        counter.Add(data.size());
+        RecordSuccess(slot);
+        return st;
+      }
+      if (!IsDeviceError(st)) {
+        if (st.code() != absl::StatusCode::kUnimplemented) return st;
+      } else {
+        counter.errors.fetch_add(1, std::memory_order_relaxed);
+        RecordDeviceError(slot, info);
+        if (route.size() > 1) {
+          counter.fallbacks.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+      return RunOneShotFrom(info, data.size(), slot, st, run);
+    }
+  }
+  return RunOneShot(info, data.size(), run);
 }
 
 absl::Status Router::RandomBytes(absl::Span<uint8_t> out) {

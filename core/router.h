@@ -52,6 +52,15 @@ class Router {
   absl::StatusOr<std::unique_ptr<Digest>> NewDigest(accelcrypt_alg alg);
   absl::Status DigestOneShot(accelcrypt_alg alg, absl::Span<const uint8_t> data,
                              absl::Span<uint8_t> out);
+  // DigestOneShot hashes `data` into `out` with the digest `info` (from
+  // the identity table); kInvalidArgument when `info` is not a digest,
+  // kOutOfRange when `out` is shorter than info.digest_len. The per-call
+  // path for front ends: when the route's first backend is in rotation
+  // and no size routing applies, it is called without building the
+  // candidate list (the list is built only to fall back).
+  absl::Status DigestOneShot(const AlgorithmInfo& info,
+                             absl::Span<const uint8_t> data,
+                             absl::Span<uint8_t> out);
   // RandomBytes fills `out` from the first RNG_RANDOM backend that works.
   absl::Status RandomBytes(absl::Span<uint8_t> out);
   // Entropy fills `out` from the first RNG_ENTROPY backend that works and
@@ -147,6 +156,11 @@ class Router {
   template <typename Fn>
   absl::Status RunOneShot(const AlgorithmInfo& info, uint64_t n_bytes,
                           Fn&& fn);
+  // RunOneShotFrom is RunOneShot's candidate loop with `skip` (may be
+  // null) left out: the slot a fast path already tried.
+  template <typename Fn>
+  absl::Status RunOneShotFrom(const AlgorithmInfo& info, uint64_t n_bytes,
+                              const Slot* skip, absl::Status last, Fn&& fn);
   // LoadCalibration reads the calibration for policy = fastest
   // (core/router_fastest.cc); a missing or foreign file leaves priority
   // routing in place and says so in notes().

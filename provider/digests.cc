@@ -59,7 +59,16 @@ absl::Status NotReady(const DigestCtx& ctx) {
                       ctx.info->name));
 }
 
-void DigestFreeCtx(void* vctx) { delete static_cast<DigestCtx*>(vctx); }
+void DigestFreeCtx(void* vctx) {
+  auto* ctx = static_cast<DigestCtx*>(vctx);
+  if (ctx == nullptr) return;
+  // A finished routed digest holds no message (its Final wiped it): keep
+  // it for the next context. One freed mid-message is destroyed.
+  if (ctx->digest != nullptr && !(ctx->ready && ctx->streaming)) {
+    ctx->prov->ReturnDigest(*ctx->info, std::move(ctx->digest));
+  }
+  delete ctx;
+}
 
 void* DigestDupCtx(void* vctx) {
   auto* src = static_cast<DigestCtx*>(vctx);
@@ -93,6 +102,7 @@ int DigestInit(void* vctx, const OSSL_PARAM params[]) {
 
 // StartStreaming moves the buffered prefix into a routed streaming digest.
 absl::Status StartStreaming(DigestCtx* ctx) {
+  if (ctx->digest == nullptr) ctx->digest = ctx->prov->TakeDigest(*ctx->info);
   if (ctx->digest == nullptr) {
     ACCELCRYPT_ASSIGN_OR_RETURN(
         ctx->digest, ctx->prov->core().router().NewDigest(ctx->info->id));
@@ -145,7 +155,7 @@ int DigestFinal(void* vctx, unsigned char* out, size_t* outl, size_t outsz) {
         ctx->streaming
             ? ctx->digest->Final(absl::MakeSpan(out, ctx->info->digest_len))
             : ctx->prov->core().router().DigestOneShot(
-                  ctx->info->id, absl::MakeConstSpan(ctx->buf, ctx->buffered),
+                  *ctx->info, absl::MakeConstSpan(ctx->buf, ctx->buffered),
                   absl::MakeSpan(out, ctx->info->digest_len));
     ctx->Wipe();
     if (!status.ok()) return RaiseError(ctx->prov, status);
@@ -192,7 +202,7 @@ struct DigestTable {
                                     info->name, outsz, info->digest_len)));
       }
       absl::Status status = prov->core().router().DigestOneShot(
-          info->id, absl::MakeConstSpan(in, inl),
+          *info, absl::MakeConstSpan(in, inl),
           absl::MakeSpan(out, info->digest_len));
       if (!status.ok()) return RaiseError(prov, status);
       *outl = info->digest_len;

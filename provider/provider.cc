@@ -49,6 +49,28 @@ ProvCtx::~ProvCtx() {
   if (private_libctx_ != nullptr) OSSL_LIB_CTX_free(private_libctx_);
 }
 
+std::unique_ptr<Digest> ProvCtx::TakeDigest(const AlgorithmInfo& info) {
+  std::lock_guard<std::mutex> l(digest_pool_mu_);
+  if (info.index >= digest_pool_.size() || digest_pool_[info.index].empty()) {
+    return nullptr;
+  }
+  std::unique_ptr<Digest> d = std::move(digest_pool_[info.index].back());
+  digest_pool_[info.index].pop_back();
+  return d;
+}
+
+void ProvCtx::ReturnDigest(const AlgorithmInfo& info,
+                           std::unique_ptr<Digest> digest) {
+  if (digest == nullptr) return;
+  std::lock_guard<std::mutex> l(digest_pool_mu_);
+  if (digest_pool_.size() <= info.index) {
+    digest_pool_.resize(AllAlgorithms().size());
+  }
+  std::vector<std::unique_ptr<Digest>>& kept = digest_pool_[info.index];
+  if (kept.size() < kDigestPoolDepth) kept.push_back(std::move(digest));
+  // else: destroyed on return, outside nothing else's lock.
+}
+
 OSSL_LIB_CTX* ProvCtx::private_libctx() {
   std::call_once(private_libctx_once_, [this] {
     OSSL_LIB_CTX* lib = OSSL_LIB_CTX_new();

@@ -45,11 +45,18 @@ class ShaSoftware {
   absl::Status Final(uint8_t* out, size_t out_len);
   absl::StatusOr<std::unique_ptr<ShaSoftware>> Clone() const;
 
-  // OneShot hashes `data` into `out` with a temporary context.
+  // OneShot hashes `data` into `out` (libcrypto's one-shot SHA function:
+  // a stack context, no allocation).
   static absl::Status OneShot(const DigestDispatch& d, const uint8_t* data,
                               size_t len, uint8_t* out, size_t out_len);
 
  private:
+  // OneShotDispatch is OneShot on a temporary provider context, for a
+  // digest without a libcrypto one-shot function.
+  static absl::Status OneShotDispatch(const DigestDispatch& d,
+                                      const uint8_t* data, size_t len,
+                                      uint8_t* out, size_t out_len);
+
   ShaSoftware(const DigestDispatch& d, void* prov_ctx)
       : d_(d), prov_ctx_(prov_ctx) {}
 

@@ -1077,6 +1077,45 @@ TEST_F(ProviderEvpTest, DigestsMatchDefault) {
   }
 }
 
+// Streaming digests are kept for reuse across contexts (ProvCtx's pool):
+// messages of every length, contexts freed mid-message, finished, or left
+// initialised, and contexts alive at once, always give the default
+// provider's digest; nothing of one message reaches the next.
+TEST_F(ProviderEvpTest, ReusedStreamingDigestsMatchDefault) {
+  for (const char* name : {"SHA1", "SHA256", "SHA512"}) {
+    MdPtr acc(EVP_MD_fetch(nullptr, name, kAccel));
+    MdPtr def(EVP_MD_fetch(nullptr, name, kDefault));
+    ASSERT_NE(acc, nullptr) << name;
+    for (uint32_t i = 0; i < 60; ++i) {
+      const size_t size = (i * 977) % 3000;
+      const Bytes msg = Random(size, 100 + i);
+      uint8_t want[64], got[64];
+      unsigned int wl = 0, gl = 0;
+      ASSERT_TRUE(EVP_Digest(msg.data(), size, want, &wl, def.get(), nullptr));
+      // A context freed in the middle of a long message (never pooled),
+      // one that finished (pooled) and one left initialised.
+      EVP_MD_CTX* abandoned = EVP_MD_CTX_new();
+      ASSERT_TRUE(EVP_DigestInit_ex2(abandoned, acc.get(), nullptr));
+      const Bytes other = Random(700, 900 + i);
+      ASSERT_TRUE(EVP_DigestUpdate(abandoned, other.data(), other.size()));
+      EVP_MD_CTX* alive = EVP_MD_CTX_new();
+      ASSERT_TRUE(EVP_DigestInit_ex2(alive, acc.get(), nullptr));
+      ASSERT_TRUE(EVP_DigestUpdate(alive, other.data(), other.size()));
+      EVP_MD_CTX_free(abandoned);
+      ASSERT_TRUE(EVP_Digest(msg.data(), size, got, &gl, acc.get(), nullptr));
+      ASSERT_EQ(gl, wl);
+      EXPECT_EQ(0, memcmp(got, want, wl)) << name << " size " << size;
+      // The context alive meanwhile still hashes its own message.
+      uint8_t a[64], b[64];
+      ASSERT_TRUE(EVP_DigestFinal_ex(alive, a, &gl));
+      ASSERT_TRUE(
+          EVP_Digest(other.data(), other.size(), b, &wl, def.get(), nullptr));
+      EXPECT_EQ(0, memcmp(a, b, wl)) << name << " alive context";
+      EVP_MD_CTX_free(alive);
+    }
+  }
+}
+
 // A second library context loading its own accelcrypt instance (its own
 // Core), used and torn down while the default context's instance lives on.
 TEST_F(ProviderEvpTest, SecondLibraryContextLoadsAndUnloads) {
