@@ -97,6 +97,16 @@ class DigestOp final : public OperationBase {
                                  absl::Span<uint8_t> out) override {
     if (out.size() < len_) return TooSmall(out.size(), len_);
     // The operation ends here: nothing is kept for GetState.
+    if (pending_init_) {
+      // A restarted operation with nothing fed: the router's one-shot path
+      // hashes the whole message without the routed digest's layers (its
+      // Init, replay copy for fallback, Final), and the routed digest stays
+      // un-initialised for the next restart.
+      absl::Status st =
+          core_.router().DigestOneShot(digest_->info(), in, out.first(len_));
+      if (!st.ok()) return CoreError(st);
+      return len_;
+    }
     absl::Status st = digest_->Update(in);
     if (!st.ok()) return CoreError(st);
     return Final(out);
@@ -108,6 +118,7 @@ class DigestOp final : public OperationBase {
   }
   absl::StatusOr<size_t> Final(absl::Span<uint8_t> out) override {
     if (out.size() < len_) return TooSmall(out.size(), len_);
+    ACCELCRYPT_RETURN_IF_ERROR(EnsureInit());
     absl::Status st = digest_->Final(out.first(len_));
     if (!st.ok()) return CoreError(st);
     saved_.Release();
@@ -121,6 +132,7 @@ class DigestOp final : public OperationBase {
       return CkError(CKR_KEY_INDIGESTIBLE,
                      "only secret keys with a value can be digested");
     }
+    ACCELCRYPT_RETURN_IF_ERROR(EnsureInit());
     absl::Status st = digest_->Update(value->span());
     if (!st.ok()) return CoreError(st);
     unsaveable_ = true;
@@ -153,14 +165,27 @@ class DigestOp final : public OperationBase {
         mechanism.ulParameterLen != 0) {
       return false;
     }
-    if (!digest_->Init().ok()) return false;
+    // The routed digest is initialised when data first reaches it
+    // (EnsureInit), so a single-part C_Digest can take the one-shot path
+    // instead and no operation is counted twice.
+    pending_init_ = true;
     saved_.Release();
     unsaveable_ = false;
     return true;
   }
 
+  // EnsureInit initialises the routed digest of a restarted operation.
+  absl::Status EnsureInit() {
+    if (!pending_init_) return absl::OkStatus();
+    absl::Status st = digest_->Init();
+    if (!st.ok()) return CoreError(st);
+    pending_init_ = false;
+    return absl::OkStatus();
+  }
+
   // Feed hashes `in` and keeps it for GetState while that stays possible.
   absl::Status Feed(absl::Span<const uint8_t> in) {
+    ACCELCRYPT_RETURN_IF_ERROR(EnsureInit());
     absl::Status st = digest_->Update(in);
     if (!st.ok()) return CoreError(st);
     if (!unsaveable_) {
@@ -181,6 +206,8 @@ class DigestOp final : public OperationBase {
   const size_t len_;
   WipedBuffer saved_;
   bool unsaveable_ = false;
+  // pending_init_: restarted, digest_ not yet initialised (EnsureInit).
+  bool pending_init_ = false;
 };
 
 // HmacOp is HMAC (FIPS 198-1) with the full-length MAC: K0 is the key
