@@ -46,31 +46,10 @@ command -v valgrind > /dev/null || { echo "callgrind_provider.sh: valgrind is no
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/accelcrypt-cg.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-cat > "$tmp/accelcrypt.cnf" <<CNF
-openssl_conf = openssl_init
-[openssl_init]
-providers = provider_sect
-alg_section = algorithm_sect
-[provider_sect]
-default = default_sect
-accelcrypt = accelcrypt_sect
-[default_sect]
-activate = 1
-[accelcrypt_sect]
-module = $module
-activate = 1
-[algorithm_sect]
-default_properties = ?provider=accelcrypt
-CNF
-cat > "$tmp/default.cnf" <<CNF
-openssl_conf = openssl_init
-[openssl_init]
-providers = provider_sect
-[provider_sect]
-default = default_sect
-[default_sect]
-activate = 1
-CNF
+# From the script's own directory: bench.sh is also installed, next to it.
+# shellcheck source=scripts/speed_cnf.sh
+. "$(dirname "${BASH_SOURCE[0]}")/speed_cnf.sh"
+accelcrypt_write_speed_cnfs "$tmp" "$module"
 printf '[accelcrypt]\nbackends = %s\n' "$backends" > "$tmp/settings.cnf"
 
 n1=2000
