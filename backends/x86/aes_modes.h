@@ -52,6 +52,13 @@ class AesX86 {
   absl::Status SetState(const accelcrypt_cipher_state& state);
   std::unique_ptr<AesX86> Clone() const;
 
+  // DirectReady is true when Update may be called through the plugin ABI's
+  // direct transform: a key is set and the mode is not GCM (whose AAD and
+  // tag phases the direct contract does not cover).
+  bool DirectReady() const {
+    return phase_ != Phase::kNoKey && mode_ != ACCELCRYPT_MODE_GCM;
+  }
+
   // implementation names the leaf serving this context's bulk data, e.g.
   // "vaes512", "aesni", "vaes512-vpclmulqdq".
   std::string_view implementation() const;

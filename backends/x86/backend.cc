@@ -213,6 +213,41 @@ accelcrypt_status CipherDup(const accelcrypt_cipher_ctx* ctx,
 
 void CipherFree(accelcrypt_cipher_ctx* ctx) { delete Cipher(ctx); }
 
+// CipherDirect is the direct transform (accelcrypt_cipher_direct_fn) over
+// AesX86::Update: plain CPU instructions, no device errors. It is handed out
+// only for an initialised non-GCM context, and the caller passes whole
+// blocks for ECB/CBC and no more input than output room, so Update cannot
+// fail here; if it did, 0 reports it (no exception leaves: an error
+// message's allocation is the only thing that could throw).
+int CipherDirect(void* ctx, unsigned char* out, size_t* out_len,
+                 size_t out_size, const unsigned char* in, size_t in_len) {
+  if (in_len > out_size) return 0;
+  try {
+    if (!static_cast<AesX86*>(ctx)->Update(in, in_len, out).ok()) return 0;
+  } catch (...) {
+    return 0;
+  }
+  *out_len = in_len;
+  return 1;
+}
+
+accelcrypt_status CipherGetDirect(accelcrypt_cipher_ctx* ctx,
+                                  accelcrypt_cipher_direct_fn* fn,
+                                  void** direct_ctx, accelcrypt_error* err) {
+  return Guard(err, [&]() -> absl::Status {
+    if (ctx == nullptr || fn == nullptr || direct_ctx == nullptr) {
+      return NullArgument("argument");
+    }
+    if (!Cipher(ctx)->DirectReady()) {
+      return absl::UnimplementedError(
+          "x86: no direct transform (GCM, or no key yet)");
+    }
+    *fn = CipherDirect;
+    *direct_ctx = ctx;
+    return absl::OkStatus();
+  });
+}
+
 constexpr accelcrypt_cipher_table kCipherTable = {
     sizeof(accelcrypt_cipher_table),
     CipherNew,
@@ -226,6 +261,7 @@ constexpr accelcrypt_cipher_table kCipherTable = {
     CipherSetState,
     CipherDup,
     CipherFree,
+    CipherGetDirect,
 };
 
 // ---- digest table ----
