@@ -144,6 +144,19 @@ class BackendCipher final : public Cipher {
     return std::unique_ptr<Cipher>(
         new BackendCipher(table_, copy, info_, backend_));
   }
+  // Direct is the table's get_direct, when the backend has one and offers
+  // a transform for the context's state now. pending_bytes stays null: the
+  // routed cipher that owns this object supplies its own counter.
+  DirectUpdate Direct() override {
+    if (!HasField(table_, &accelcrypt_cipher_table::get_direct)) return {};
+    DirectUpdate d;
+    accelcrypt_error err;
+    err.message[0] = '\0';
+    if (table_->get_direct(ctx_, &d.fn, &d.ctx, &err) != ACCELCRYPT_OK) {
+      return {};
+    }
+    return d;
+  }
   const AlgorithmInfo& info() const override { return info_; }
   std::string_view backend() const override { return backend_; }
   RawCipherView raw() const { return {table_, ctx_}; }

@@ -5,7 +5,6 @@
 #include <time.h>
 
 #include <algorithm>
-#include <cstddef>
 #include <cstring>
 #include <utility>
 
@@ -269,24 +268,11 @@ class RoutedCipher final : public Cipher {
   // no GCM replay log must see the data. Backends offer a transform only
   // for plain CPU work, which has no device errors to fall back from.
   DirectUpdate Direct() override {
-    if (raw_.table == nullptr || !started_ || !initialized_ || replay_ok_ ||
-        check_route_ ||
-        raw_.table->struct_size <
-            offsetof(accelcrypt_cipher_table, get_direct) +
-                sizeof(raw_.table->get_direct) ||
-        raw_.table->get_direct == nullptr) {
-      return {};
-    }
-    accelcrypt_cipher_direct_fn fn = nullptr;
-    void* direct_ctx = nullptr;
-    accelcrypt_error err;
-    err.message[0] = '\0';
-    if (raw_.table->get_direct(raw_.ctx, &fn, &direct_ctx, &err) !=
-            ACCELCRYPT_OK ||
-        fn == nullptr) {
-      return {};
-    }
-    return {fn, direct_ctx, &pending_bytes_};
+    if (!started_ || !initialized_ || replay_ok_ || check_route_) return {};
+    DirectUpdate d = impl_->Direct();
+    if (d.fn == nullptr) return {};
+    d.pending_bytes = &pending_bytes_;
+    return d;
   }
   const AlgorithmInfo& info() const override { return info_; }
   std::string_view backend() const override { return impl_->backend(); }
