@@ -1116,6 +1116,39 @@ absl::Status Router::RunOneShot(const AlgorithmInfo& info, uint64_t n_bytes,
                         std::forward<Fn>(fn));
 }
 
+namespace {
+
+// NextOneShotMayServe is true for a one-shot failure the next candidate may
+// recover from (a device error, or not offered there); caller errors are
+// never retried.
+bool NextOneShotMayServe(const absl::Status& st) {
+  return IsDeviceError(st) || st.code() == absl::StatusCode::kUnimplemented;
+}
+
+}  // namespace
+
+// Inlined: it is the whole of the digest one-shot fast path.
+template <typename Fn>
+[[gnu::always_inline]] inline absl::Status Router::TryOneShot(
+    Slot* slot, const AlgorithmInfo& info, uint64_t n_bytes, bool more,
+    Fn&& fn) {
+  Counter& counter = stats_->Cell(slot->stats_slot, info);
+  absl::Status st;
+  {
+    BackendGuard guard(slot->backend);
+    st = fn(*slot->backend);
+  }
+  if (st.ok()) [[likely]] {
+    counter.Add(n_bytes);
+    RecordSuccess(slot);
+  } else if (IsDeviceError(st)) {
+    counter.errors.fetch_add(1, std::memory_order_relaxed);
+    RecordDeviceError(slot, info);
+    if (more) counter.fallbacks.fetch_add(1, std::memory_order_relaxed);
+  }
+  return st;
+}
+
 template <typename Fn>
 absl::Status Router::RunOneShotFrom(const AlgorithmInfo& info, uint64_t n_bytes,
                                     const Slot* skip, absl::Status last,
@@ -1125,28 +1158,9 @@ absl::Status Router::RunOneShotFrom(const AlgorithmInfo& info, uint64_t n_bytes,
   for (size_t i = 0; i < order.size(); ++i) {
     Slot* slot = order[i];
     if (slot == skip) continue;
-    Counter& counter = stats_->Cell(slot->stats_slot, info);
-    absl::Status st;
-    {
-      BackendGuard guard(slot->backend);
-      st = fn(*slot->backend);
-    }
-    if (st.ok()) {
-      counter.Add(n_bytes);
-      RecordSuccess(slot);
-      return st;
-    }
+    absl::Status st = TryOneShot(slot, info, n_bytes, i + 1 < order.size(), fn);
+    if (st.ok() || !NextOneShotMayServe(st)) return st;
     last = st;
-    if (IsDeviceError(st)) {
-      counter.errors.fetch_add(1, std::memory_order_relaxed);
-      RecordDeviceError(slot, info);
-      if (i + 1 < order.size()) {
-        counter.fallbacks.fetch_add(1, std::memory_order_relaxed);
-      }
-      continue;
-    }
-    if (st.code() == absl::StatusCode::kUnimplemented) continue;
-    return st;  // caller error: never retried
   }
   return NoBackend(info, last);
 }
@@ -1184,25 +1198,10 @@ absl::Status Router::DigestOneShot(const AlgorithmInfo& info,
     Slot* slot = slots_[route[0]].get();
     if (slot->open_until_ns.load(std::memory_order_relaxed) == 0 &&
         !BackendGuard::Inside(slot->backend)) [[likely]] {
-      absl::Status st;
-      {
-        BackendGuard guard(slot->backend);
-        st = run(*slot->backend);
-      }
-      Counter& counter = stats_->Cell(slot->stats_slot, info);
-      if (st.ok()) [[likely]] {
-        counter.Add(data.size());
-        RecordSuccess(slot);
+      absl::Status st =
+          TryOneShot(slot, info, data.size(), route.size() > 1, run);
+      if (st.ok() || !NextOneShotMayServe(st)) [[likely]] {
         return st;
-      }
-      if (!IsDeviceError(st)) {
-        if (st.code() != absl::StatusCode::kUnimplemented) return st;
-      } else {
-        counter.errors.fetch_add(1, std::memory_order_relaxed);
-        RecordDeviceError(slot, info);
-        if (route.size() > 1) {
-          counter.fallbacks.fetch_add(1, std::memory_order_relaxed);
-        }
       }
       return RunOneShotFrom(info, data.size(), slot, st, run);
     }

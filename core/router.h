@@ -156,6 +156,12 @@ class Router {
   template <typename Fn>
   absl::Status RunOneShot(const AlgorithmInfo& info, uint64_t n_bytes,
                           Fn&& fn);
+  // TryOneShot runs `fn` on `slot` under the re-entry guard and counts the
+  // outcome: ops and bytes on success; on a device error the error, the
+  // breaker, and a fallback when `more` candidates follow.
+  template <typename Fn>
+  absl::Status TryOneShot(Slot* slot, const AlgorithmInfo& info,
+                          uint64_t n_bytes, bool more, Fn&& fn);
   // RunOneShotFrom is RunOneShot's candidate loop with `skip` (may be
   // null) left out: the slot a fast path already tried.
   template <typename Fn>
