@@ -2,6 +2,7 @@
 #ifndef ACCELCRYPT_CORE_CIPHER_H_
 #define ACCELCRYPT_CORE_CIPHER_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string_view>
@@ -13,6 +14,16 @@
 #include "core/algorithms.h"
 
 namespace accelcrypt {
+
+// PartiallyOverlaps is true when the `len`-byte ranges at `in` and `out`
+// share bytes without being the same buffer: what Cipher::Update and the
+// direct transform forbid (in place is allowed). Unsigned differences, so
+// two compares and no overflow.
+inline bool PartiallyOverlaps(const void* in, const void* out, size_t len) {
+  const uintptr_t gap =
+      reinterpret_cast<uintptr_t>(out) - reinterpret_cast<uintptr_t>(in);
+  return gap != 0 && (gap < len || 0 - gap < len);
+}
 
 // DirectUpdate is the raw per-call transform behind a Cipher (the plugin
 // ABI's get_direct, accelcrypt_cipher_direct_fn): `fn(ctx, out, &out_len,

@@ -442,10 +442,7 @@ void* CipherDupCtx(void* vctx) {
 int CipherUpdate(void* vctx, unsigned char* out, size_t* outl, size_t outsize,
                  const unsigned char* in, size_t inl) {
   auto* ctx = static_cast<CipherCtx*>(vctx);
-  // in == out, or the ranges do not overlap (unsigned differences).
-  const uintptr_t gap =
-      reinterpret_cast<uintptr_t>(out) - reinterpret_cast<uintptr_t>(in);
-  const bool disjoint_or_same = gap == 0 || (gap >= inl && 0 - gap >= inl);
+  const bool disjoint_or_same = !PartiallyOverlaps(in, out, inl);
   const DirectUpdate& direct = ctx->direct;
   if (direct.fn != nullptr && inl != 0 && (inl & ctx->block_mask) == 0 &&
       outsize >= inl && disjoint_or_same) [[likely]] {

@@ -77,10 +77,7 @@ absl::Status GcmTlsSetFixedIv(CipherCtx& ctx, const uint8_t* iv, size_t len) {
 // buffers as CipherStream does (the routed cipher takes in-place only).
 absl::Status GcmUpdate(CipherCtx& ctx, const uint8_t* in, uint8_t* out,
                        size_t len) {
-  const auto in_addr = reinterpret_cast<uintptr_t>(in);
-  const auto out_addr = reinterpret_cast<uintptr_t>(out);
-  if (in_addr != out_addr && in_addr < out_addr + len &&
-      out_addr < in_addr + len) {
+  if (PartiallyOverlaps(in, out, len)) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s: input and output partially overlap", ctx.info->name));
   }
