@@ -67,8 +67,9 @@ void ProvCtx::ReturnDigest(const AlgorithmInfo& info,
     digest_pool_.resize(AllAlgorithms().size());
   }
   std::vector<std::unique_ptr<Digest>>& kept = digest_pool_[info.index];
+  // Beyond the depth, `digest` is destroyed when this returns, after the
+  // lock is released.
   if (kept.size() < kDigestPoolDepth) kept.push_back(std::move(digest));
-  // else: destroyed on return, outside nothing else's lock.
 }
 
 OSSL_LIB_CTX* ProvCtx::private_libctx() {

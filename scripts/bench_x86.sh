@@ -78,31 +78,9 @@ fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/accelcrypt-bench-x86.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-cat > "$tmp/accelcrypt.cnf" <<CNF
-openssl_conf = openssl_init
-[openssl_init]
-providers = provider_sect
-alg_section = algorithm_sect
-[provider_sect]
-default = default_sect
-accelcrypt = accelcrypt_sect
-[default_sect]
-activate = 1
-[accelcrypt_sect]
-module = $module
-activate = 1
-[algorithm_sect]
-default_properties = ?provider=accelcrypt
-CNF
-cat > "$tmp/default.cnf" <<CNF
-openssl_conf = openssl_init
-[openssl_init]
-providers = provider_sect
-[provider_sect]
-default = default_sect
-[default_sect]
-activate = 1
-CNF
+# shellcheck source=scripts/speed_cnf.sh
+. "$(dirname "${BASH_SOURCE[0]}")/speed_cnf.sh"
+accelcrypt_write_speed_cnfs "$tmp" "$module"
 printf '[accelcrypt]\nbackend_dir = %s\nbackends = x86, software\npolicy = priority\n' \
   "$backend_dir" > "$tmp/priority.settings"
 printf '[accelcrypt]\nbackend_dir = %s\nbackends = x86, software\npolicy = fastest\ncalibration_file = %s\n' \

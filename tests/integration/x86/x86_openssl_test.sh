@@ -46,31 +46,9 @@ fi
 unset ACCELCRYPT_X86_DISABLE ACCELCRYPT_BACKENDS ACCELCRYPT_BACKEND_DIR \
       ACCELCRYPT_STATS_DIR OPENSSL_MODULES
 
-cat > "$tmp/accelcrypt.cnf" <<CNF
-openssl_conf = openssl_init
-[openssl_init]
-providers = provider_sect
-alg_section = algorithm_sect
-[provider_sect]
-default = default_sect
-accelcrypt = accelcrypt_sect
-[default_sect]
-activate = 1
-[accelcrypt_sect]
-module = $module
-activate = 1
-[algorithm_sect]
-default_properties = ?provider=accelcrypt
-CNF
-cat > "$tmp/default.cnf" <<CNF
-openssl_conf = openssl_init
-[openssl_init]
-providers = provider_sect
-[provider_sect]
-default = default_sect
-[default_sect]
-activate = 1
-CNF
+# shellcheck source=scripts/speed_cnf.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../../scripts/speed_cnf.sh"
+accelcrypt_write_speed_cnfs "$tmp" "$module"
 printf '[accelcrypt]\nbackend_dir = %s\nbackends = x86, software\n' \
   "$backend_dir" > "$tmp/settings.cnf"
 export ACCELCRYPT_CONF=$tmp/settings.cnf
