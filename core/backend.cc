@@ -539,6 +539,22 @@ absl::Status Backend::RoutedDigestOneShot(const AlgorithmInfo& info,
   return DigestOneShot(info.id, data, out);
 }
 
+const accelcrypt_digest_direct* Backend::DigestDirect(
+    accelcrypt_alg alg) const {
+  if (Capability(alg) == nullptr ||
+      ACCELCRYPT_ALG_FAMILY(alg) != ACCELCRYPT_FAMILY_DIGEST ||
+      !HasField(digest_, &accelcrypt_digest_table::get_direct)) {
+    return nullptr;
+  }
+  const accelcrypt_digest_direct* d = digest_->get_direct(instance_, alg);
+  if (d == nullptr || d->struct_size < sizeof(accelcrypt_digest_direct) ||
+      d->state_size == 0 || d->state_size > kMaxDigestDirectState ||
+      d->init == nullptr || d->update == nullptr || d->final == nullptr) {
+    return nullptr;
+  }
+  return d;
+}
+
 absl::Status Backend::RandomBytes(absl::Span<uint8_t> out) const {
   if (Capability(ACCELCRYPT_ALG_RNG_RANDOM) == nullptr) {
     return absl::UnimplementedError(

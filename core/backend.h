@@ -72,6 +72,12 @@ class Backend {
   absl::Status RoutedDigestOneShot(const AlgorithmInfo& info,
                                    absl::Span<const uint8_t> data,
                                    absl::Span<uint8_t> out) const;
+  // DigestDirect returns the backend's plain-CPU implementation of `alg`
+  // over caller-owned state (the digest table's get_direct), or nullptr
+  // when it has none, `alg` is not declared, or the table is malformed
+  // (a state over kMaxDigestDirectState bytes, a missing function).
+  static constexpr uint32_t kMaxDigestDirectState = 256;
+  const accelcrypt_digest_direct* DigestDirect(accelcrypt_alg alg) const;
   absl::Status RandomBytes(absl::Span<uint8_t> out) const;
   // Entropy fills `out` from the noise source and returns the min-entropy
   // (bits) the backend vouches for.

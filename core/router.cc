@@ -1011,6 +1011,22 @@ absl::StatusOr<std::unique_ptr<Router>> Router::Create(
     router->routes_.push_back(std::move(order));
   }
   router->LoadCalibration(config);
+  // The route's first backend's direct digest, per algorithm, read once:
+  // registration (which alone disables algorithms) is over, and the
+  // calibration that size-routes an algorithm is loaded.
+  router->direct_digests_.resize(router->routes_.size());
+  for (const AlgorithmInfo& alg : AllAlgorithms()) {
+    const std::vector<size_t>& route = router->routes_[alg.index];
+    if (alg.family != Family::kDigest || route.empty() ||
+        router->SizeRouted(alg)) {
+      continue;
+    }
+    Slot* slot = router->slots_[route[0]].get();
+    const accelcrypt_digest_direct* fn = slot->backend->DigestDirect(alg.id);
+    if (fn == nullptr) continue;
+    router->direct_digests_[alg.index] = {
+        fn, slot, &stats->Cell(slot->stats_slot, alg)};
+  }
   for (const auto& [family, bits] :
        {std::pair<const char*, size_t>{"RSA", router->rsa_offload_min_bits_},
         std::pair<const char*, size_t>{"DSA", router->dsa_offload_min_bits_}}) {

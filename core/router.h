@@ -61,6 +61,22 @@ class Router {
   absl::Status DigestOneShot(const AlgorithmInfo& info,
                              absl::Span<const uint8_t> data,
                              absl::Span<uint8_t> out);
+  // DirectDigest is a digest's plain-CPU implementation over caller-owned
+  // state (accelcrypt_digest_direct) and the stats cell its messages count
+  // in: the caller adds one op and the message's bytes per final.
+  struct DirectDigest {
+    const accelcrypt_digest_direct* fn = nullptr;
+    Counter* counter = nullptr;
+  };
+  // Direct returns, for a front end's per-message path, the direct digest
+  // of the route's first backend for `info` (from the identity table) when
+  // that backend offers one and nothing is left to decide: no size
+  // routing, its breaker closed. Empty otherwise: use NewDigest or
+  // DigestOneShot. A direct digest cannot fail, so nothing falls back from
+  // it and it does not touch the breaker; it runs on caller-owned state
+  // and never calls back into a library context, so, unlike routed
+  // operations, it is used even on a thread inside its backend.
+  DirectDigest Direct(const AlgorithmInfo& info) const;
   // RandomBytes fills `out` from the first RNG_RANDOM backend that works.
   absl::Status RandomBytes(absl::Span<uint8_t> out);
   // Entropy fills `out` from the first RNG_ENTROPY backend that works and
@@ -196,6 +212,14 @@ class Router {
   std::vector<std::unique_ptr<Slot>> slots_;
   // Per algorithm (identity-table index): candidate slot indices in order.
   std::vector<std::vector<size_t>> routes_;
+  // Per algorithm (identity-table index): the direct digest of the route's
+  // first backend (fn null when none), its slot and stats cell.
+  struct DirectEntry {
+    const accelcrypt_digest_direct* fn = nullptr;
+    Slot* slot = nullptr;
+    Counter* counter = nullptr;
+  };
+  std::vector<DirectEntry> direct_digests_;
   // offload_min_bits per family (RSA, DSA): smaller keys skip backends
   // declaring ACCELCRYPT_CAP_OFFLOAD or _HARDWARE (0 = no threshold).
   size_t rsa_offload_min_bits_ = 0;
@@ -212,6 +236,16 @@ struct Router::Slot {
   std::atomic<uint64_t> consecutive_errors{0};
   std::atomic<uint64_t> open_until_ns{0};  // 0 = closed
 };
+
+// Inline: it is on every digest init of a front end.
+inline Router::DirectDigest Router::Direct(const AlgorithmInfo& info) const {
+  const DirectEntry& e = direct_digests_[info.index];
+  if (e.fn == nullptr ||
+      e.slot->open_until_ns.load(std::memory_order_relaxed) != 0) {
+    return {};
+  }
+  return {e.fn, e.counter};
+}
 
 // BackendGuard marks the current thread as executing inside `backend` for
 // its lifetime, so re-entrant calls are not routed back into it.

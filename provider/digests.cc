@@ -9,6 +9,8 @@
 #include <openssl/crypto.h>
 #include <openssl/params.h>
 
+#include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -16,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/types/span.h"
 #include "core/algorithms.h"
+#include "core/backend.h"
 #include "core/digest.h"
 #include "core/router.h"
 #include "core/status.h"
@@ -35,12 +38,17 @@ constexpr size_t kSmallMessage = 256;
 struct DigestCtx {
   DigestCtx(ProvCtx* p, const AlgorithmInfo* i) : prov(p), info(i) {}
   ~DigestCtx() { Wipe(); }
+  // Wipe clears what `buf` holds (message bytes or a direct hash state).
   void Wipe() {
-    if (buffered > 0) OPENSSL_cleanse(buf, buffered);
-    buffered = 0;
+    if (used > 0) OPENSSL_cleanse(buf, used);
+    used = 0;
   }
   ProvCtx* prov;
   const AlgorithmInfo* info;
+  // The route's direct digest (Router::Direct), chosen at init: when set,
+  // `buf` holds its state and every update goes straight to it.
+  Router::DirectDigest direct;
+  uint64_t direct_bytes = 0;
   // The routed streaming digest; made (or re-initialised) only once the
   // message outgrows `buf`, and kept for reuse across inits.
   std::unique_ptr<Digest> digest;
@@ -48,9 +56,24 @@ struct DigestCtx {
   bool ready = false;
   // streaming: `digest` holds the message so far (buf is unused).
   bool streaming = false;
-  size_t buffered = 0;
-  uint8_t buf[kSmallMessage];
+  // used: bytes of `buf` in use: the buffered message, or the direct state.
+  size_t used = 0;
+  alignas(16) uint8_t buf[kSmallMessage];
 };
+static_assert(kSmallMessage >= Backend::kMaxDigestDirectState);
+static_assert(alignof(DigestCtx) <= alignof(std::max_align_t));
+
+// Contexts come from malloc directly: EVP_Digest makes and frees one per
+// message, and operator new(nothrow) adds two calls on top of malloc.
+DigestCtx* NewDigestCtx(ProvCtx* prov, const AlgorithmInfo* info) {
+  void* mem = std::malloc(sizeof(DigestCtx));
+  return mem == nullptr ? nullptr : new (mem) DigestCtx(prov, info);
+}
+
+void DeleteDigestCtx(DigestCtx* ctx) {
+  ctx->~DigestCtx();
+  std::free(ctx);
+}
 
 absl::Status NotReady(const DigestCtx& ctx) {
   return ProviderError(
@@ -67,18 +90,26 @@ void DigestFreeCtx(void* vctx) {
   if (ctx->digest != nullptr && !(ctx->ready && ctx->streaming)) {
     ctx->prov->ReturnDigest(*ctx->info, std::move(ctx->digest));
   }
-  delete ctx;
+  DeleteDigestCtx(ctx);
 }
 
 void* DigestDupCtx(void* vctx) {
   auto* src = static_cast<DigestCtx*>(vctx);
   DigestCtx* dup = nullptr;
   int ok = Guard(src->prov, [&] {
-    auto copy = std::make_unique<DigestCtx>(src->prov, src->info);
+    std::unique_ptr<DigestCtx, void (*)(DigestCtx*)> copy(
+        NewDigestCtx(src->prov, src->info), DeleteDigestCtx);
+    if (copy == nullptr) {
+      return RaiseError(src->prov,
+                        absl::ResourceExhaustedError(absl::StrFormat(
+                            "%s: out of memory", src->info->name)));
+    }
     copy->ready = src->ready;
     copy->streaming = src->streaming;
-    copy->buffered = src->buffered;
-    if (src->buffered > 0) memcpy(copy->buf, src->buf, src->buffered);
+    copy->direct = src->direct;
+    copy->direct_bytes = src->direct_bytes;
+    copy->used = src->used;
+    if (src->used > 0) memcpy(copy->buf, src->buf, src->used);
     if (src->streaming && src->digest != nullptr) {
       absl::StatusOr<std::unique_ptr<Digest>> clone = src->digest->Clone();
       if (!clone.ok()) return RaiseError(src->prov, clone.status());
@@ -95,6 +126,12 @@ int DigestInit(void* vctx, const OSSL_PARAM params[]) {
   ctx->Wipe();
   ctx->streaming = false;
   ctx->ready = true;
+  ctx->direct = ctx->prov->core().router().Direct(*ctx->info);
+  if (ctx->direct.fn != nullptr) [[likely]] {
+    ctx->direct_bytes = 0;
+    ctx->used = ctx->direct.fn->state_size;
+    ctx->direct.fn->init(ctx->buf);
+  }
   // SHA digests take no settable parameters; unknown ones are ignored.
   (void)params;
   return 1;
@@ -109,24 +146,39 @@ absl::Status StartStreaming(DigestCtx* ctx) {
   } else {
     ACCELCRYPT_RETURN_IF_ERROR(ctx->digest->Init());
   }
-  if (ctx->buffered > 0) {
+  if (ctx->used > 0) {
     ACCELCRYPT_RETURN_IF_ERROR(
-        ctx->digest->Update(absl::MakeConstSpan(ctx->buf, ctx->buffered)));
+        ctx->digest->Update(absl::MakeConstSpan(ctx->buf, ctx->used)));
   }
   ctx->Wipe();
   ctx->streaming = true;
   return absl::OkStatus();
 }
 
+absl::Status NullInput(const DigestCtx& ctx) {
+  return absl::InvalidArgumentError(
+      absl::StrFormat("%s: NULL input with a length", ctx.info->name));
+}
+
 int DigestUpdate(void* vctx, const unsigned char* in, size_t inl) {
   auto* ctx = static_cast<DigestCtx*>(vctx);
-  if (ctx->ready && !ctx->streaming && inl <= kSmallMessage - ctx->buffered) {
-    if (inl > 0) memcpy(ctx->buf + ctx->buffered, in, inl);
-    ctx->buffered += inl;
-    return 1;
+  if (ctx->ready && (in != nullptr || inl == 0)) [[likely]] {
+    if (ctx->direct.fn != nullptr) [[likely]] {
+      ctx->direct.fn->update(ctx->buf, in, inl);
+      ctx->direct_bytes += inl;
+      return 1;
+    }
+    if (!ctx->streaming && inl <= kSmallMessage - ctx->used) {
+      if (inl > 0) memcpy(ctx->buf + ctx->used, in, inl);
+      ctx->used += inl;
+      return 1;
+    }
   }
   return Guard(ctx->prov, [&] {
     if (!ctx->ready) return RaiseError(ctx->prov, NotReady(*ctx));
+    if (in == nullptr && inl != 0) {
+      return RaiseError(ctx->prov, NullInput(*ctx));
+    }
     if (!ctx->streaming) {
       absl::Status status = StartStreaming(ctx);
       if (!status.ok()) {
@@ -140,28 +192,46 @@ int DigestUpdate(void* vctx, const unsigned char* in, size_t inl) {
   });
 }
 
-int DigestFinal(void* vctx, unsigned char* out, size_t* outl, size_t outsz) {
-  auto* ctx = static_cast<DigestCtx*>(vctx);
+absl::Status ShortOutput(const AlgorithmInfo& info, size_t outsz) {
+  return absl::OutOfRangeError(
+      absl::StrFormat("%s: output buffer of %u bytes, need %u", info.name,
+                      outsz, info.digest_len));
+}
+
+// DigestFinalRouted is DigestFinal off the direct path (and its errors).
+[[gnu::noinline]] int DigestFinalRouted(DigestCtx* ctx, unsigned char* out,
+                                        size_t* outl, size_t outsz) {
   return Guard(ctx->prov, [&] {
     if (!ctx->ready) return RaiseError(ctx->prov, NotReady(*ctx));
     if (outsz < ctx->info->digest_len) {
-      return RaiseError(ctx->prov,
-                        absl::OutOfRangeError(absl::StrFormat(
-                            "%s: output buffer of %u bytes, need %u",
-                            ctx->info->name, outsz, ctx->info->digest_len)));
+      return RaiseError(ctx->prov, ShortOutput(*ctx->info, outsz));
     }
     ctx->ready = false;
     absl::Status status =
         ctx->streaming
             ? ctx->digest->Final(absl::MakeSpan(out, ctx->info->digest_len))
             : ctx->prov->core().router().DigestOneShot(
-                  *ctx->info, absl::MakeConstSpan(ctx->buf, ctx->buffered),
+                  *ctx->info, absl::MakeConstSpan(ctx->buf, ctx->used),
                   absl::MakeSpan(out, ctx->info->digest_len));
     ctx->Wipe();
     if (!status.ok()) return RaiseError(ctx->prov, status);
     *outl = ctx->info->digest_len;
     return 1;
   });
+}
+
+int DigestFinal(void* vctx, unsigned char* out, size_t* outl, size_t outsz) {
+  auto* ctx = static_cast<DigestCtx*>(vctx);
+  if (ctx->ready && ctx->direct.fn != nullptr &&
+      outsz >= ctx->info->digest_len) [[likely]] {
+    ctx->ready = false;
+    ctx->direct.fn->final(ctx->buf, out);
+    ctx->direct.counter->Add(ctx->direct_bytes);
+    ctx->Wipe();
+    *outl = ctx->info->digest_len;
+    return 1;
+  }
+  return DigestFinalRouted(ctx, out, outl, outsz);
 }
 
 const OSSL_PARAM kGettableParams[] = {
@@ -175,15 +245,18 @@ const OSSL_PARAM* DigestGettableParams(void*) { return kGettableParams; }
 template <size_t I>
 struct DigestTable {
   static const AlgorithmInfo* Info() {
-    auto all = AllAlgorithms();
-    if (I >= all.size() || all[I].family != Family::kDigest) return nullptr;
-    return &all[I];
+    static const AlgorithmInfo* const info = [] {
+      auto all = AllAlgorithms();
+      return I < all.size() && all[I].family == Family::kDigest ? &all[I]
+                                                                 : nullptr;
+    }();
+    return info;
   }
 
   static void* NewCtx(void* provctx) {
     const AlgorithmInfo* info = Info();
     if (info == nullptr) return nullptr;
-    return new (std::nothrow) DigestCtx(static_cast<ProvCtx*>(provctx), info);
+    return NewDigestCtx(static_cast<ProvCtx*>(provctx), info);
   }
 
   // OneShot serves OSSL_FUNC_DIGEST_DIGEST through the router's one-shot
@@ -197,9 +270,12 @@ struct DigestTable {
         return RaiseError(prov, absl::InternalError("not a digest"));
       }
       if (outsz < info->digest_len) {
-        return RaiseError(prov, absl::OutOfRangeError(absl::StrFormat(
-                                    "%s: output buffer of %u bytes, need %u",
-                                    info->name, outsz, info->digest_len)));
+        return RaiseError(prov, ShortOutput(*info, outsz));
+      }
+      if (in == nullptr && inl != 0) {
+        return RaiseError(prov, absl::InvalidArgumentError(absl::StrFormat(
+                                    "%s: NULL input with a length",
+                                    info->name)));
       }
       absl::Status status = prov->core().router().DigestOneShot(
           *info, absl::MakeConstSpan(in, inl),

@@ -35,7 +35,48 @@ bool LowLevel(const uint8_t* data, size_t len, uint8_t* out) {
   return ok;
 }
 
+// LowLevelDirect is the accelcrypt_digest_direct table over one of those
+// families: the state is the family's context structure. The functions
+// return 1 for any input the table's contract allows.
+template <typename Ctx, int (*Init)(Ctx*),
+          int (*Update)(Ctx*, const void*, size_t),
+          int (*Final)(unsigned char*, Ctx*)>
+struct LowLevelDirect {
+  static void DoInit(void* state) { Init(static_cast<Ctx*>(state)); }
+  static void DoUpdate(void* state, const uint8_t* data, size_t len) {
+    Update(static_cast<Ctx*>(state), data, len);
+  }
+  static void DoFinal(void* state, uint8_t* out) {
+    Final(out, static_cast<Ctx*>(state));
+  }
+  static constexpr accelcrypt_digest_direct kTable = {
+      sizeof(accelcrypt_digest_direct), sizeof(Ctx), DoInit, DoUpdate,
+      DoFinal};
+};
+
 }  // namespace
+
+const accelcrypt_digest_direct* ShaSoftware::Direct(accelcrypt_alg alg) {
+  switch (alg) {
+    case ACCELCRYPT_ALG_SHA1:
+      return &LowLevelDirect<SHA_CTX, SHA1_Init, SHA1_Update,
+                             SHA1_Final>::kTable;
+    case ACCELCRYPT_ALG_SHA224:
+      return &LowLevelDirect<SHA256_CTX, SHA224_Init, SHA224_Update,
+                             SHA224_Final>::kTable;
+    case ACCELCRYPT_ALG_SHA256:
+      return &LowLevelDirect<SHA256_CTX, SHA256_Init, SHA256_Update,
+                             SHA256_Final>::kTable;
+    case ACCELCRYPT_ALG_SHA384:
+      return &LowLevelDirect<SHA512_CTX, SHA384_Init, SHA384_Update,
+                             SHA384_Final>::kTable;
+    case ACCELCRYPT_ALG_SHA512:
+      return &LowLevelDirect<SHA512_CTX, SHA512_Init, SHA512_Update,
+                             SHA512_Final>::kTable;
+    default:
+      return nullptr;
+  }
+}
 
 absl::StatusOr<std::unique_ptr<ShaSoftware>> ShaSoftware::Create(
     const DigestDispatch& d) {

@@ -9,6 +9,7 @@
 #include "absl/base/optimization.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "accelcrypt/backend.h"
 #include "backends/software/lib_context.h"
 
 namespace accelcrypt::software {
@@ -44,6 +45,11 @@ class ShaSoftware {
   // kOutOfRange with nothing changed); the context then needs Init.
   absl::Status Final(uint8_t* out, size_t out_len);
   absl::StatusOr<std::unique_ptr<ShaSoftware>> Clone() const;
+
+  // Direct returns the plain-CPU implementation of `alg` over caller-owned
+  // state (libcrypto's low-level SHA functions), or nullptr for an
+  // algorithm without one.
+  static const accelcrypt_digest_direct* Direct(accelcrypt_alg alg);
 
   // OneShot hashes `data` into `out` (libcrypto's one-shot SHA function:
   // a stack context, no allocation).

@@ -250,6 +250,14 @@ accelcrypt_status DigestDupCtx(const accelcrypt_digest_ctx* ctx,
 
 void DigestFreeCtx(accelcrypt_digest_ctx* ctx) { delete AsSha(ctx); }
 
+const accelcrypt_digest_direct* DigestGetDirect(void* backend,
+                                                accelcrypt_alg alg) {
+  if (backend == nullptr || AsLib(backend)->Digest(alg) == nullptr) {
+    return nullptr;
+  }
+  return ShaSoftware::Direct(alg);
+}
+
 constexpr accelcrypt_digest_table kDigestTable = {
     sizeof(accelcrypt_digest_table),
     DigestNewCtx,
@@ -259,6 +267,7 @@ constexpr accelcrypt_digest_table kDigestTable = {
     DigestOneShot,
     DigestDupCtx,
     DigestFreeCtx,
+    DigestGetDirect,
 };
 
 // RNG family.

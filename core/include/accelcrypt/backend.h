@@ -321,6 +321,29 @@ typedef struct accelcrypt_cipher_table {
  * ------------------------------------------------------------------------- */
 typedef struct accelcrypt_digest_ctx accelcrypt_digest_ctx;
 
+/* accelcrypt_digest_direct is a digest's plain-CPU implementation over
+ * state the caller owns, for the per-message path of a front end (one
+ * indirect call per init, update and final; no context object). The state
+ * is `state_size` bytes of memory aligned to 16 that the caller provides;
+ * it is plain data: the caller duplicates a hash in progress by copying the
+ * bytes and wipes them when done. The functions cannot fail (the caller
+ * passes data != NULL whenever len > 0), must not allocate, block, or call
+ * into a library context that could route back into accelcrypt (the core's
+ * re-entry guard is not around them). So, as for
+ * accelcrypt_cipher_direct_fn, a backend offers one only for work that has
+ * no device errors: plain CPU code, not a device or a token. */
+typedef struct accelcrypt_digest_direct {
+  uint32_t struct_size;
+  uint32_t state_size;
+  /* init starts a hash in `state`. */
+  void (*init)(void *state);
+  /* update hashes len bytes of data (len may be 0). */
+  void (*update)(void *state, const uint8_t *data, size_t len);
+  /* final writes the digest (the algorithm's digest size) to `out`; the
+   * state then needs init before reuse. */
+  void (*final)(void *state, uint8_t *out);
+} accelcrypt_digest_direct;
+
 typedef struct accelcrypt_digest_table {
   uint32_t struct_size;
   /* newctx allocates a context for `alg`, already initialised. */
@@ -344,6 +367,12 @@ typedef struct accelcrypt_digest_table {
                               accelcrypt_digest_ctx **out,
                               accelcrypt_error *err);
   void (*freectx)(accelcrypt_digest_ctx *ctx);
+  /* get_direct (optional; absent when struct_size does not reach it, or
+   * NULL) returns the plain-CPU implementation of `alg` over caller-owned
+   * state (accelcrypt_digest_direct), or NULL when `alg` has none. The
+   * table it returns stays valid while the backend instance lives. */
+  const accelcrypt_digest_direct *(*get_direct)(void *backend,
+                                                accelcrypt_alg alg);
 } accelcrypt_digest_table;
 
 /* ---------------------------------------------------------------------------
