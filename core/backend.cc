@@ -2,6 +2,7 @@
 #include "core/backend.h"
 
 #include <dlfcn.h>
+#include <openssl/crypto.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -553,6 +554,18 @@ const accelcrypt_digest_direct* Backend::DigestDirect(
     return nullptr;
   }
   return d;
+}
+
+void DirectDigestMessage(const accelcrypt_digest_direct& d,
+                         absl::Span<const uint8_t> data, size_t split,
+                         uint8_t* out) {
+  alignas(16) uint8_t state[Backend::kMaxDigestDirectState];
+  split = std::min(split, data.size());
+  d.init(state);
+  d.update(state, data.data(), split);
+  d.update(state, data.data() + split, data.size() - split);
+  d.final(state, out);
+  OPENSSL_cleanse(state, d.state_size);
 }
 
 absl::Status Backend::RandomBytes(absl::Span<uint8_t> out) const {

@@ -107,6 +107,14 @@ class Backend {
   const accelcrypt_pkey_table* dsa_ = nullptr;
 };
 
+// DirectDigestMessage hashes `data` with the direct digest `d` on a stack
+// state, in two updates split at `split` (clamped to the message), into
+// `out` (the algorithm's digest size), and wipes the state. For self-tests,
+// vector runs and one-shot front ends.
+void DirectDigestMessage(const accelcrypt_digest_direct& d,
+                         absl::Span<const uint8_t> data, size_t split,
+                         uint8_t* out);
+
 // BackendKey is a key prepared by one backend: the raw RSA/DSA operations of
 // its plugin table (no routing, no stats). Thread-safe (backends serve one
 // prepared key from several threads). Frees the backend's key on

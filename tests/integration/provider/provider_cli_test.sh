@@ -334,8 +334,12 @@ case "$CASE" in
     with_keys "$WORK/s1.cnf" "stats_dir = $WORK/s1"
     mkdir -p "$WORK/s1" "$WORK/s2" "$WORK/s3"
     OPENSSL_CONF="$WORK/s1.cnf" "$OPENSSL" dgst -sha256 \
-      -propquery provider=accelcrypt "$WORK/in.17" >/dev/null 2>&1
-    check "stats_dir from the openssl.cnf section" grep -q '"SHA2-256"' \
+      -propquery provider=accelcrypt "$WORK/in.17" "$WORK/in.4097" \
+      "$WORK/in.0" >/dev/null 2>&1
+    # One op per message and every byte, whichever path hashed them (the
+    # direct digest counts at final).
+    check "stats_dir from the openssl.cnf section, exact counts" \
+      grep -q '"SHA2-256":{"bytes":4114,"errors":0,"fallbacks":0,"ops":3}' \
       <(cat "$WORK"/s1/*.json 2>/dev/null)
     printf '[accelcrypt]\nstats_dir = %s\n' "$WORK/s2" >"$WORK/ac.conf"
     with_keys "$WORK/s2.cnf" "conf = $WORK/ac.conf"

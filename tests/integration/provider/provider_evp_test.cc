@@ -1077,6 +1077,43 @@ TEST_F(ProviderEvpTest, DigestsMatchDefault) {
   }
 }
 
+// Out-of-order and malformed digest calls fail with an error on the queue
+// and leave the context usable after a new init: update and final after
+// final, NULL input with a length.
+TEST_F(ProviderEvpTest, DigestMisuseIsRefusedAndRecoverable) {
+  for (const char* name : {"SHA1", "SHA256", "SHA384"}) {
+    MdPtr acc(EVP_MD_fetch(nullptr, name, kAccel));
+    MdPtr def(EVP_MD_fetch(nullptr, name, kDefault));
+    ASSERT_NE(acc, nullptr) << name;
+    const Bytes msg = Random(300, 77);
+    uint8_t want[64], got[64];
+    unsigned int wl = 0, gl = 0;
+    ASSERT_TRUE(EVP_Digest(msg.data(), msg.size(), want, &wl, def.get(),
+                           nullptr));
+    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+    ASSERT_TRUE(EVP_DigestInit_ex2(ctx, acc.get(), nullptr));
+    ERR_clear_error();
+    EXPECT_FALSE(EVP_DigestUpdate(ctx, nullptr, 5)) << name;
+    EXPECT_NE(ERR_peek_last_error(), 0u) << name << ": no error queued";
+    ERR_clear_error();
+    // The refused update hashed nothing: the message still comes out right.
+    ASSERT_TRUE(EVP_DigestUpdate(ctx, msg.data(), msg.size()));
+    ASSERT_TRUE(EVP_DigestFinal_ex(ctx, got, &gl));
+    ASSERT_EQ(gl, wl);
+    EXPECT_EQ(0, memcmp(got, want, wl)) << name;
+    // EVP itself refuses update and final after final (3.0 tracks the
+    // finalised state), and our provider would too.
+    EXPECT_FALSE(EVP_DigestUpdate(ctx, msg.data(), 1)) << name;
+    EXPECT_FALSE(EVP_DigestFinal_ex(ctx, got, &gl)) << name;
+    ERR_clear_error();
+    ASSERT_TRUE(EVP_DigestInit_ex2(ctx, acc.get(), nullptr));
+    ASSERT_TRUE(EVP_DigestUpdate(ctx, msg.data(), msg.size()));
+    ASSERT_TRUE(EVP_DigestFinal_ex(ctx, got, &gl));
+    EXPECT_EQ(0, memcmp(got, want, wl)) << name << " after re-init";
+    EVP_MD_CTX_free(ctx);
+  }
+}
+
 // Streaming digests are kept for reuse across contexts (ProvCtx's pool):
 // messages of every length, contexts freed mid-message, finished, or left
 // initialised, and contexts alive at once, always give the default

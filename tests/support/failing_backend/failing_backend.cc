@@ -20,6 +20,12 @@
 //   fail_init  1: init declines with ACCELCRYPT_ERR_UNAVAILABLE, as a
 //              backend whose device is absent does
 //              [ACCELCRYPT_FAILING_FAIL_INIT]
+//   direct     none | correct | wrong: the digest table's get_direct offers
+//              nothing (default), the wrapped software backend's direct
+//              digests, or those with the digest's first byte flipped (a
+//              broken implementation self-tests and vector runs must catch)
+//              [ACCELCRYPT_FAILING_DIRECT]. Direct digests cannot fail by
+//              the ABI, so no mode touches them.
 // mode=midstream fails the second and every later cipher update of each
 // context (re-init starts the count again), and nothing else.
 //
@@ -36,6 +42,7 @@
 // exact counts set `selftest = 0`.
 #include <atomic>
 #include <cerrno>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -97,6 +104,7 @@ struct Instance {
   std::vector<accelcrypt_capability> caps;
 
   Mode mode = Mode::kNone;
+  enum class Direct { kNone, kCorrect, kWrong } direct = Direct::kNone;
   uint64_t after = 0;
   uint64_t every = 0;
   uint64_t rate = 0;
@@ -409,6 +417,65 @@ void DigestFreeCtx(accelcrypt_digest_ctx* vctx) {
   delete ctx;
 }
 
+// The wrapped backend's direct digests by the digest id's low byte (SHA-1 1
+// .. SHA-512 5), for the wrong ones' final; static tables of the software
+// backend, the same for every instance.
+constexpr size_t kMaxDigestIds = 8;
+const accelcrypt_digest_direct* g_inner_direct[kMaxDigestIds];
+
+template <size_t Id>
+struct WrongDirect {
+  static void Init(void* state) { g_inner_direct[Id]->init(state); }
+  static void Update(void* state, const uint8_t* data, size_t len) {
+    g_inner_direct[Id]->update(state, data, len);
+  }
+  static void Final(void* state, uint8_t* out) {
+    g_inner_direct[Id]->final(state, out);
+    out[0] ^= 1;
+  }
+  static inline accelcrypt_digest_direct table = {
+      sizeof(accelcrypt_digest_direct), 0, Init, Update, Final};
+};
+
+accelcrypt_digest_direct* WrongTable(size_t id) {
+  switch (id) {
+    case 1:
+      return &WrongDirect<1>::table;
+    case 2:
+      return &WrongDirect<2>::table;
+    case 3:
+      return &WrongDirect<3>::table;
+    case 4:
+      return &WrongDirect<4>::table;
+    case 5:
+      return &WrongDirect<5>::table;
+  }
+  return nullptr;
+}
+
+const accelcrypt_digest_direct* DigestGetDirect(void* backend,
+                                                accelcrypt_alg alg) {
+  if (backend == nullptr) return nullptr;
+  Instance* inst = static_cast<Instance*>(backend);
+  if (inst->direct == Instance::Direct::kNone ||
+      inst->digest->struct_size <
+          offsetof(accelcrypt_digest_table, get_direct) + sizeof(void*) ||
+      inst->digest->get_direct == nullptr) {
+    return nullptr;
+  }
+  const accelcrypt_digest_direct* inner =
+      inst->digest->get_direct(inst->inner, alg);
+  if (inner == nullptr || inst->direct == Instance::Direct::kCorrect) {
+    return inner;
+  }
+  const size_t id = alg & 0xffu;
+  accelcrypt_digest_direct* wrong = WrongTable(id);
+  if (wrong == nullptr) return nullptr;
+  g_inner_direct[id] = inner;
+  wrong->state_size = inner->state_size;
+  return wrong;
+}
+
 constexpr accelcrypt_digest_table kDigestTable = {
     sizeof(accelcrypt_digest_table),
     DigestNewCtx,
@@ -418,6 +485,7 @@ constexpr accelcrypt_digest_table kDigestTable = {
     DigestOneShot,
     DigestDupCtx,
     DigestFreeCtx,
+    DigestGetDirect,
 };
 
 // RNG family.
@@ -504,6 +572,16 @@ accelcrypt_status ReadConfig(const accelcrypt_host* host, Instance* inst,
   } else {
     return BadSetting("mode", mode, "none|always|after|every|random|midstream",
                       err);
+  }
+  const char* direct = Setting(host, "direct", "ACCELCRYPT_FAILING_DIRECT");
+  if (direct == nullptr || std::strcmp(direct, "none") == 0) {
+    inst->direct = Instance::Direct::kNone;
+  } else if (std::strcmp(direct, "correct") == 0) {
+    inst->direct = Instance::Direct::kCorrect;
+  } else if (std::strcmp(direct, "wrong") == 0) {
+    inst->direct = Instance::Direct::kWrong;
+  } else {
+    return BadSetting("direct", direct, "none|correct|wrong", err);
   }
   return ACCELCRYPT_OK;
 }
