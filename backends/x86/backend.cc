@@ -339,6 +339,15 @@ accelcrypt_status DigestDup(const accelcrypt_digest_ctx* ctx,
 
 void DigestFree(accelcrypt_digest_ctx* ctx) { delete Digest(ctx); }
 
+const accelcrypt_digest_direct* DigestGetDirect(void* backend,
+                                                accelcrypt_alg alg) {
+  const Backend* b = static_cast<const Backend*>(backend);
+  if (b == nullptr || !Claims(b, alg) || b->impl.sha != ShaImpl::kShani) {
+    return nullptr;
+  }
+  return ShaDirect(alg);
+}
+
 constexpr accelcrypt_digest_table kDigestTable = {
     sizeof(accelcrypt_digest_table),
     DigestNew,
@@ -348,6 +357,7 @@ constexpr accelcrypt_digest_table kDigestTable = {
     DigestOneshot,
     DigestDup,
     DigestFree,
+    DigestGetDirect,
 };
 
 // ---- RNG table ----

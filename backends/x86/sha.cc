@@ -30,6 +30,98 @@ const char* Name(accelcrypt_alg alg) {
   }
 }
 
+void StateInit(ShaState* s, accelcrypt_alg alg) {
+  if (alg == ACCELCRYPT_ALG_SHA1) {
+    memcpy(s->h, kSha1Init, sizeof(kSha1Init));
+  } else if (alg == ACCELCRYPT_ALG_SHA224) {
+    memcpy(s->h, kSha224Init, sizeof(kSha224Init));
+  } else {
+    memcpy(s->h, kSha256Init, sizeof(kSha256Init));
+  }
+  s->buffer_len = 0;
+  s->total_len = 0;
+}
+
+template <bool kSha1>
+void Compress(ShaState* s, const uint8_t* data, size_t num_blocks) {
+  if (kSha1) {
+    internal::Sha1BlocksShani(s->h, data, num_blocks);
+  } else {
+    internal::Sha256BlocksShani(s->h, data, num_blocks);
+  }
+}
+
+// StateUpdate hashes len bytes (data != NULL when len > 0).
+template <bool kSha1>
+void StateUpdate(ShaState* s, const uint8_t* data, size_t len) {
+  if (len == 0) return;
+  s->total_len += len;
+  if (s->buffer_len > 0) {
+    const size_t take = len < 64 - s->buffer_len ? len : 64 - s->buffer_len;
+    memcpy(s->buffer + s->buffer_len, data, take);
+    s->buffer_len += static_cast<uint32_t>(take);
+    data += take;
+    len -= take;
+    if (s->buffer_len < 64) return;
+    Compress<kSha1>(s, s->buffer, 1);
+    s->buffer_len = 0;
+  }
+  if (len >= 64) {
+    Compress<kSha1>(s, data, len / 64);
+    data += len & ~size_t{63};
+    len &= 63;
+  }
+  if (len > 0) {
+    memcpy(s->buffer, data, len);
+    s->buffer_len = static_cast<uint32_t>(len);
+  }
+}
+
+// StateFinal pads (0x80, zeros, the length in bits, big-endian), writes
+// `size` digest bytes and wipes the message block.
+template <bool kSha1>
+void StateFinal(ShaState* s, uint8_t* out, size_t size) {
+  const uint64_t bits = s->total_len * 8;
+  s->buffer[s->buffer_len++] = 0x80;
+  if (s->buffer_len > 56) {
+    memset(s->buffer + s->buffer_len, 0, 64 - s->buffer_len);
+    Compress<kSha1>(s, s->buffer, 1);
+    s->buffer_len = 0;
+  }
+  memset(s->buffer + s->buffer_len, 0, 56 - s->buffer_len);
+  for (int i = 0; i < 8; ++i) {
+    s->buffer[56 + i] = static_cast<uint8_t>(bits >> (56 - 8 * i));
+  }
+  Compress<kSha1>(s, s->buffer, 1);
+  for (size_t i = 0; i < size / 4; ++i) {
+    out[4 * i] = static_cast<uint8_t>(s->h[i] >> 24);
+    out[4 * i + 1] = static_cast<uint8_t>(s->h[i] >> 16);
+    out[4 * i + 2] = static_cast<uint8_t>(s->h[i] >> 8);
+    out[4 * i + 3] = static_cast<uint8_t>(s->h[i]);
+  }
+  explicit_bzero(s->buffer, sizeof(s->buffer));
+  s->buffer_len = 0;
+}
+
+// Direct is the accelcrypt_digest_direct table of one algorithm.
+template <accelcrypt_alg kAlg>
+struct Direct {
+  static constexpr bool kSha1 = kAlg == ACCELCRYPT_ALG_SHA1;
+  static constexpr size_t kSize =
+      kSha1 ? 20 : (kAlg == ACCELCRYPT_ALG_SHA224 ? 28 : 32);
+  static void Init(void* state) {
+    StateInit(static_cast<ShaState*>(state), kAlg);
+  }
+  static void Update(void* state, const uint8_t* data, size_t len) {
+    StateUpdate<kSha1>(static_cast<ShaState*>(state), data, len);
+  }
+  static void Final(void* state, uint8_t* out) {
+    StateFinal<kSha1>(static_cast<ShaState*>(state), out, kSize);
+  }
+  static constexpr accelcrypt_digest_direct kTable = {
+      sizeof(accelcrypt_digest_direct), sizeof(ShaState), Init, Update, Final};
+};
+
 }  // namespace
 
 size_t ShaX86::DigestSize(accelcrypt_alg alg) {
@@ -60,34 +152,15 @@ absl::StatusOr<std::unique_ptr<ShaX86>> ShaX86::Create(
   return sha;
 }
 
-ShaX86::~ShaX86() {
-  explicit_bzero(h_, sizeof(h_));
-  explicit_bzero(buffer_, sizeof(buffer_));
-}
+ShaX86::~ShaX86() { explicit_bzero(&state_, sizeof(state_)); }
 
 void ShaX86::Init() {
-  if (alg_ == ACCELCRYPT_ALG_SHA1) {
-    memcpy(h_, kSha1Init, sizeof(kSha1Init));
-  } else if (alg_ == ACCELCRYPT_ALG_SHA224) {
-    memcpy(h_, kSha224Init, sizeof(kSha224Init));
-  } else {
-    memcpy(h_, kSha256Init, sizeof(kSha256Init));
-  }
-  buffer_len_ = 0;
-  total_len_ = 0;
+  StateInit(&state_, alg_);
   finished_ = false;
 }
 
 std::unique_ptr<ShaX86> ShaX86::Clone() const {
   return std::unique_ptr<ShaX86>(new ShaX86(*this));
-}
-
-void ShaX86::Compress(const uint8_t* data, size_t num_blocks) {
-  if (alg_ == ACCELCRYPT_ALG_SHA1) {
-    internal::Sha1BlocksShani(h_, data, num_blocks);
-  } else {
-    internal::Sha256BlocksShani(h_, data, num_blocks);
-  }
 }
 
 absl::Status ShaX86::Update(const uint8_t* data, size_t len) {
@@ -100,25 +173,10 @@ absl::Status ShaX86::Update(const uint8_t* data, size_t len) {
     return absl::InvalidArgumentError(
         absl::StrFormat("x86: %s update with NULL data", Name(alg_)));
   }
-  total_len_ += len;
-  if (buffer_len_ > 0) {
-    const size_t take = len < 64 - buffer_len_ ? len : 64 - buffer_len_;
-    memcpy(buffer_ + buffer_len_, data, take);
-    buffer_len_ += take;
-    data += take;
-    len -= take;
-    if (buffer_len_ < 64) return absl::OkStatus();
-    Compress(buffer_, 1);
-    buffer_len_ = 0;
-  }
-  if (len >= 64) {
-    Compress(data, len / 64);
-    data += len & ~size_t{63};
-    len &= 63;
-  }
-  if (len > 0) {
-    memcpy(buffer_, data, len);
-    buffer_len_ = len;
+  if (alg_ == ACCELCRYPT_ALG_SHA1) {
+    StateUpdate<true>(&state_, data, len);
+  } else {
+    StateUpdate<false>(&state_, data, len);
   }
   return absl::OkStatus();
 }
@@ -134,29 +192,25 @@ absl::Status ShaX86::Final(uint8_t* out, size_t out_len) {
         absl::StrFormat("x86: %s final needs %d output bytes, got %d",
                         Name(alg_), size, out_len));
   }
-  // Padding: 0x80, zeros, then the message length in bits, big-endian.
-  const uint64_t bits = total_len_ * 8;
-  buffer_[buffer_len_++] = 0x80;
-  if (buffer_len_ > 56) {
-    memset(buffer_ + buffer_len_, 0, 64 - buffer_len_);
-    Compress(buffer_, 1);
-    buffer_len_ = 0;
+  if (alg_ == ACCELCRYPT_ALG_SHA1) {
+    StateFinal<true>(&state_, out, size);
+  } else {
+    StateFinal<false>(&state_, out, size);
   }
-  memset(buffer_ + buffer_len_, 0, 56 - buffer_len_);
-  for (int i = 0; i < 8; ++i) {
-    buffer_[56 + i] = static_cast<uint8_t>(bits >> (56 - 8 * i));
-  }
-  Compress(buffer_, 1);
-  for (size_t i = 0; i < size / 4; ++i) {
-    out[4 * i] = static_cast<uint8_t>(h_[i] >> 24);
-    out[4 * i + 1] = static_cast<uint8_t>(h_[i] >> 16);
-    out[4 * i + 2] = static_cast<uint8_t>(h_[i] >> 8);
-    out[4 * i + 3] = static_cast<uint8_t>(h_[i]);
-  }
-  explicit_bzero(buffer_, sizeof(buffer_));
-  buffer_len_ = 0;
   finished_ = true;
   return absl::OkStatus();
+}
+
+const accelcrypt_digest_direct* ShaDirect(accelcrypt_alg alg) {
+  switch (alg) {
+    case ACCELCRYPT_ALG_SHA1:
+      return &Direct<ACCELCRYPT_ALG_SHA1>::kTable;
+    case ACCELCRYPT_ALG_SHA224:
+      return &Direct<ACCELCRYPT_ALG_SHA224>::kTable;
+    case ACCELCRYPT_ALG_SHA256:
+      return &Direct<ACCELCRYPT_ALG_SHA256>::kTable;
+  }
+  return nullptr;
 }
 
 }  // namespace accelcrypt::x86

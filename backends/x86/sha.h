@@ -16,6 +16,20 @@
 
 namespace accelcrypt::x86 {
 
+// ShaState is the whole running state of one hash: plain data, so a copy of
+// the bytes duplicates the hash (the direct digest's contract).
+struct ShaState {
+  uint32_t h[8];
+  uint8_t buffer[64];
+  uint64_t total_len;
+  uint32_t buffer_len;
+};
+
+// ShaDirect returns the accelcrypt_digest_direct table of `alg` over a
+// ShaState (SHA-NI compression), or nullptr for an algorithm not offered.
+// The caller checks that the CPU has SHA-NI.
+const accelcrypt_digest_direct* ShaDirect(accelcrypt_alg alg);
+
 // ShaX86 hashes a message incrementally. Not thread-safe. Status codes:
 // kUnimplemented (algorithm not offered), kInvalidArgument (NULL data with a
 // length, output too small: kOutOfRange), kFailedPrecondition (update or
@@ -35,13 +49,9 @@ class ShaX86 {
 
  private:
   explicit ShaX86(accelcrypt_alg alg) : alg_(alg) {}
-  void Compress(const uint8_t* data, size_t num_blocks);
 
   accelcrypt_alg alg_;
-  uint32_t h_[8] = {};
-  uint8_t buffer_[64] = {};
-  size_t buffer_len_ = 0;
-  uint64_t total_len_ = 0;
+  ShaState state_ = {};
   bool finished_ = false;
 };
 

@@ -79,6 +79,25 @@ TEST(DirectDigestTest, SoftwareOffersOneForEveryDigest) {
   EXPECT_EQ(software->DigestDirect(ACCELCRYPT_ALG_AES_128_CBC), nullptr);
 }
 
+// The x86 backend hashes with SHA-NI over a plain state: a direct digest
+// for each digest it declares (so vector_suite_test runs them through it).
+TEST(DirectDigestTest, X86OffersOneForEachDigestItDeclares) {
+  const Backend* x86 = SharedRegistry().Find("x86");
+  if (x86 == nullptr) GTEST_SKIP() << "x86 backend not registered here";
+  size_t declared = 0;
+  for (const AlgorithmInfo* info : Digests()) {
+    if (x86->Capability(info->id) == nullptr) {
+      EXPECT_EQ(x86->DigestDirect(info->id), nullptr) << info->name;
+      continue;
+    }
+    ++declared;
+    const accelcrypt_digest_direct* d = x86->DigestDirect(info->id);
+    ASSERT_NE(d, nullptr) << info->name;
+    EXPECT_LE(d->state_size, Backend::kMaxDigestDirectState) << info->name;
+  }
+  if (declared == 0) GTEST_SKIP() << "x86 declares no digest (no SHA-NI)";
+}
+
 TEST(DirectDigestTest, RouterHandsOutTheFirstBackendsAndCountsThere) {
   ASSERT_OK_AND_ASSIGN(auto core, FailingCore("correct"));
   const AlgorithmInfo& info = *FindAlgorithm(ACCELCRYPT_ALG_SHA256);
