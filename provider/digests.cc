@@ -259,8 +259,9 @@ struct DigestTable {
     return NewDigestCtx(static_cast<ProvCtx*>(provctx), info);
   }
 
-  // OneShot serves OSSL_FUNC_DIGEST_DIGEST through the router's one-shot
-  // path (which a one-shot-only accelerator serves without buffering).
+  // OneShot serves OSSL_FUNC_DIGEST_DIGEST with the route's direct digest,
+  // else through the router's one-shot path (which a one-shot-only
+  // accelerator serves without buffering).
   static int OneShot(void* provctx, const unsigned char* in, size_t inl,
                      unsigned char* out, size_t* outl, size_t outsz) {
     auto* prov = static_cast<ProvCtx*>(provctx);
@@ -277,7 +278,14 @@ struct DigestTable {
                                     "%s: NULL input with a length",
                                     info->name)));
       }
-      absl::Status status = prov->core().router().DigestOneShot(
+      Router& router = prov->core().router();
+      if (Router::DirectDigest d = router.Direct(*info); d.fn != nullptr) {
+        DirectDigestMessage(*d.fn, absl::MakeConstSpan(in, inl), inl, out);
+        d.counter->Add(inl);
+        *outl = info->digest_len;
+        return 1;
+      }
+      absl::Status status = router.DigestOneShot(
           *info, absl::MakeConstSpan(in, inl),
           absl::MakeSpan(out, info->digest_len));
       if (!status.ok()) return RaiseError(prov, status);

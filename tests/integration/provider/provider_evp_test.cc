@@ -6,6 +6,7 @@
 // libcrypto only: no accelcrypt internals.
 #include <openssl/core_names.h>
 #include <openssl/err.h>
+#include <openssl/core_dispatch.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
 #include <openssl/provider.h>
@@ -1112,6 +1113,87 @@ TEST_F(ProviderEvpTest, DigestMisuseIsRefusedAndRecoverable) {
     EXPECT_EQ(0, memcmp(got, want, wl)) << name << " after re-init";
     EVP_MD_CTX_free(ctx);
   }
+}
+
+// The digest dispatch functions EVP does not reach with bad arguments,
+// called as OpenSSL's provider interface defines them: the one-shot
+// OSSL_FUNC_DIGEST_DIGEST and final with a short output buffer.
+TEST_F(ProviderEvpTest, DigestDispatchOneShotAndShortOutput) {
+  MdPtr md(EVP_MD_fetch(nullptr, "SHA2-256", kAccel));
+  ASSERT_NE(md, nullptr);
+  const OSSL_PROVIDER* prov = EVP_MD_get0_provider(md.get());
+  void* provctx = OSSL_PROVIDER_get0_provider_ctx(prov);
+  int no_cache = 0;
+  const OSSL_ALGORITHM* algs = OSSL_PROVIDER_query_operation(
+      prov, OSSL_OP_DIGEST, &no_cache);
+  ASSERT_NE(algs, nullptr);
+  const OSSL_DISPATCH* fns = nullptr;
+  for (const OSSL_ALGORITHM* a = algs; a->algorithm_names != nullptr; ++a) {
+    if (std::string(a->algorithm_names).find("SHA2-256") == 0) {
+      fns = a->implementation;
+    }
+  }
+  ASSERT_NE(fns, nullptr) << "no SHA2-256 in accelcrypt's digest table";
+  OSSL_FUNC_digest_digest_fn* oneshot = nullptr;
+  OSSL_FUNC_digest_newctx_fn* newctx = nullptr;
+  OSSL_FUNC_digest_init_fn* init = nullptr;
+  OSSL_FUNC_digest_update_fn* update = nullptr;
+  OSSL_FUNC_digest_final_fn* final = nullptr;
+  OSSL_FUNC_digest_freectx_fn* freectx = nullptr;
+  for (const OSSL_DISPATCH* f = fns; f->function_id != 0; ++f) {
+    switch (f->function_id) {
+      case OSSL_FUNC_DIGEST_DIGEST:
+        oneshot = OSSL_FUNC_digest_digest(f);
+        break;
+      case OSSL_FUNC_DIGEST_NEWCTX:
+        newctx = OSSL_FUNC_digest_newctx(f);
+        break;
+      case OSSL_FUNC_DIGEST_INIT:
+        init = OSSL_FUNC_digest_init(f);
+        break;
+      case OSSL_FUNC_DIGEST_UPDATE:
+        update = OSSL_FUNC_digest_update(f);
+        break;
+      case OSSL_FUNC_DIGEST_FINAL:
+        final = OSSL_FUNC_digest_final(f);
+        break;
+      case OSSL_FUNC_DIGEST_FREECTX:
+        freectx = OSSL_FUNC_digest_freectx(f);
+        break;
+    }
+  }
+  ASSERT_TRUE(oneshot && newctx && init && update && final && freectx);
+  MdPtr def(EVP_MD_fetch(nullptr, "SHA2-256", kDefault));
+  const Bytes msg = Random(100, 55);
+  uint8_t want[32];
+  ASSERT_TRUE(EVP_Digest(msg.data(), msg.size(), want, nullptr, def.get(),
+                         nullptr));
+  uint8_t out[64] = {0};
+  size_t outl = 0;
+  ASSERT_EQ(oneshot(provctx, msg.data(), msg.size(), out, &outl, sizeof(out)),
+            1);
+  EXPECT_EQ(outl, 32u);
+  EXPECT_EQ(0, memcmp(out, want, 32));
+  ERR_clear_error();
+  EXPECT_EQ(oneshot(provctx, msg.data(), msg.size(), out, &outl, 31), 0);
+  EXPECT_NE(ERR_peek_last_error(), 0u);
+  EXPECT_EQ(oneshot(provctx, nullptr, 5, out, &outl, sizeof(out)), 0);
+  ERR_clear_error();
+  // final with 31 bytes of room: refused, the hash kept; with room: done.
+  void* ctx = newctx(provctx);
+  ASSERT_NE(ctx, nullptr);
+  ASSERT_EQ(init(ctx, nullptr), 1);
+  ASSERT_EQ(update(ctx, msg.data(), msg.size()), 1);
+  EXPECT_EQ(final(ctx, out, &outl, 31), 0);
+  EXPECT_NE(ERR_peek_last_error(), 0u);
+  ERR_clear_error();
+  memset(out, 0, sizeof(out));
+  ASSERT_EQ(final(ctx, out, &outl, sizeof(out)), 1);
+  EXPECT_EQ(0, memcmp(out, want, 32));
+  // A second final without init is out of order.
+  EXPECT_EQ(final(ctx, out, &outl, sizeof(out)), 0);
+  ERR_clear_error();
+  freectx(ctx);
 }
 
 // Streaming digests are kept for reuse across contexts (ProvCtx's pool):
