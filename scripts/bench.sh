@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# Side-by-side throughput: `openssl speed -elapsed -evp ALG` through
-# accelcrypt (software backend only, preferred by default_properties) and
-# through OpenSSL's default provider alone, run alternately, best of the
-# rounds per block size. Prints MB/s per block size and the ratio
+# Side-by-side throughput: `openssl speed -elapsed -bytes SIZE -evp ALG`
+# through accelcrypt (software backend only, preferred by
+# default_properties) and through OpenSSL's default provider alone, the two
+# back to back for each block size (16 B .. 16 KiB), best of the rounds. Prints MB/s per block size and the ratio
 # accelcrypt/default. The machine is shared and noisy: read ratios, not
 # absolute numbers.
 #
@@ -67,14 +67,17 @@ accelcrypt_write_speed_cnfs "$tmp" "$module"
 # Software backend only, whatever else is installed.
 printf '[accelcrypt]\nbackends = software\n' > "$tmp/accelcrypt-settings.cnf"
 
-# speed_run CONFIG ALG OUT: one `openssl speed -mr` run; writes
-# "size bytes_per_second" lines to OUT.
+sizes="16 64 256 1024 8192 16384"
+
+# speed_run CONFIG ALG SIZE OUT: one `openssl speed -mr -bytes SIZE` run;
+# writes "size bytes_per_second" to OUT.
 speed_run() {
-  local conf=$1 alg=$2 out=$3 raw
+  local conf=$1 alg=$2 size=$3 out=$4 raw
   raw="$out.raw"
   if ! OPENSSL_CONF=$conf ACCELCRYPT_CONF="$tmp/accelcrypt-settings.cnf" \
-       openssl speed -mr -elapsed -seconds "$seconds" -evp "$alg" > "$raw" 2>&1; then
-    echo "bench.sh: openssl speed -evp $alg failed:" >&2
+       openssl speed -mr -elapsed -seconds "$seconds" -bytes "$size" \
+       -evp "$alg" > "$raw" 2>&1; then
+    echo "bench.sh: openssl speed -evp $alg -bytes $size failed:" >&2
     tail -n 5 "$raw" >&2
     return 1
   fi
@@ -83,28 +86,45 @@ speed_run() {
   [ -s "$out" ] || { echo "bench.sh: no results from openssl speed -evp $alg" >&2; return 1; }
 }
 
-# best A B: per size, the larger of two result files.
+# best FILE RESULT: keeps, per size, the larger figure of FILE and RESULT
+# (one "size bytes_per_second" line).
 best() {
-  if [ ! -f "$1" ]; then cp "$2" "$1"; return; fi
-  paste -d' ' "$1" "$2" | awk '{ print $1, ($2 > $4 ? $2 : $4) }' > "$1.tmp"
-  mv "$1.tmp" "$1"
+  local file=$1 result=$2
+  touch "$file"
+  awk 'NR == FNR { size = $1; v = $2; next }
+       $1 == size { if (v > $2) $2 = v; found = 1 }
+       { print }
+       END { if (!found) print size, v }' "$result" "$file" | sort -n > "$file.tmp"
+  mv "$file.tmp" "$file"
 }
 
-echo "accelcrypt bench: openssl speed -elapsed -seconds $seconds -evp ALG, $rounds round(s), alternating"
+echo "accelcrypt bench: openssl speed -elapsed -seconds $seconds -bytes SIZE -evp ALG, $rounds round(s), the two sides alternating per size"
 echo "  accelcrypt: $module (backends = software, default_properties = ?provider=accelcrypt)"
 echo "  default:    OpenSSL's default provider only"
 echo "  $(openssl version)"
 rows="$tmp/rows"
 : > "$rows"
 for alg in "${algs[@]}"; do
+  mkdir -p "$tmp/stats"
   for r in $(seq 1 "$rounds"); do
-    printf '  %-12s round %d/%d: default' "$alg" "$r" "$rounds" >&2
-    speed_run "$tmp/default.cnf" "$alg" "$tmp/d.$r"
-    best "$tmp/default.$alg" "$tmp/d.$r"
-    printf ', accelcrypt' >&2
-    mkdir -p "$tmp/stats"
-    ACCELCRYPT_STATS_DIR="$tmp/stats" speed_run "$tmp/accelcrypt.cnf" "$alg" "$tmp/a.$r"
-    best "$tmp/accel.$alg" "$tmp/a.$r"
+    printf '  %-12s round %d/%d:' "$alg" "$r" "$rounds" >&2
+    # Per block size, the two sides back to back (their order swapped every
+    # round), so both see the same host load.
+    for size in $sizes; do
+      printf ' %s' "$size" >&2
+      sides="default accelcrypt"
+      [ $((r % 2)) -eq 0 ] && sides="accelcrypt default"
+      for side in $sides; do
+        if [ "$side" = default ]; then
+          speed_run "$tmp/default.cnf" "$alg" "$size" "$tmp/run"
+          best "$tmp/default.$alg" "$tmp/run"
+        else
+          ACCELCRYPT_STATS_DIR="$tmp/stats" \
+            speed_run "$tmp/accelcrypt.cnf" "$alg" "$size" "$tmp/run"
+          best "$tmp/accel.$alg" "$tmp/run"
+        fi
+      done
+    done
     printf '\n' >&2
   done
   # Prove the accelcrypt runs went through accelcrypt's software backend.
