@@ -98,12 +98,20 @@ class DigestOp final : public OperationBase {
     if (out.size() < len_) return TooSmall(out.size(), len_);
     // The operation ends here: nothing is kept for GetState.
     if (pending_init_) {
-      // A restarted operation with nothing fed: the router's one-shot path
-      // hashes the whole message without the routed digest's layers (its
-      // Init, replay copy for fallback, Final), and the routed digest stays
-      // un-initialised for the next restart.
+      // A restarted operation with nothing fed: the route's direct digest,
+      // else the router's one-shot path, hashes the whole message without
+      // the routed digest's layers (its Init, replay copy for fallback,
+      // Final), and the routed digest stays un-initialised for the next
+      // restart.
+      const AlgorithmInfo& info = digest_->info();
+      if (Router::DirectDigest d = core_.router().Direct(info);
+          d.fn != nullptr) {
+        DirectDigestMessage(*d.fn, in, in.size(), out.data());
+        d.counter->Add(in.size());
+        return len_;
+      }
       absl::Status st =
-          core_.router().DigestOneShot(digest_->info(), in, out.first(len_));
+          core_.router().DigestOneShot(info, in, out.first(len_));
       if (!st.ok()) return CoreError(st);
       return len_;
     }
