@@ -324,6 +324,13 @@ void* CipherDupCtx(void* vctx) {
   auto* src = static_cast<CipherCtx*>(vctx);
   CipherCtx* dup = nullptr;
   int ok = Guard(src->prov, [&] {
+    // A tag not fetched yet lives in the cipher: fetch it so the copy has
+    // it whatever it copies of the cipher.
+    if (src->tag_pending) {
+      absl::Status status = src->cipher->GetTag(absl::MakeSpan(src->tag));
+      if (!status.ok()) return RaiseError(src->prov, status);
+      src->tag_pending = false;
+    }
     auto copy = std::make_unique<CipherCtx>(src->prov, src->info);
     copy->stream_ready = src->stream_ready;
     copy->block_aligned = src->block_aligned;
@@ -338,6 +345,7 @@ void* CipherDupCtx(void* vctx) {
     copy->ivlen = src->ivlen;
     copy->iv_state = src->iv_state;
     copy->taglen = src->taglen;
+    copy->tag_pending = src->tag_pending;
     copy->tls_aad_len = src->tls_aad_len;
     std::memcpy(copy->tls_aad, src->tls_aad, sizeof(copy->tls_aad));
     copy->iv_gen = src->iv_gen;

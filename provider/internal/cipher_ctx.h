@@ -97,6 +97,10 @@ struct CipherCtx {
   IvState iv_state = IvState::kUninitialised;
   size_t taglen = kTagUnset;
   uint8_t tag[kGcmTagLen] = {};
+  // Encryption final ran and `tag` is not fetched yet: the cipher holds it
+  // until its next message starts (GcmActivate), and a tag request fetches
+  // it (openssl speed and one-shot sealers that never ask skip the fetch).
+  bool tag_pending = false;
   // GCM TLS 1.2 record mode (libssl): the record's AAD, set per record;
   // iv_gen once a fixed IV part was given; records sealed under this key.
   size_t tls_aad_len = kTagUnset;

@@ -199,6 +199,12 @@ absl::Status GcmActivate(CipherCtx& ctx) {
     ctx.iv_state = IvState::kBuffered;
   }
   if (ctx.iv_state == IvState::kBuffered) {
+    // The last message's tag goes with its state: never asked for, it is
+    // not available any more (a request says so, nothing stale is given).
+    if (ctx.tag_pending) {
+      ctx.tag_pending = false;
+      ctx.taglen = kTagUnset;
+    }
     ctx.stream_ready = false;
     ACCELCRYPT_RETURN_IF_ERROR(ctx.cipher->Init(
         ctx.enc, absl::MakeConstSpan(ctx.key, ctx.info->key_len),
@@ -295,7 +301,8 @@ absl::Status GcmCipher(CipherCtx& ctx, unsigned char* out, size_t* outl,
   ctx.iv_state = IvState::kFinished;
   ACCELCRYPT_RETURN_IF_ERROR(cipher.Final());
   if (ctx.enc) {
-    ACCELCRYPT_RETURN_IF_ERROR(cipher.GetTag(absl::MakeSpan(ctx.tag)));
+    // Fetched when asked for (GcmGetCtxParams).
+    ctx.tag_pending = true;
     ctx.taglen = kGcmTagLen;
   }
   return absl::OkStatus();
@@ -347,6 +354,7 @@ absl::Status GcmSetParam(CipherCtx& ctx, const OSSL_PARAM* p) {
                           ctx.info->name));
     }
     ctx.taglen = len;
+    ctx.tag_pending = false;
   } else if (key == OSSL_CIPHER_PARAM_AEAD_IVLEN) {
     size_t len = 0;
     if (!OSSL_PARAM_get_size_t(p, &len)) {
@@ -495,9 +503,13 @@ absl::StatusOr<bool> GcmGetCtxParams(CipherCtx& ctx, OSSL_PARAM params[]) {
     if (len == 0 || len > kGcmTagLen || !ctx.enc || ctx.taglen == kTagUnset) {
       return ProviderError(
           Reason::kInvalidTag, absl::StatusCode::kFailedPrecondition,
-          absl::StrFormat("%s: the tag is available after encryption final, "
-                          "1..16 bytes",
+          absl::StrFormat("%s: the tag is available after encryption final "
+                          "until the next message starts, 1..16 bytes",
                           ctx.info->name));
+    }
+    if (ctx.tag_pending) {
+      ACCELCRYPT_RETURN_IF_ERROR(ctx.cipher->GetTag(absl::MakeSpan(ctx.tag)));
+      ctx.tag_pending = false;
     }
     if (!OSSL_PARAM_set_octet_string(p, ctx.tag, len)) {
       return BadParam(p->key, "cannot store");

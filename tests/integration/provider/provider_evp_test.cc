@@ -720,6 +720,95 @@ TEST_F(ProviderEvpTest, GcmMisuseGivesClearErrors) {
   EXPECT_EQ(LastReason(), "invalid tag");
 }
 
+// GCM seals many messages on one context (a new IV each): the tag of each
+// is the default provider's whenever it is asked for after final, from the
+// context or from a copy made after final, also after a re-init that fed
+// nothing yet; once the next message has started, the old tag is refused,
+// never given stale.
+TEST_F(ProviderEvpTest, GcmTagAfterFinalAcrossMessages) {
+  CipherPtr acc = Fetch("AES-128-GCM", kAccel);
+  CipherPtr def = Fetch("AES-128-GCM", kDefault);
+  const Bytes key = Random(16, 40);
+  CtxPtr ctx(EVP_CIPHER_CTX_new());
+  ASSERT_TRUE(
+      EVP_EncryptInit_ex2(ctx.get(), acc.get(), key.data(), nullptr, nullptr));
+  for (uint32_t m = 0; m < 6; ++m) {
+    const Bytes iv = Random(12, 50 + m), aad = Random(13, 60 + m),
+                pt = Random(m * 37, 70 + m);
+    // The default provider's tag for this message.
+    CtxPtr ref(EVP_CIPHER_CTX_new());
+    Bytes want_ct(pt.size() + 16), want_tag(16), ct(pt.size() + 16), tag(16);
+    int n = 0;
+    ASSERT_TRUE(EVP_EncryptInit_ex2(ref.get(), def.get(), key.data(),
+                                    iv.data(), nullptr));
+    ASSERT_TRUE(EVP_EncryptUpdate(ref.get(), nullptr, &n, aad.data(),
+                                  static_cast<int>(aad.size())));
+    ASSERT_TRUE(EVP_EncryptUpdate(ref.get(), want_ct.data(), &n, pt.data(),
+                                  static_cast<int>(pt.size())));
+    ASSERT_TRUE(EVP_EncryptFinal_ex(ref.get(), want_ct.data() + n, &n));
+    ASSERT_GT(EVP_CIPHER_CTX_ctrl(ref.get(), EVP_CTRL_AEAD_GET_TAG, 16,
+                                  want_tag.data()),
+              0);
+    ASSERT_TRUE(
+        EVP_CipherInit_ex(ctx.get(), nullptr, nullptr, nullptr, iv.data(), 1));
+    ASSERT_TRUE(EVP_EncryptUpdate(ctx.get(), nullptr, &n, aad.data(),
+                                  static_cast<int>(aad.size())));
+    ASSERT_TRUE(EVP_EncryptUpdate(ctx.get(), ct.data(), &n, pt.data(),
+                                  static_cast<int>(pt.size())));
+    ASSERT_TRUE(EVP_EncryptFinal_ex(ctx.get(), ct.data() + n, &n));
+    switch (m % 3) {
+      case 0: {  // asked twice
+        for (int i = 0; i < 2; ++i) {
+          ASSERT_GT(EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_GET_TAG, 16,
+                                        tag.data()),
+                    0);
+          EXPECT_EQ(tag, want_tag) << "message " << m;
+        }
+        break;
+      }
+      case 1: {  // from a copy made after final
+        CtxPtr copy(EVP_CIPHER_CTX_new());
+        ASSERT_TRUE(EVP_CIPHER_CTX_copy(copy.get(), ctx.get()));
+        ASSERT_GT(EVP_CIPHER_CTX_ctrl(copy.get(), EVP_CTRL_AEAD_GET_TAG, 16,
+                                      tag.data()),
+                  0);
+        EXPECT_EQ(tag, want_tag) << "message " << m << " (copy)";
+        break;
+      }
+      case 2: {  // after a re-init that fed nothing, then after the start
+        const Bytes next_iv = Random(12, 90 + m);
+        ASSERT_TRUE(EVP_CipherInit_ex(ctx.get(), nullptr, nullptr, nullptr,
+                                      next_iv.data(), 1));
+        ASSERT_GT(EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_GET_TAG, 16,
+                                      tag.data()),
+                  0);
+        EXPECT_EQ(tag, want_tag) << "message " << m << " (after re-init)";
+        // An AAD-only message whose tag is never asked for: refused once
+        // the message after it has started.
+        ASSERT_TRUE(EVP_EncryptUpdate(ctx.get(), nullptr, &n, aad.data(),
+                                      static_cast<int>(aad.size())));
+        ASSERT_TRUE(EVP_EncryptFinal_ex(ctx.get(), ct.data(), &n));
+        const Bytes third_iv = Random(12, 110 + m);
+        ASSERT_TRUE(EVP_CipherInit_ex(ctx.get(), nullptr, nullptr, nullptr,
+                                      third_iv.data(), 1));
+        ASSERT_TRUE(EVP_EncryptUpdate(ctx.get(), nullptr, &n, aad.data(),
+                                      static_cast<int>(aad.size())));
+        EXPECT_LE(EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_AEAD_GET_TAG, 16,
+                                      tag.data()),
+                  0)
+            << "the unread tag of a finished message is gone once the next "
+               "one started";
+        EXPECT_EQ(LastReason(), "invalid tag");
+        ASSERT_TRUE(EVP_EncryptFinal_ex(ctx.get(), ct.data(), &n));
+        break;
+      }
+    }
+    ct.resize(pt.size());
+    want_ct.resize(pt.size());
+    EXPECT_EQ(ct, want_ct) << "message " << m;
+  }
+}
+
 // libssl's TLS 1.2 GCM record path (RFC 5288): fixed IV, per-record AAD,
 // in-place EVP_Cipher with explicit IV and tag. Records sealed by us open
 // with the default provider and the other way round.
