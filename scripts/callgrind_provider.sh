@@ -14,7 +14,8 @@
 # Usage: callgrind_provider.sh [--build DIR] [--case NAME]... [--bytes N]
 #                              [--backends LIST]
 #   --build     build tree (default: $ACCELCRYPT_BUILD_DIR or build)
-#   --case      aes-128-cbc, aes-128-ctr, aes-256-gcm, sha256 (default: all)
+#   --case      aes-128-cbc, aes-128-ctr, aes-256-gcm, aes-256-gcm-rekey
+#               (a new key every message), sha256 (default: all but rekey)
 #   --bytes     bytes per call (default 16)
 #   --backends  accelcrypt's `backends` setting (default: software)
 # Exit codes: 0 ran, 1 a run failed, 2 usage.
@@ -31,7 +32,7 @@ while [ $# -gt 0 ]; do
     --case) cases+=("$2"); shift 2 ;;
     --bytes) bytes=$2; shift 2 ;;
     --backends) backends=$2; shift 2 ;;
-    -h|--help) sed -n '3,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "callgrind_provider.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

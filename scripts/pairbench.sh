@@ -13,7 +13,8 @@
 # Usage: pairbench.sh [--build DIR] [--alg NAME]... [--rounds N]
 #                     [--backends LIST] [--markdown FILE]
 #   --build     build tree (default: $ACCELCRYPT_BUILD_DIR or build)
-#   --alg       aes-128-cbc, aes-128-ctr, aes-256-gcm, sha256 (default: all)
+#   --alg       aes-128-cbc, aes-128-ctr, aes-256-gcm, aes-256-gcm-rekey (a
+#               new key every message), sha256 (default: all but rekey)
 #   --rounds    rounds per side and size (default 40)
 #   --backends  accelcrypt's `backends` setting (default: software)
 #   --markdown  also write the table as Markdown to FILE
@@ -34,7 +35,7 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift 2 ;;
     --backends) backends=$2; shift 2 ;;
     --markdown) markdown=$2; shift 2 ;;
-    -h|--help) sed -n '3,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "pairbench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -8,7 +8,8 @@
 //   evp_callcount CASE N [BYTES]
 //   CASE: aes-128-cbc, aes-128-ctr, aes-256-gcm (EVP_EncryptUpdate on one
 //   context, as `openssl speed -evp` does; GCM: one full message per call),
-//   sha256 (EVP_Digest, as `openssl speed -evp sha256` does).
+//   aes-256-gcm-rekey (the same with a new key every message), sha256
+//   (EVP_Digest, as `openssl speed -evp sha256` does).
 // Exit codes: 0 ran, 1 an EVP call failed, 2 usage.
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -41,12 +42,15 @@ int Fail(const char* what) {
 // GcmLoop seals one message per iteration as `openssl speed -evp` does for
 // AEAD modes (apps/speed.c, EVP_Update_loop_aead_enc): IV length, key and
 // IV, 13 bytes of AAD, the data, final.
-[[gnu::noinline]] int GcmLoop(EVP_CIPHER_CTX* ctx, const unsigned char* key,
+// rekey: a different key every message (the key schedule cannot be kept,
+// as for a server sealing for many peers).
+[[gnu::noinline]] int GcmLoop(EVP_CIPHER_CTX* ctx, unsigned char* key,
                               const unsigned char* iv, unsigned char* buf,
-                              int len, long n) {
+                              int len, long n, bool rekey) {
   int outl = 0;
   unsigned char aad[13] = {0xcc};
   for (long i = 0; i < n; ++i) {
+    if (rekey) key[i % 32] ^= static_cast<unsigned char>(i + 1);
     if (!EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_IVLEN, 12, nullptr) ||
         !EVP_CipherInit_ex(ctx, nullptr, nullptr, key, iv, -1) ||
         !EVP_EncryptUpdate(ctx, nullptr, &outl, aad, sizeof(aad)) ||
@@ -73,10 +77,13 @@ int main(int argc, char** argv) {
   if (argc < 3 || argc > 4 || std::strcmp(argv[1], "--help") == 0) {
     std::fprintf(stderr,
                  "usage: evp_callcount CASE N [BYTES]\n"
-                 "  CASE: aes-128-cbc | aes-128-ctr | aes-256-gcm | sha256\n");
+                 "  CASE: aes-128-cbc | aes-128-ctr | aes-256-gcm |\n"
+                 "        aes-256-gcm-rekey | sha256\n");
     return 2;
   }
-  const std::string name = argv[1];
+  std::string name = argv[1];
+  const bool rekey = name == "aes-256-gcm-rekey";
+  if (rekey) name = "aes-256-gcm";
   const long n = std::strtol(argv[2], nullptr, 10);
   const int len = argc == 4 ? std::atoi(argv[3]) : 16;
   if (n < 0 || len <= 0 || len > (1 << 20)) return 2;
@@ -97,7 +104,7 @@ int main(int argc, char** argv) {
     return Fail("EVP_EncryptInit_ex");
   }
   int ok = EVP_CIPHER_mode(cipher) == EVP_CIPH_GCM_MODE
-               ? GcmLoop(ctx, key, iv, buf.data(), len, n)
+               ? GcmLoop(ctx, key, iv, buf.data(), len, n, rekey)
                : CipherLoop(ctx, buf.data(), len, n);
   EVP_CIPHER_CTX_free(ctx);
   EVP_CIPHER_free(cipher);

@@ -8,7 +8,8 @@
 // to A's, as scripts/bench.sh reports it: 1.0 = no overhead).
 //
 //   evp_pairbench CONF_A CONF_B CASE [BYTES] [ROUNDS]
-//   CASE: aes-128-cbc, aes-128-ctr, aes-256-gcm, sha256 (as evp_callcount)
+//   CASE: aes-128-cbc, aes-128-ctr, aes-256-gcm, aes-256-gcm-rekey, sha256
+//   (as evp_callcount)
 //   BYTES: bytes per call (default 16); ROUNDS: rounds per side (default 40,
 //   about 20 ms each)
 // Exit codes: 0 ran, 1 a config or EVP call failed, 2 usage.
@@ -34,6 +35,8 @@ int Fail(const char* what) {
 // Side is one provider set: its library context and the objects a case uses.
 struct Side {
   OSSL_LIB_CTX* libctx = nullptr;
+  bool rekey = false;  // GCM: a new key every message
+  unsigned char key[32] = {1, 2, 3};
   EVP_MD* md = nullptr;
   EVP_CIPHER* cipher = nullptr;
   EVP_CIPHER_CTX* ctx = nullptr;
@@ -49,7 +52,11 @@ struct Side {
 const unsigned char kKey[32] = {1, 2, 3};
 const unsigned char kIv[16] = {4, 5, 6};
 
-bool Setup(Side* s, const char* conf, const std::string& name) {
+bool Setup(Side* s, const char* conf, std::string name) {
+  if (name == "aes-256-gcm-rekey") {
+    s->rekey = true;
+    name = "aes-256-gcm";
+  }
   s->libctx = OSSL_LIB_CTX_new();
   if (s->libctx == nullptr || !OSSL_LIB_CTX_load_config(s->libctx, conf)) {
     return false;
@@ -80,8 +87,9 @@ bool Run(Side* s, unsigned char* buf, int len, long n) {
   if (EVP_CIPHER_get_mode(s->cipher) == EVP_CIPH_GCM_MODE) {
     unsigned char aad[13] = {0xcc};
     for (long i = 0; i < n; ++i) {
+      if (s->rekey) s->key[i % 32] ^= static_cast<unsigned char>(i + 1);
       if (!EVP_CIPHER_CTX_ctrl(s->ctx, EVP_CTRL_AEAD_SET_IVLEN, 12, nullptr) ||
-          !EVP_CipherInit_ex(s->ctx, nullptr, nullptr, kKey, kIv, -1) ||
+          !EVP_CipherInit_ex(s->ctx, nullptr, nullptr, s->key, kIv, -1) ||
           !EVP_EncryptUpdate(s->ctx, nullptr, &outl, aad, sizeof(aad)) ||
           !EVP_EncryptUpdate(s->ctx, buf, &outl, buf, len) ||
           !EVP_EncryptFinal_ex(s->ctx, buf, &outl)) {
@@ -112,7 +120,8 @@ int main(int argc, char** argv) {
   if (argc < 4 || argc > 6 || std::strcmp(argv[1], "--help") == 0) {
     std::fprintf(stderr,
                  "usage: evp_pairbench CONF_A CONF_B CASE [BYTES] [ROUNDS]\n"
-                 "  CASE: aes-128-cbc | aes-128-ctr | aes-256-gcm | sha256\n");
+                 "  CASE: aes-128-cbc | aes-128-ctr | aes-256-gcm |\n"
+                 "        aes-256-gcm-rekey | sha256\n");
     return 2;
   }
   const std::string name = argv[3];
