@@ -4,16 +4,17 @@
 # Side-by-side throughput: `openssl speed -elapsed -bytes SIZE -evp ALG`
 # through accelcrypt (software backend only, preferred by
 # default_properties) and through OpenSSL's default provider alone, the two
-# back to back for each block size (16 B .. 16 KiB), best of the rounds. Prints MB/s per block size and the ratio
-# accelcrypt/default. The machine is shared and noisy: read ratios, not
-# absolute numbers.
+# back to back for each block size (16 B .. 16 KiB), best of the rounds.
+# Prints MB/s per block size and the ratio accelcrypt/default. The machine
+# is shared and noisy: read ratios, not absolute numbers (and see
+# scripts/pairbench.sh for a steadier in-process measurement).
 #
 # Usage: bench.sh [--module PATH] [--seconds N] [--rounds N] [--quick]
 #                 [--alg NAME]... [--markdown FILE] [--svg FILE]
 #   --module    accelcrypt.so (default: $ACCELCRYPT_MODULE, build/lib, then
 #               OpenSSL's modules directory)
 #   --seconds   seconds per block size per run (default 2)
-#   --rounds    alternating rounds per algorithm (default 2)
+#   --rounds    rounds per algorithm and block size (default 2)
 #   --quick     --seconds 1 --rounds 1 (about a minute)
 #   --alg       aes-128-cbc, aes-128-ctr, aes-256-gcm, sha256 (default: all)
 #   --markdown  also write the table as Markdown to FILE
@@ -38,7 +39,7 @@ while [ $# -gt 0 ]; do
     --alg) algs+=("$2"); shift 2 ;;
     --markdown) markdown=$2; shift 2 ;;
     --svg) svg=$2; shift 2 ;;
-    -h|--help) sed -n '3,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -32,6 +32,10 @@ int RunBench(const BenchOptions& options) {
     args.push_back("--seconds");
     args.push_back(std::to_string(options.seconds));
   }
+  if (options.rounds > 0) {
+    args.push_back("--rounds");
+    args.push_back(std::to_string(options.rounds));
+  }
   if (!options.markdown_file.empty()) {
     args.push_back("--markdown");
     args.push_back(options.markdown_file);

@@ -50,6 +50,7 @@ struct BenchOptions {
   std::string module_path;
   std::vector<std::string> algorithms;
   int seconds = 0;  // 0: the script's default
+  int rounds = 0;   // 0: the script's default
   bool quick = false;
   std::string markdown_file;  // also write the table as Markdown
   std::string svg_file;       // also draw the ratios as SVG

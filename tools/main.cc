@@ -139,9 +139,14 @@ int main(int argc, char** argv) {
       "Compare `openssl speed` through accelcrypt (software backend) with "
       "OpenSSL's default provider: AES-128-CBC, AES-128-CTR, AES-256-GCM, "
       "SHA-256; prints throughput per block size and the ratio.");
-  bench_cmd->add_flag("--quick", bench.quick, "short run (about 20 s)");
+  bench_cmd->add_flag("--quick", bench.quick,
+                      "short run: --seconds 1 --rounds 1 (about a minute)");
   bench_cmd->add_option("--seconds", bench.seconds,
                         "whole seconds per block size per openssl speed run")
+      ->check(CLI::PositiveNumber);
+  bench_cmd->add_option("--rounds", bench.rounds,
+                        "rounds per side and block size; the best counts "
+                        "(the script's default: 2)")
       ->check(CLI::PositiveNumber);
   bench_cmd->add_option("--alg", bench.algorithms,
                         "algorithm to run (repeatable; default all four)");

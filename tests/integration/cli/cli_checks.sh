@@ -55,6 +55,9 @@ help)
   expect_rc 2 "$cli"
   expect_rc 2 "$cli" list --no-such-option
   expect_rc 2 "$cli" selftest --vectors /nonexistent/dir
+  expect_rc 2 "$cli" bench --rounds 0
+  expect_rc 0 "$cli" bench --help
+  expect_out "^  --rounds " "bench --help lists --rounds"
   pass "help, version and usage errors"
   ;;
 
