@@ -41,6 +41,21 @@ absl::Status Check(accelcrypt_status code, const accelcrypt_error& err,
   return FromAbi(code, msg);
 }
 
+// CallTable runs one table function `fn(&err)` on the per-call path: the
+// error record gets an empty message instead of a 260-byte zero fill (the
+// backend writes a terminated message on error), and success returns
+// without Check. `backend` is taken by reference and `what` as a literal so
+// that nothing for the error path is held in registers across the call.
+template <typename Fn>
+[[gnu::always_inline]] inline absl::Status CallTable(
+    const std::string_view& backend, const char* what, Fn&& fn) {
+  accelcrypt_error err;
+  err.message[0] = '\0';
+  accelcrypt_status rc = fn(&err);
+  if (rc == ACCELCRYPT_OK) [[likely]] return absl::OkStatus();
+  return Check(rc, err, backend, what);
+}
+
 class BackendCipher final : public Cipher {
  public:
   BackendCipher(const accelcrypt_cipher_table* table, accelcrypt_cipher_ctx* ctx,
@@ -48,17 +63,14 @@ class BackendCipher final : public Cipher {
       : table_(table), ctx_(ctx), info_(info), backend_(backend) {}
   ~BackendCipher() override { table_->freectx(ctx_); }
 
-  // Init, Aad, Final and the tag calls run once or twice per AEAD message:
-  // like Update, they give the error record an empty message instead of a
-  // 260-byte zero fill, and return without Check on success.
+  // Init, Aad, Final and the tag calls run once or twice per AEAD message,
+  // so they go through CallTable like Update.
   absl::Status Init(bool encrypt, absl::Span<const uint8_t> key,
                     absl::Span<const uint8_t> iv) override {
-    accelcrypt_error err;
-    err.message[0] = '\0';
-    accelcrypt_status rc = table_->init(ctx_, encrypt ? 1 : 0, key.data(),
-                                        key.size(), iv.data(), iv.size(), &err);
-    if (rc == ACCELCRYPT_OK) [[likely]] return absl::OkStatus();
-    return Check(rc, err, backend_, "cipher init");
+    return CallTable(backend_, "cipher init", [&](accelcrypt_error* err) {
+      return table_->init(ctx_, encrypt ? 1 : 0, key.data(), key.size(),
+                          iv.data(), iv.size(), err);
+    });
   }
   absl::Status Update(absl::Span<const uint8_t> in,
                       absl::Span<uint8_t> out) override {
@@ -67,55 +79,42 @@ class BackendCipher final : public Cipher {
           "%s: output buffer of %d bytes is too small for %d bytes",
           info_.name, out.size(), in.size()));
     }
-    // Hot path: only the message's first byte is cleared, not the whole
-    // 260-byte struct.
-    accelcrypt_error err;
-    err.message[0] = '\0';
-    accelcrypt_status rc =
-        table_->update(ctx_, in.data(), in.size(), out.data(), &err);
-    if (rc == ACCELCRYPT_OK) [[likely]] return absl::OkStatus();
-    return Check(rc, err, backend_, "cipher update");
+    return CallTable(backend_, "cipher update", [&](accelcrypt_error* err) {
+      return table_->update(ctx_, in.data(), in.size(), out.data(), err);
+    });
   }
   absl::Status Aad(absl::Span<const uint8_t> aad) override {
     if (!HasField(table_, &accelcrypt_cipher_table::aad)) {
       return absl::UnimplementedError(
           absl::StrFormat("%s: %s has no AAD", backend_, info_.name));
     }
-    accelcrypt_error err;
-    err.message[0] = '\0';
-    accelcrypt_status rc = table_->aad(ctx_, aad.data(), aad.size(), &err);
-    if (rc == ACCELCRYPT_OK) [[likely]] return absl::OkStatus();
-    return Check(rc, err, backend_, "cipher aad");
+    return CallTable(backend_, "cipher aad", [&](accelcrypt_error* err) {
+      return table_->aad(ctx_, aad.data(), aad.size(), err);
+    });
   }
   absl::Status Final() override {
     if (!HasField(table_, &accelcrypt_cipher_table::final)) {
       return absl::OkStatus();
     }
-    accelcrypt_error err;
-    err.message[0] = '\0';
-    accelcrypt_status rc = table_->final(ctx_, &err);
-    if (rc == ACCELCRYPT_OK) [[likely]] return absl::OkStatus();
-    return Check(rc, err, backend_, "cipher final");
+    return CallTable(backend_, "cipher final", [&](accelcrypt_error* err) {
+      return table_->final(ctx_, err);
+    });
   }
   absl::Status GetTag(absl::Span<uint8_t> out) override {
     if (!HasField(table_, &accelcrypt_cipher_table::get_tag)) {
       return absl::UnimplementedError("no tag");
     }
-    accelcrypt_error err;
-    err.message[0] = '\0';
-    accelcrypt_status rc = table_->get_tag(ctx_, out.data(), out.size(), &err);
-    if (rc == ACCELCRYPT_OK) [[likely]] return absl::OkStatus();
-    return Check(rc, err, backend_, "get tag");
+    return CallTable(backend_, "get tag", [&](accelcrypt_error* err) {
+      return table_->get_tag(ctx_, out.data(), out.size(), err);
+    });
   }
   absl::Status SetTag(absl::Span<const uint8_t> tag) override {
     if (!HasField(table_, &accelcrypt_cipher_table::set_tag)) {
       return absl::UnimplementedError("no tag");
     }
-    accelcrypt_error err;
-    err.message[0] = '\0';
-    accelcrypt_status rc = table_->set_tag(ctx_, tag.data(), tag.size(), &err);
-    if (rc == ACCELCRYPT_OK) [[likely]] return absl::OkStatus();
-    return Check(rc, err, backend_, "set tag");
+    return CallTable(backend_, "set tag", [&](accelcrypt_error* err) {
+      return table_->set_tag(ctx_, tag.data(), tag.size(), err);
+    });
   }
   absl::StatusOr<accelcrypt_cipher_state> GetState() const override {
     if (!HasField(table_, &accelcrypt_cipher_table::get_state)) {
@@ -176,24 +175,15 @@ class BackendDigest final : public Digest {
       : table_(table), ctx_(ctx), info_(info), backend_(backend) {}
   ~BackendDigest() override { table_->freectx(ctx_); }
 
-  // Init/Update/Final are the per-call path: the error record gets an
-  // empty message rather than a 260-byte zero fill, and success returns
-  // without Check.
+  // Init/Update/Final are the per-call path (CallTable).
   absl::Status Init() override {
-    accelcrypt_error err;
-    err.code = ACCELCRYPT_OK;
-    err.message[0] = '\0';
-    accelcrypt_status rc = table_->init(ctx_, &err);
-    if (rc == ACCELCRYPT_OK) [[likely]] return absl::OkStatus();
-    return Check(rc, err, backend_, "digest init");
+    return CallTable(backend_, "digest init",
+                     [&](accelcrypt_error* err) { return table_->init(ctx_, err); });
   }
   absl::Status Update(absl::Span<const uint8_t> data) override {
-    accelcrypt_error err;
-    err.code = ACCELCRYPT_OK;
-    err.message[0] = '\0';
-    accelcrypt_status rc = table_->update(ctx_, data.data(), data.size(), &err);
-    if (rc == ACCELCRYPT_OK) [[likely]] return absl::OkStatus();
-    return Check(rc, err, backend_, "digest update");
+    return CallTable(backend_, "digest update", [&](accelcrypt_error* err) {
+      return table_->update(ctx_, data.data(), data.size(), err);
+    });
   }
   absl::Status Final(absl::Span<uint8_t> out) override {
     if (out.size() < info_.digest_len) {
@@ -201,12 +191,9 @@ class BackendDigest final : public Digest {
           "%s: output buffer of %d bytes is too small for the %d-byte digest",
           info_.name, out.size(), info_.digest_len));
     }
-    accelcrypt_error err;
-    err.code = ACCELCRYPT_OK;
-    err.message[0] = '\0';
-    accelcrypt_status rc = table_->final(ctx_, out.data(), out.size(), &err);
-    if (rc == ACCELCRYPT_OK) [[likely]] return absl::OkStatus();
-    return Check(rc, err, backend_, "digest final");
+    return CallTable(backend_, "digest final", [&](accelcrypt_error* err) {
+      return table_->final(ctx_, out.data(), out.size(), err);
+    });
   }
   absl::StatusOr<std::unique_ptr<Digest>> Clone() const override {
     accelcrypt_digest_ctx* copy = nullptr;
@@ -523,19 +510,10 @@ absl::Status Backend::RoutedDigestOneShot(const AlgorithmInfo& info,
                                           absl::Span<const uint8_t> data,
                                           absl::Span<uint8_t> out) const {
   if (HasField(digest_, &accelcrypt_digest_table::oneshot)) [[likely]] {
-    // Per-call path: only the message's first byte is cleared, not the
-    // whole 260-byte record (the backend writes a terminated message on
-    // error).
-    accelcrypt_error err;
-    err.code = ACCELCRYPT_OK;
-    err.message[0] = '\0';
-    accelcrypt_status rc =
-        digest_->oneshot(instance_, info.id, data.data(), data.size(),
-                         out.data(), out.size(), &err);
-    if (rc == ACCELCRYPT_OK) [[likely]] {
-      return absl::OkStatus();
-    }
-    return Check(rc, err, name_, "digest");
+    return CallTable(name_, "digest", [&](accelcrypt_error* err) {
+      return digest_->oneshot(instance_, info.id, data.data(), data.size(),
+                              out.data(), out.size(), err);
+    });
   }
   return DigestOneShot(info.id, data, out);
 }
