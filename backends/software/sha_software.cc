@@ -22,22 +22,10 @@
 namespace accelcrypt::software {
 namespace {
 
-// LowLevel hashes with one of libcrypto's low-level SHA function families on
-// a stack context, wiped afterwards (it holds the message's last block).
-template <typename Ctx, int (*Init)(Ctx*),
-          int (*Update)(Ctx*, const void*, size_t),
-          int (*Final)(unsigned char*, Ctx*)>
-bool LowLevel(const uint8_t* data, size_t len, uint8_t* out) {
-  Ctx c;
-  bool ok = Init(&c) == 1 && (len == 0 || Update(&c, data, len) == 1) &&
-            Final(out, &c) == 1;
-  OPENSSL_cleanse(&c, sizeof(c));
-  return ok;
-}
-
-// LowLevelDirect is the accelcrypt_digest_direct table over one of those
-// families: the state is the family's context structure. The functions
-// return 1 for any input the table's contract allows.
+// LowLevelDirect is the accelcrypt_digest_direct table over one of
+// libcrypto's low-level SHA function families: the state is the family's
+// context structure. The functions return 1 for any input the table's
+// contract allows.
 template <typename Ctx, int (*Init)(Ctx*),
           int (*Update)(Ctx*, const void*, size_t),
           int (*Final)(unsigned char*, Ctx*)>
@@ -184,35 +172,16 @@ absl::Status ShaSoftware::OneShot(const DigestDispatch& d, const uint8_t* data,
   // The per-message context allocation of the provider's newctx/freectx
   // was a third of the non-hashing cost of a 16-byte EVP_Digest through
   // accelcrypt (callgrind).
-  bool ok = false;
-  switch (d.alg) {
-    case ACCELCRYPT_ALG_SHA1:
-      ok =
-          LowLevel<SHA_CTX, SHA1_Init, SHA1_Update, SHA1_Final>(data, len, out);
-      break;
-    case ACCELCRYPT_ALG_SHA224:
-      ok = LowLevel<SHA256_CTX, SHA224_Init, SHA224_Update, SHA224_Final>(
-          data, len, out);
-      break;
-    case ACCELCRYPT_ALG_SHA256:
-      ok = LowLevel<SHA256_CTX, SHA256_Init, SHA256_Update, SHA256_Final>(
-          data, len, out);
-      break;
-    case ACCELCRYPT_ALG_SHA384:
-      ok = LowLevel<SHA512_CTX, SHA384_Init, SHA384_Update, SHA384_Final>(
-          data, len, out);
-      break;
-    case ACCELCRYPT_ALG_SHA512:
-      ok = LowLevel<SHA512_CTX, SHA512_Init, SHA512_Update, SHA512_Final>(
-          data, len, out);
-      break;
-    default:
-      return OneShotDispatch(d, data, len, out, out_len);
-  }
-  if (!ok) {
-    return LibcryptoError(absl::StatusCode::kInternal, d.name,
-                          "one-shot digest failed");
-  }
+  const accelcrypt_digest_direct* direct = Direct(d.alg);
+  if (direct == nullptr) return OneShotDispatch(d, data, len, out, out_len);
+  // A stack state, wiped afterwards (it holds the message's last block).
+  alignas(16) uint8_t state[sizeof(SHA512_CTX)];
+  static_assert(sizeof(SHA512_CTX) >= sizeof(SHA256_CTX) &&
+                sizeof(SHA512_CTX) >= sizeof(SHA_CTX));
+  direct->init(state);
+  direct->update(state, data, len);
+  direct->final(state, out);
+  OPENSSL_cleanse(state, direct->state_size);
   return absl::OkStatus();
 }
 
