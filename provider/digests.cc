@@ -155,9 +155,9 @@ absl::Status StartStreaming(DigestCtx* ctx) {
   return absl::OkStatus();
 }
 
-absl::Status NullInput(const DigestCtx& ctx) {
+absl::Status NullInput(const AlgorithmInfo& info) {
   return absl::InvalidArgumentError(
-      absl::StrFormat("%s: NULL input with a length", ctx.info->name));
+      absl::StrFormat("%s: NULL input with a length", info.name));
 }
 
 int DigestUpdate(void* vctx, const unsigned char* in, size_t inl) {
@@ -177,7 +177,7 @@ int DigestUpdate(void* vctx, const unsigned char* in, size_t inl) {
   return Guard(ctx->prov, [&] {
     if (!ctx->ready) return RaiseError(ctx->prov, NotReady(*ctx));
     if (in == nullptr && inl != 0) {
-      return RaiseError(ctx->prov, NullInput(*ctx));
+      return RaiseError(ctx->prov, NullInput(*ctx->info));
     }
     if (!ctx->streaming) {
       absl::Status status = StartStreaming(ctx);
@@ -273,11 +273,7 @@ struct DigestTable {
       if (outsz < info->digest_len) {
         return RaiseError(prov, ShortOutput(*info, outsz));
       }
-      if (in == nullptr && inl != 0) {
-        return RaiseError(prov, absl::InvalidArgumentError(absl::StrFormat(
-                                    "%s: NULL input with a length",
-                                    info->name)));
-      }
+      if (in == nullptr && inl != 0) return RaiseError(prov, NullInput(*info));
       Router& router = prov->core().router();
       if (Router::DirectDigest d = router.Direct(*info); d.fn != nullptr) {
         DirectDigestMessage(*d.fn, absl::MakeConstSpan(in, inl), inl, out);
