@@ -20,54 +20,17 @@
 #include <string>
 #include <vector>
 
+#include "tests/integration/provider/evp_loops.h"
+
 namespace {
+
+using ::accelcrypt::evp_loops::CipherLoop;
+using ::accelcrypt::evp_loops::DigestLoop;
+using ::accelcrypt::evp_loops::GcmLoop;
 
 int Fail(const char* what) {
   std::fprintf(stderr, "evp_callcount: %s failed\n", what);
   ERR_print_errors_fp(stderr);
-  return 1;
-}
-
-// The loops are separate non-inlined functions so that callgrind's
-// --toggle-collect can select them.
-[[gnu::noinline]] int CipherLoop(EVP_CIPHER_CTX* ctx, unsigned char* buf,
-                                 int len, long n) {
-  int outl = 0;
-  for (long i = 0; i < n; ++i) {
-    if (!EVP_EncryptUpdate(ctx, buf, &outl, buf, len)) return 0;
-  }
-  return 1;
-}
-
-// GcmLoop seals one message per iteration as `openssl speed -evp` does for
-// AEAD modes (apps/speed.c, EVP_Update_loop_aead_enc): IV length, key and
-// IV, 13 bytes of AAD, the data, final.
-// rekey: a different key every message (the key schedule cannot be kept,
-// as for a server sealing for many peers).
-[[gnu::noinline]] int GcmLoop(EVP_CIPHER_CTX* ctx, unsigned char* key,
-                              const unsigned char* iv, unsigned char* buf,
-                              int len, long n, bool rekey) {
-  int outl = 0;
-  unsigned char aad[13] = {0xcc};
-  for (long i = 0; i < n; ++i) {
-    if (rekey) key[i % 32] ^= static_cast<unsigned char>(i + 1);
-    if (!EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_IVLEN, 12, nullptr) ||
-        !EVP_CipherInit_ex(ctx, nullptr, nullptr, key, iv, -1) ||
-        !EVP_EncryptUpdate(ctx, nullptr, &outl, aad, sizeof(aad)) ||
-        !EVP_EncryptUpdate(ctx, buf, &outl, buf, len) ||
-        !EVP_EncryptFinal_ex(ctx, buf, &outl)) {
-      return 0;
-    }
-  }
-  return 1;
-}
-
-[[gnu::noinline]] int DigestLoop(const EVP_MD* md, const unsigned char* buf,
-                                 size_t len, long n) {
-  unsigned char out[EVP_MAX_MD_SIZE];
-  for (long i = 0; i < n; ++i) {
-    if (!EVP_Digest(buf, len, out, nullptr, md, nullptr)) return 0;
-  }
   return 1;
 }
 
@@ -81,9 +44,9 @@ int main(int argc, char** argv) {
                  "        aes-256-gcm-rekey | sha256\n");
     return 2;
   }
-  std::string name = argv[1];
-  const bool rekey = name == "aes-256-gcm-rekey";
-  if (rekey) name = "aes-256-gcm";
+  const ::accelcrypt::evp_loops::Case c =
+      ::accelcrypt::evp_loops::ParseCase(argv[1]);
+  const std::string& name = c.evp_name;
   const long n = std::strtol(argv[2], nullptr, 10);
   const int len = argc == 4 ? std::atoi(argv[3]) : 16;
   if (n < 0 || len <= 0 || len > (1 << 20)) return 2;
@@ -104,7 +67,7 @@ int main(int argc, char** argv) {
     return Fail("EVP_EncryptInit_ex");
   }
   int ok = EVP_CIPHER_mode(cipher) == EVP_CIPH_GCM_MODE
-               ? GcmLoop(ctx, key, iv, buf.data(), len, n, rekey)
+               ? GcmLoop(ctx, key, iv, buf.data(), len, n, c.rekey)
                : CipherLoop(ctx, buf.data(), len, n);
   EVP_CIPHER_CTX_free(ctx);
   EVP_CIPHER_free(cipher);

@@ -24,7 +24,11 @@
 #include <string>
 #include <vector>
 
+#include "tests/integration/provider/evp_loops.h"
+
 namespace {
+
+namespace evp_loops = ::accelcrypt::evp_loops;
 
 int Fail(const char* what) {
   std::fprintf(stderr, "evp_pairbench: %s failed\n", what);
@@ -52,11 +56,10 @@ struct Side {
 const unsigned char kKey[32] = {1, 2, 3};
 const unsigned char kIv[16] = {4, 5, 6};
 
-bool Setup(Side* s, const char* conf, std::string name) {
-  if (name == "aes-256-gcm-rekey") {
-    s->rekey = true;
-    name = "aes-256-gcm";
-  }
+bool Setup(Side* s, const char* conf, const std::string& arg) {
+  const evp_loops::Case c = evp_loops::ParseCase(arg);
+  const std::string& name = c.evp_name;
+  s->rekey = c.rekey;
   s->libctx = OSSL_LIB_CTX_new();
   if (s->libctx == nullptr || !OSSL_LIB_CTX_load_config(s->libctx, conf)) {
     return false;
@@ -71,37 +74,15 @@ bool Setup(Side* s, const char* conf, std::string name) {
          EVP_EncryptInit_ex(s->ctx, s->cipher, nullptr, kKey, kIv);
 }
 
-// Run makes n calls as `openssl speed -evp` does (evp_callcount's loops).
+// Run makes n calls as `openssl speed -evp` does (evp_loops.h).
 bool Run(Side* s, unsigned char* buf, int len, long n) {
-  int outl = 0;
-  unsigned char out[EVP_MAX_MD_SIZE];
   if (s->md != nullptr) {
-    for (long i = 0; i < n; ++i) {
-      if (!EVP_Digest(buf, static_cast<size_t>(len), out, nullptr, s->md,
-                      nullptr)) {
-        return false;
-      }
-    }
-    return true;
+    return evp_loops::DigestLoop(s->md, buf, static_cast<size_t>(len), n);
   }
   if (EVP_CIPHER_get_mode(s->cipher) == EVP_CIPH_GCM_MODE) {
-    unsigned char aad[13] = {0xcc};
-    for (long i = 0; i < n; ++i) {
-      if (s->rekey) s->key[i % 32] ^= static_cast<unsigned char>(i + 1);
-      if (!EVP_CIPHER_CTX_ctrl(s->ctx, EVP_CTRL_AEAD_SET_IVLEN, 12, nullptr) ||
-          !EVP_CipherInit_ex(s->ctx, nullptr, nullptr, s->key, kIv, -1) ||
-          !EVP_EncryptUpdate(s->ctx, nullptr, &outl, aad, sizeof(aad)) ||
-          !EVP_EncryptUpdate(s->ctx, buf, &outl, buf, len) ||
-          !EVP_EncryptFinal_ex(s->ctx, buf, &outl)) {
-        return false;
-      }
-    }
-    return true;
+    return evp_loops::GcmLoop(s->ctx, s->key, kIv, buf, len, n, s->rekey);
   }
-  for (long i = 0; i < n; ++i) {
-    if (!EVP_EncryptUpdate(s->ctx, buf, &outl, buf, len)) return false;
-  }
-  return true;
+  return evp_loops::CipherLoop(s->ctx, buf, len, n);
 }
 
 double Seconds(std::chrono::steady_clock::time_point a,
