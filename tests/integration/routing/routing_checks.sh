@@ -157,22 +157,11 @@ provider)
   # calibration; then the measurements are replaced by chosen ones.
   "$cli" calibrate --seconds-per-cell 0.001 --alg aes-128-ctr -o "$tmp/cal.json" \
     > /dev/null 2> "$tmp/err" || { cat "$tmp/err" >&2; fail "calibrate failed"; }
-  cat > "$tmp/openssl.cnf" <<CNF
-openssl_conf = openssl_init
-[openssl_init]
-providers = provider_sect
-alg_section = algorithm_sect
-[provider_sect]
-default = default_sect
-accelcrypt = accelcrypt_sect
-[default_sect]
-activate = 1
-[accelcrypt_sect]
-module = $module
-activate = 1
-[algorithm_sect]
-default_properties = ?provider=accelcrypt
-CNF
+  # The benchmark scripts' accelcrypt.cnf: default and accelcrypt active,
+  # accelcrypt preferred.
+  # shellcheck source=scripts/speed_cnf.sh
+  . "$(dirname "${BASH_SOURCE[0]}")/../../../scripts/speed_cnf.sh"
+  accelcrypt_write_speed_cnfs "$tmp" "$module"
   head -c 3000 /dev/urandom > "$tmp/plain"
   openssl enc -aes-128-ctr -K 000102030405060708090a0b0c0d0e0f \
     -iv 0f0e0d0c0b0a09080706050403020100 -in "$tmp/plain" -out "$tmp/ref" ||
@@ -187,7 +176,7 @@ for bucket, cells in c["algorithms"]["aes-128-ctr"].items():
 json.dump(c, open(sys.argv[1], "w"))
 PY
     rm -rf "$tmp/stats"; mkdir -p "$tmp/stats"
-    OPENSSL_CONF=$tmp/openssl.cnf ACCELCRYPT_STATS_DIR=$tmp/stats openssl enc -aes-128-ctr \
+    OPENSSL_CONF=$tmp/accelcrypt.cnf ACCELCRYPT_STATS_DIR=$tmp/stats openssl enc -aes-128-ctr \
       -K 000102030405060708090a0b0c0d0e0f -iv 0f0e0d0c0b0a09080706050403020100 \
       -in "$tmp/plain" -out "$tmp/out" || fail "openssl enc through accelcrypt failed"
     cmp -s "$tmp/ref" "$tmp/out" || fail "output differs from the default provider's (want $want)"
