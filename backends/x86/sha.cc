@@ -107,8 +107,7 @@ void StateFinal(ShaState* s, uint8_t* out, size_t size) {
 template <accelcrypt_alg kAlg>
 struct Direct {
   static constexpr bool kSha1 = kAlg == ACCELCRYPT_ALG_SHA1;
-  static constexpr size_t kSize =
-      kSha1 ? 20 : (kAlg == ACCELCRYPT_ALG_SHA224 ? 28 : 32);
+  static constexpr size_t kSize = ShaX86::DigestSize(kAlg);
   static void Init(void* state) {
     StateInit(static_cast<ShaState*>(state), kAlg);
   }
@@ -123,18 +122,6 @@ struct Direct {
 };
 
 }  // namespace
-
-size_t ShaX86::DigestSize(accelcrypt_alg alg) {
-  switch (alg) {
-    case ACCELCRYPT_ALG_SHA1:
-      return 20;
-    case ACCELCRYPT_ALG_SHA224:
-      return 28;
-    case ACCELCRYPT_ALG_SHA256:
-      return 32;
-  }
-  return 0;
-}
 
 absl::StatusOr<std::unique_ptr<ShaX86>> ShaX86::Create(
     accelcrypt_alg alg, const Implementations& impl) {

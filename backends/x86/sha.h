@@ -39,7 +39,17 @@ class ShaX86 {
   static absl::StatusOr<std::unique_ptr<ShaX86>> Create(
       accelcrypt_alg alg, const Implementations& impl);
   // DigestSize returns 20, 28 or 32, or 0 for an algorithm not offered.
-  static size_t DigestSize(accelcrypt_alg alg);
+  static constexpr size_t DigestSize(accelcrypt_alg alg) {
+    switch (alg) {
+      case ACCELCRYPT_ALG_SHA1:
+        return 20;
+      case ACCELCRYPT_ALG_SHA224:
+        return 28;
+      case ACCELCRYPT_ALG_SHA256:
+        return 32;
+    }
+    return 0;
+  }
 
   ~ShaX86();
   void Init();
