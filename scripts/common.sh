@@ -16,7 +16,9 @@ accelcrypt_jobs() {
 }
 
 # accelcrypt_build [TARGET...]: configures (once, Ninja, RelWithDebInfo) and
-# builds into $ACCELCRYPT_BUILD_DIR.
+# builds into $ACCELCRYPT_BUILD_DIR. Warnings are errors here (the developer's
+# and CI's build; ACCELCRYPT_WERROR=OFF to relax); a packager's plain cmake
+# build leaves -DACCELCRYPT_WERROR at its default, OFF.
 accelcrypt_build() {
   local cache="$ACCELCRYPT_BUILD_DIR/CMakeCache.txt"
   if [ -f "$cache" ] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$cache"; then
@@ -26,7 +28,8 @@ accelcrypt_build() {
   fi
   echo "== configure: $ACCELCRYPT_BUILD_DIR"
   cmake -S "$ACCELCRYPT_ROOT" -B "$ACCELCRYPT_BUILD_DIR" -G Ninja \
-    -DCMAKE_BUILD_TYPE="${ACCELCRYPT_BUILD_TYPE:-RelWithDebInfo}" >/dev/null
+    -DCMAKE_BUILD_TYPE="${ACCELCRYPT_BUILD_TYPE:-RelWithDebInfo}" \
+    -DACCELCRYPT_WERROR="${ACCELCRYPT_WERROR:-ON}" >/dev/null
   echo "== build (-j$(accelcrypt_jobs))"
   local targets=()
   local t

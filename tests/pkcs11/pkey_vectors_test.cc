@@ -285,11 +285,19 @@ TEST_F(PkeyVectorsTest, DsaSigVerResults) {
           Hash(mod.substr(mod.rfind(' ') + 1), FromHex(r.Get("Msg")), &params.md);
       ASSERT_NE(params.md, 0u) << mod;
       // DER Dss-Sig-Value from R and S.
-      auto der_int = [](std::vector<uint8_t> v) {
-        while (v.size() > 1 && v[0] == 0) v.erase(v.begin());
-        if (v[0] & 0x80) v.insert(v.begin(), 0);
-        std::vector<uint8_t> out{0x02, static_cast<uint8_t>(v.size())};
-        out.insert(out.end(), v.begin(), v.end());
+      // Minimal INTEGER: leading zero octets dropped, one 0x00 put back
+      // where the top bit is set; an empty value encodes as 0.
+      auto der_int = [](const std::vector<uint8_t>& v) {
+        size_t start = 0;
+        while (start + 1 < v.size() && v[start] == 0) ++start;
+        const bool pad = start == v.size() || (v[start] & 0x80) != 0;
+        const size_t len = v.size() - start + (pad ? 1 : 0);
+        std::vector<uint8_t> out;
+        out.reserve(2 + len);
+        out.push_back(0x02);
+        out.push_back(static_cast<uint8_t>(len));
+        if (pad) out.push_back(0);
+        for (size_t i = start; i < v.size(); ++i) out.push_back(v[i]);
         return out;
       };
       std::vector<uint8_t> body = der_int(FromHex(r.Get("R")));
