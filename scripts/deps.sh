@@ -27,6 +27,8 @@ ACCELCRYPT_DEBIAN_PACKAGES=(
   libsqlite3-dev     # PKCS#11 module token object store
   gnutls-bin         # p11tool: lists the module's tokens and objects
   libengine-pkcs11-openssl # libp11's engine: OpenSSL signing with a key on the module's token
+  debhelper          # scripts/package_deb.sh: dpkg-buildpackage of debian/ (dh, compat 13)
+  lintian            # scripts/package_deb.sh: 0 errors, 0 warnings on the .debs
 )
 
 # accelcrypt_as_root CMD...: runs CMD as root (directly when already root,

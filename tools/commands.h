@@ -67,6 +67,16 @@ struct CalibrateOptions {
 };
 int RunCalibrate(const CalibrateOptions& options);
 
+// `enable` / `disable`: add or remove the `.include SNIPPET` line in the
+// system openssl.cnf (tools/enable_command.cc).
+struct EnableOptions {
+  bool disable = false;
+  std::string openssl_cnf;  // empty: OPENSSLDIR/openssl.cnf
+  std::string snippet;      // empty: the installed accelcrypt.cnf
+  bool dry_run = false;
+};
+int RunEnable(const EnableOptions& options);
+
 }  // namespace accelcrypt::tools
 
 #endif  // ACCELCRYPT_TOOLS_COMMANDS_H_

@@ -191,6 +191,29 @@ int main(int argc, char** argv) {
       "Exit codes: 0 written, 1 a backend could not be measured or the file "
       "not written, 2 usage error, 3 setup error.");
 
+  accelcrypt::tools::EnableOptions enable, disable;
+  disable.disable = true;
+  CLI::App* enable_cmd = app.add_subcommand(
+      "enable",
+      "Load accelcrypt in every OpenSSL program: append `.include SNIPPET` "
+      "to the system openssl.cnf (idempotent; the file as it was is kept as "
+      "openssl.cnf.accelcrypt-bak).");
+  CLI::App* disable_cmd = app.add_subcommand(
+      "disable", "Remove the `.include SNIPPET` line `enable` added.");
+  for (auto [cmd, opts] : {std::pair{enable_cmd, &enable},
+                           std::pair{disable_cmd, &disable}}) {
+    cmd->add_option("--openssl-cnf", opts->openssl_cnf,
+                    "the file to edit (default: OPENSSLDIR/openssl.cnf, "
+                    "symlinks followed)");
+    cmd->add_option("--snippet", opts->snippet,
+                    "the provider snippet to include (default: the "
+                    "installed share/accelcrypt/accelcrypt.cnf)");
+    cmd->add_flag("-n,--dry-run", opts->dry_run,
+                  "print what would change, change nothing");
+    cmd->footer("Exit codes: 0 done or nothing to do, 2 usage error, "
+                "3 file or snippet missing, not writable.");
+  }
+
   // `trace` passes its command through untouched, options included, so the
   // command is cut off before CLI11 sees it.
   std::vector<std::string> traced_command;
@@ -213,6 +236,8 @@ int main(int argc, char** argv) {
   if (calibrate_cmd->parsed()) {
     return accelcrypt::tools::RunCalibrate(calibrate);
   }
+  if (enable_cmd->parsed()) return accelcrypt::tools::RunEnable(enable);
+  if (disable_cmd->parsed()) return accelcrypt::tools::RunEnable(disable);
   std::cerr << app.help();
   return accelcrypt::tools::kExitUsage;
 }
