@@ -47,7 +47,13 @@ absl::StatusOr<std::unique_ptr<Core>> CreateCore(const CoreOptions& options) {
 
 bool RunningFromBuildTree() {
   std::error_code ec;
+  // The running executable: Linux /proc/self/exe, Solaris
+  // /proc/self/path/a.out; elsewhere not known, so not the build tree.
+#if defined(__sun)
+  auto self = std::filesystem::canonical("/proc/self/path/a.out", ec);
+#else
   auto self = std::filesystem::canonical("/proc/self/exe", ec);
+#endif
   if (ec) return false;
   auto built = std::filesystem::weakly_canonical(ACCELCRYPT_BUILD_TREE_EXE, ec);
   if (ec) return false;

@@ -35,9 +35,18 @@ ChildResult RunChild(const std::vector<std::string>& command,
                      const std::string& conf_file) {
   // A close-on-exec pipe carries exec's errno back to the parent.
   int fds[2];
+#if defined(__linux__)
   if (pipe2(fds, O_CLOEXEC) != 0) {
     return {kExitSetup, std::string("pipe: ") + std::strerror(errno)};
   }
+#else
+  // No pipe2 before Solaris 11.4: set close-on-exec after pipe (no other
+  // thread forks here).
+  if (pipe(fds) != 0 || fcntl(fds[0], F_SETFD, FD_CLOEXEC) != 0 ||
+      fcntl(fds[1], F_SETFD, FD_CLOEXEC) != 0) {
+    return {kExitSetup, std::string("pipe: ") + std::strerror(errno)};
+  }
+#endif
   struct sigaction ignore = {}, old_int = {}, old_quit = {};
   ignore.sa_handler = SIG_IGN;
   sigemptyset(&ignore.sa_mask);

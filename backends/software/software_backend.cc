@@ -4,7 +4,15 @@
 #include "backends/software/software_backend.h"
 
 #include <openssl/crypto.h>
+// getrandom(2): Linux (glibc 2.25+) and Solaris 11.3+. Elsewhere (Solaris
+// 10, macOS, ...) the entropy comes from /dev/urandom (docs/packaging.md).
+#if defined(__linux__) || (defined(__sun) && __has_include(<sys/random.h>))
 #include <sys/random.h>
+#define ACCELCRYPT_HAVE_GETRANDOM 1
+#else
+#include <fcntl.h>
+#include <unistd.h>
+#endif
 
 #include <cerrno>
 #include <cstddef>
@@ -294,16 +302,37 @@ accelcrypt_status Entropy(void* backend, uint8_t* out, size_t len,
     return NullArgument("argument", err);
   }
   size_t done = 0;
+#if !defined(ACCELCRYPT_HAVE_GETRANDOM)
+  const int fd = len == 0 ? -1 : open("/dev/urandom", O_RDONLY);
+  if (len != 0 && fd < 0) {
+    return WriteAbiError(ACCELCRYPT_ERR_UNAVAILABLE,
+                         "software: cannot open /dev/urandom", err);
+  }
+#endif
   while (done < len) {
+#if defined(ACCELCRYPT_HAVE_GETRANDOM)
     ssize_t n = getrandom(out + done, len - done, 0);
+#else
+    ssize_t n = read(fd, out + done, len - done);
+    if (n == 0) {  // end of file: not a random device
+      errno = EIO;
+      n = -1;
+    }
+#endif
     if (n < 0) {
       if (errno == EINTR) continue;
       OPENSSL_cleanse(out, len);
+#if !defined(ACCELCRYPT_HAVE_GETRANDOM)
+      close(fd);
+#endif
       return WriteAbiError(ACCELCRYPT_ERR_UNAVAILABLE,
                            "software: getrandom failed", err);
     }
     done += static_cast<size_t>(n);
   }
+#if !defined(ACCELCRYPT_HAVE_GETRANDOM)
+  if (fd >= 0) close(fd);
+#endif
   *entropy_bits = 8 * len;
   return ACCELCRYPT_OK;
 }
