@@ -78,7 +78,8 @@ accelcrypt trace -- sh -c "openssl enc -aes-128-cbc -pbkdf2 -pass pass:demo -in 
   fail "openssl enc through the provider"
 cat "$work/trace.out"
 cmp -s "$work/plain" "$work/back" || fail "decrypted text differs"
-grep -qi "aes-128-cbc" "$work/trace.out" || fail "trace shows no AES-128-CBC served by accelcrypt"
+awk '$2 == "AES-128-CBC" && $4 >= 100000 { found = 1 } END { exit !found }' "$work/trace.out" ||
+  fail "trace shows no AES-128-CBC bytes served by an accelcrypt backend"
 
 step "PKCS#11 module: token, RSA key, signature checked by openssl"
 mod=/usr/lib/$multiarch/pkcs11/accelcrypt-pkcs11.so

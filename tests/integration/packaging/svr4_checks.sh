@@ -111,7 +111,7 @@ while pos < len(d):
     pos = skip(pos)
 PY
   while read -r blk; do
-    dd if="$tmp/accelcrypt.pkg" bs=512 skip="$blk" 2>/dev/null | cpio -idm --quiet 2>>"$tmp/cpio.err" ||
+    dd if="$tmp/accelcrypt.pkg" bs=512 skip="$blk" 2>/dev/null | cpio -idmu --quiet 2>>"$tmp/cpio.err" ||
       fail "cpio could not read the archive at block $blk"
   done < "$tmp/offsets"
   cd - >/dev/null
