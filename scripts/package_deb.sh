@@ -16,19 +16,21 @@
 #      demo against the installed paths, enable/disable, purge, nothing left),
 #      inside a private mount namespace so no other process on the machine
 #      sees the installed files.
-# Usage: scripts/package_deb.sh [--check] [--install-test] [--out DIR]
+# Usage: scripts/package_deb.sh [--check] [--install-test] [--no-build] [--out DIR]
+# --no-build: check the packages an earlier run left in OUT/src again.
 # Default OUT: $ACCELCRYPT_BUILD_DIR/deb (build/deb). Exit 0 when all passed.
 set -euo pipefail
 # shellcheck source=scripts/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-check=0 install_test=0 out=""
+check=0 install_test=0 build=1 out=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --check) check=1 ;;
     --install-test) install_test=1 ;;
+    --no-build) build=0 ;;
     --out) out=$2; shift ;;
-    -h|--help) sed -n '3,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "package_deb.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -42,27 +44,30 @@ for tool in dpkg-buildpackage dh lintian git; do
   fi
 done
 
-version=$(dpkg-parsechangelog -l "$ACCELCRYPT_ROOT/debian/changelog" -S Version)
-src="$out/src/accelcrypt-$version"
-rm -rf "$out"
-mkdir -p "$src"
+if [ "$build" = 1 ]; then
+  version=$(dpkg-parsechangelog -l "$ACCELCRYPT_ROOT/debian/changelog" -S Version)
+  src="$out/src/accelcrypt-$version"
+  rm -rf "$out"
+  mkdir -p "$src"
 
-echo "== source: $src"
-# Tracked and untracked-but-not-ignored files, as in the working tree; a
-# file deleted from the working tree is left out.
-(cd "$ACCELCRYPT_ROOT" &&
-  git ls-files -z --cached --others --exclude-standard |
-  while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
-  tar --null -T - -cf -) | tar -xf - -C "$src"
+  echo "== source: $src"
+  # Tracked and untracked-but-not-ignored files, as in the working tree; a
+  # file deleted from the working tree is left out.
+  (cd "$ACCELCRYPT_ROOT" &&
+    git ls-files -z --cached --others --exclude-standard |
+    while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
+    tar --null -T - -cf -) | tar -xf - -C "$src"
 
-opts="parallel=$(accelcrypt_jobs)"
-[ "$check" = 1 ] || opts="nocheck $opts"
-echo "== dpkg-buildpackage -us -uc -b (DEB_BUILD_OPTIONS=\"$opts\"; log: $out/build.log)"
-if ! (cd "$src" && DEB_BUILD_OPTIONS="$opts" dpkg-buildpackage -us -uc -b \
-        > "$out/build.log" 2>&1); then
-  tail -40 "$out/build.log"
-  echo "package_deb.sh: dpkg-buildpackage failed (log: $out/build.log)" >&2
-  exit 1
+  opts="parallel=$(accelcrypt_jobs)"
+  [ "$check" = 1 ] || opts="nocheck $opts"
+  echo "== dpkg-buildpackage -us -uc -b (DEB_BUILD_OPTIONS=\"$opts\"; log: $out/build.log)"
+  if ! (cd "$src" && DEB_BUILD_OPTIONS="$opts" dpkg-buildpackage -us -uc -b \
+          > "$out/build.log" 2>&1); then
+    tail -40 "$out/build.log"
+    echo "package_deb.sh: dpkg-buildpackage failed (log: $out/build.log)" >&2
+    exit 1
+  fi
+
 fi
 
 cd "$out/src"
@@ -95,9 +100,9 @@ for p in accelcrypt accelcrypt-backends accelcrypt-provider accelcrypt-pkcs11 ac
   have "$p"
 done
 while IFS= read -r -d '' f; do
+  case "$f" in */usr/lib/debug/*) continue ;; esac  # the detached symbols
   if file -b "$f" | grep -q 'ELF'; then
     if file -b "$f" | grep -q 'not stripped'; then fail "not stripped: ${f#"$tmp"/}"; fi
-    case "$f" in */usr/lib/debug/*) continue ;; esac
     pkg=${f#"$tmp"/}; pkg=${pkg%%/*}
     [ -d "$tmp/$pkg-dbgsym" ] || fail "no $pkg-dbgsym for ${f#"$tmp"/}"
     # hardening: full RELRO, bind now, PIE executables

@@ -37,6 +37,7 @@ fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 step() { echo "-- $*"; }
 work=$(mktemp -d /tmp/accelcrypt-it.XXXXXX)
+trap 'rm -rf "$work"' EXIT
 export HOME=$work/home XDG_DATA_HOME=$work/home/.local/share
 mkdir -p "$HOME"
 unset OPENSSL_CONF OPENSSL_MODULES ACCELCRYPT_CONF ACCELCRYPT_BACKEND_DIR \
@@ -59,7 +60,8 @@ accelcrypt --version
 accelcrypt list --json > "$work/list.json" || fail "accelcrypt list"
 grep -q "\"/usr/lib/$multiarch/accelcrypt/backends\"" "$work/list.json" ||
   fail "list does not search /usr/lib/$multiarch/accelcrypt/backends"
-accelcrypt list | head -20
+accelcrypt list > "$work/list.txt" || fail "accelcrypt list"
+sed -n '1,12p' "$work/list.txt"
 step "accelcrypt selftest (installed vectors)"
 accelcrypt selftest > "$work/selftest.out" 2>&1 || { tail -20 "$work/selftest.out"; fail "selftest"; }
 tail -3 "$work/selftest.out"
@@ -119,31 +121,39 @@ step "nothing left behind (overlay upper directories vs. the original tree)"
 # binds of the original directories made before the overlays. dpkg's own records and
 # logs and the caches that triggers rebuild are expected to change.
 ignore='^/(var/lib/dpkg|var/log|var/cache/man|var/cache/debconf|var/cache/ldconfig|etc/ld\.so\.cache)(/|$)'
-left=0
-for d in usr etc var opt; do
-  [ -d "$ov/$d/u" ] || continue
-  while IFS= read -r -d '' f; do
-    rel=/$d/${f#"$ov/$d/u/"}
-    [[ "$rel" =~ $ignore ]] && continue
-    orig=$ov/orig$rel
-    if [ -c "$f" ] && [ "$(stat -c %t:%T "$f")" = "0:0" ]; then
-      echo "   removed from the original tree: $rel"; left=$((left + 1))
-    elif [ -L "$f" ]; then
-      if [ "$(readlink "$f")" != "$(readlink "$orig" 2>/dev/null)" ]; then
-        echo "   left behind (symlink): $rel"; left=$((left + 1))
+leftovers() {  # prints what install + demo + purge left; sets $left
+  left=0
+  for d in usr etc var opt; do
+    [ -d "$ov/$d/u" ] || continue
+    while IFS= read -r -d '' f; do
+      rel=/$d/${f#"$ov/$d/u/"}
+      [[ "$rel" =~ $ignore ]] && continue
+      orig=$ov/orig$rel
+      if [ -c "$f" ] && [ "$(stat -c %t:%T "$f")" = "0:0" ]; then
+        echo "   removed from the original tree: $rel"; left=$((left + 1))
+      elif [ -L "$f" ]; then
+        if [ "$(readlink "$f")" != "$(readlink "$orig" 2>/dev/null)" ]; then
+          echo "   left behind (symlink): $rel"; left=$((left + 1))
+        fi
+      elif [ -f "$f" ]; then
+        if ! cmp -s "$f" "$orig"; then
+          echo "   left behind or changed: $rel"; left=$((left + 1))
+        fi
+      elif [ -d "$f" ] && [ ! -d "$orig" ]; then
+        echo "   left behind (directory): $rel"; left=$((left + 1))
       fi
-    elif [ -f "$f" ]; then
-      if ! cmp -s "$f" "$orig"; then
-        echo "   left behind or changed: $rel"; left=$((left + 1))
-      fi
-    elif [ -d "$f" ] && [ ! -d "$orig" ]; then
-      echo "   left behind (directory): $rel"; left=$((left + 1))
-    fi
-  done < <(find "$ov/$d/u" -mindepth 1 -print0)
-done
+    done < <(find "$ov/$d/u" -mindepth 1 -print0)
+  done
+}
+# The check itself must see a planted file, then not after its removal.
+mkdir -p /usr/share/accelcrypt-selfcheck && touch /usr/share/accelcrypt-selfcheck/x
+leftovers > "$work/selfcheck.out"
+grep -q "left behind.*/usr/share/accelcrypt-selfcheck/x" "$work/selfcheck.out" ||
+  fail "the leftover check does not see a planted file"
+rm -rf /usr/share/accelcrypt-selfcheck
+leftovers
 [ "$left" = 0 ] || fail "$left path(s) left behind or changed after purge"
 [ "$left" = 0 ] && echo "   none"
 
-rm -rf "$work"
 [ "$fails" = 0 ] && echo "install test: all checks passed"
 exit $((fails > 0))
