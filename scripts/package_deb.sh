@@ -110,6 +110,21 @@ while IFS= read -r -d '' f; do
     if ! readelf -dW "$f" | grep -qE 'BIND_NOW|FLAGS.*NOW'; then fail "no BIND_NOW: ${f#"$tmp"/}"; fi
   fi
 done < <(find "$tmp" -type f -print0)
+# Exports: the version scripts' symbols only (the linker probe worked).
+exports() {  # exports FILE REGEX: every defined dynamic symbol matches REGEX
+  local bad
+  bad=$(nm -D --defined-only "$1" | awk '{print $NF}' | grep -vE "$2" || true)
+  [ -z "$bad" ] || fail "${1#"$tmp"/} exports $(echo "$bad" | head -3 | tr '\n' ' ')"
+}
+for f in "$tmp"/accelcrypt-backends/usr/lib/*/accelcrypt/backends/*.so; do
+  exports "$f" '^accelcrypt_backend_entry$'
+done
+for f in "$tmp"/accelcrypt-provider/usr/lib/*/ossl-modules/accelcrypt.so; do
+  exports "$f" '^OSSL_provider_init$'
+done
+for f in "$tmp"/accelcrypt-pkcs11/usr/lib/*/pkcs11/accelcrypt-pkcs11.so; do
+  exports "$f" '^C_[A-Za-z]+$'
+done
 man=$(find "$tmp" -path '*/usr/share/man/*' -type f)
 [ -n "$man" ] || fail "no man pages"
 for m in $man; do case "$m" in *.gz) ;; *) fail "man page not compressed: $m" ;; esac; done
