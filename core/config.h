@@ -27,7 +27,7 @@ namespace accelcrypt {
 //   breaker_threshold    consecutive device errors before a backend is
 //                        taken out of rotation (default 5)
 //   breaker_cooldown_ms  time out of rotation before a probe (default 1000)
-//   replay_max           bytes of GCM input / digest input kept per operation
+//   replay_max           (alias digest_replay_max) bytes of GCM input / digest input kept per operation
 //                        so a device error mid-stream can be replayed on the
 //                        next backend (default 1024; larger messages fall
 //                        back only before their first byte)
@@ -56,7 +56,8 @@ class Config {
   Config() = default;
 
   // LoadFile parses an openssl.cnf-syntax file. kNotFound if absent,
-  // kInvalidArgument (with NCONF's line number) if malformed.
+  // kInvalidArgument (with NCONF's line number) if malformed or not a
+  // regular file. Values are not checked here (see Validate).
   static absl::StatusOr<Config> LoadFile(const std::string& path);
 
   // FromEnvironment loads $ACCELCRYPT_CONF when set (errors are returned),
@@ -64,8 +65,12 @@ class Config {
   // ACCELCRYPT_STATS_DIR, ACCELCRYPT_LOG_LEVEL).
   static absl::StatusOr<Config> FromEnvironment();
 
-  // Set stores a key (lower-cased); later sets win.
-  void Set(std::string_view key, std::string_view value);
+  // Set stores a key (lower-cased, an alias under its canonical name, see
+  // core/config_keys.h); later sets win. `origin` says where the value was
+  // written ("FILE line N", "openssl.cnf section", "environment") for
+  // Validate's messages; empty keeps the previous origin.
+  void Set(std::string_view key, std::string_view value,
+           std::string_view origin = "");
   std::optional<std::string> Get(std::string_view key) const;
   std::string GetOr(std::string_view key, std::string_view fallback) const;
   // GetInt parses an integer key; kInvalidArgument when not a number.
@@ -75,6 +80,12 @@ class Config {
   std::vector<std::string> GetList(std::string_view key) const;
   // Merge copies every key of `other` over this one.
   void Merge(const Config& other);
+
+  // Validate checks every key: fixed keys against their type and range,
+  // route.<alg> against the identity table; <backend>.<key> is left to the
+  // backend. Any other key is unknown. The error names the key, the value
+  // and where it was written.
+  absl::Status Validate() const;
 
   // Known reports whether `key` is a recognised setting (for "unknown param"
   // errors); backend-scoped keys (<backend>.<x>) and route.* are accepted.
@@ -88,6 +99,7 @@ class Config {
 
  private:
   std::map<std::string, std::string, std::less<>> values_;
+  std::map<std::string, std::string, std::less<>> origins_;
 };
 
 }  // namespace accelcrypt

@@ -6,6 +6,7 @@
 namespace accelcrypt {
 
 absl::StatusOr<std::unique_ptr<Core>> Core::Create(Config config) {
+  if (absl::Status st = config.Validate(); !st.ok()) return st;
   std::unique_ptr<Core> core(new Core());
   core->config_ = std::move(config);
   core->stats_ = std::make_unique<Stats>();

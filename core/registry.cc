@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "core/algorithms.h"
 #include "core/internal/builtin_backends.h"
+#include "core/module_check.h"
 #include "core/status.h"
 
 namespace accelcrypt {
@@ -135,6 +136,14 @@ absl::StatusOr<std::unique_ptr<Registry>> Registry::Create(
   }
   for (const std::string& dir : registry->dirs_) {
     for (const std::string& path : ModulesIn(dir)) {
+      // A broken file must be refused before dlopen: the loader maps it as
+      // its headers say, and a truncated one kills the process with SIGBUS.
+      if (absl::Status shape = CheckLoadableModule(path); !shape.ok()) {
+        registry->events_.push_back(
+            {path, "", absl::StrFormat("not loaded: %s", shape.message()),
+             false});
+        continue;
+      }
       void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
       if (handle == nullptr) {
         const char* why = dlerror();

@@ -3,7 +3,9 @@
 
 #include <openssl/err.h>
 
+#include <atomic>
 #include <cstdarg>
+#include <cstdio>
 #include <optional>
 #include <string>
 
@@ -124,6 +126,41 @@ int RaiseError(const ProvCtx* ctx, const absl::Status& status, const char* file,
   ERR_set_debug(file, line, func);
   ERR_set_error(ERR_LIB_PROV, static_cast<int>(code), "%s", message.c_str());
   return 0;
+}
+
+void ReportInitFailure(const absl::Status& status) {
+  // One line on stderr, whatever the log level: with `soft_load = 1` OpenSSL
+  // drops the provider and its error queue silently, and the administrator
+  // would never learn why accelcrypt is absent.
+  static std::atomic<bool> reported{false};
+  if (!reported.exchange(true)) {
+    std::fprintf(stderr, "accelcrypt: provider not loaded: %s\n",
+                 std::string(status.message()).c_str());
+  }
+  // OpenSSL loads a provider's reason strings only after its init succeeds;
+  // register them under the library number the core gave this provider (the
+  // one of the error just raised) so `openssl` prints the reason instead of
+  // "reason(14)". The copies live for the process, owned by libcrypto's
+  // table: this object may be unloaded after a failed init.
+  const unsigned long err = ERR_peek_last_error();
+  const int lib = ERR_GET_LIB(err);
+  static std::atomic<int> registered_lib{0};
+  if (err == 0 || lib < ERR_LIB_USER || registered_lib.exchange(lib) == lib) {
+    return;
+  }
+  size_t n = 0;
+  while (kReasonStrings[n].id != 0) ++n;
+  auto* table = static_cast<ERR_STRING_DATA*>(
+      OPENSSL_zalloc((n + 2) * sizeof(ERR_STRING_DATA)));
+  if (table == nullptr) return;
+  table[0].error = ERR_PACK(lib, 0, 0);
+  table[0].string = OPENSSL_strdup("accelcrypt");
+  for (size_t i = 0; i < n; ++i) {
+    table[i + 1].error = ERR_PACK(lib, 0, kReasonStrings[i].id);
+    table[i + 1].string =
+        OPENSSL_strdup(static_cast<const char*>(kReasonStrings[i].ptr));
+  }
+  ERR_load_strings(lib, table);
 }
 
 }  // namespace accelcrypt::provider

@@ -43,6 +43,11 @@ enum class Reason : int {
 // the provider's get_reason_strings. Static; lives forever.
 const OSSL_ITEM* ReasonStrings();
 
+// ReportInitFailure is called once the init error is raised: it prints one
+// line on stderr (once per process) and registers the reason strings under
+// the provider's library number so `openssl` can name the reason.
+void ReportInitFailure(const absl::Status& status);
+
 // ProviderError returns a status with `code` and `message` that carries
 // `reason`, for errors the provider itself detects (parameter checks) and
 // that deserve a more precise reason than the code's default. Allocates:

@@ -188,7 +188,7 @@ absl::StatusOr<Config> BuildConfig(const ProvCtx& ctx) {
   }
   for (size_t i = 0; i < keys.size(); ++i) {
     if (values[i] == nullptr || keys[i] == kConfKey) continue;
-    config.Set(keys[i], values[i]);
+    config.Set(keys[i], values[i], "openssl.cnf provider section");
   }
   return config;
 }
@@ -285,29 +285,35 @@ const OSSL_DISPATCH kProviderDispatch[] = {
      reinterpret_cast<Fn>(&GetReasonStrings)},
     {0, nullptr}};
 
+// Fail raises the init error and reports it (stderr, reason strings).
+int Fail(ProvCtx* ctx, const absl::Status& status) {
+  RaiseError(ctx, status);
+  ReportInitFailure(status);
+  return 0;
+}
+
 int Init(const OSSL_CORE_HANDLE* handle, const OSSL_DISPATCH* in,
          const OSSL_DISPATCH** out, void** provctx) {
   auto ctx = std::make_unique<ProvCtx>(handle, ReadUpcalls(in));
   absl::StatusOr<Config> config = BuildConfig(*ctx);
   if (!config.ok()) {
-    return RaiseError(ctx.get(),
-                      ProviderError(Reason::kInitFailed, config.status().code(),
-                                    absl::StrCat("accelcrypt configuration: ",
-                                                 config.status().message())));
+    return Fail(ctx.get(),
+                ProviderError(Reason::kInitFailed, config.status().code(),
+                              absl::StrCat("accelcrypt configuration: ",
+                                           config.status().message())));
   }
   absl::StatusOr<std::unique_ptr<Core>> core = Core::Create(*std::move(config));
   if (!core.ok()) {
-    return RaiseError(ctx.get(),
-                      ProviderError(Reason::kInitFailed, core.status().code(),
-                                    absl::StrCat("accelcrypt core: ",
-                                                 core.status().message())));
+    return Fail(ctx.get(),
+                ProviderError(Reason::kInitFailed, core.status().code(),
+                              absl::StrCat("accelcrypt core: ",
+                                           core.status().message())));
   }
   ctx->set_core(*std::move(core));
   absl::Status status = BuildAlgorithms(*ctx);
   if (!status.ok()) {
-    return RaiseError(
-        ctx.get(),
-        ProviderError(Reason::kInitFailed, status.code(), status.message()));
+    return Fail(ctx.get(), ProviderError(Reason::kInitFailed, status.code(),
+                                         status.message()));
   }
   *out = kProviderDispatch;
   *provctx = ctx.release();

@@ -5,7 +5,8 @@
 # binary and the built provider. One check per CTest test:
 #   cli_checks.sh CHECK ACCELCRYPT_BINARY PROVIDER_MODULE VECTOR_DIR
 #   (load_events also takes TEST_BACKEND_DIR, where failing.so is built)
-# CHECK: help | list | load_events | selftest | config | trace
+# CHECK: help | list | load_events | broken_backend | bad_config | selftest | config | trace
+#   (broken_backend also takes TEST_BACKEND_DIR)
 # Exit 77 = skipped (CTest SKIP_RETURN_CODE), with the reason printed.
 set -euo pipefail
 
@@ -95,6 +96,69 @@ load_events)
   ACCELCRYPT_FAILING_FAIL_INIT=1 expect_rc 0 "$cli" list --json --backend-dir "$test_backends"
   expect_out '"ok": false' "JSON load event"
   pass "load events (failing.so loaded, then declined)"
+  ;;
+
+broken_backend)
+  # Broken files in the backend directory are refused before dlopen (a
+  # truncated module used to kill every OpenSSL program with SIGBUS), listed
+  # with the reason, and the good backends still serve.
+  test_backends=${5:-}
+  [ -f "$test_backends/failing.so" ] || { echo "skip: failing.so not built in '$test_backends'"; exit 77; }
+  [ -f "$module" ] || fail "provider $module not built"
+  mkdir -p "$tmp/be"
+  cp "$test_backends/failing.so" "$tmp/be/failing.so"
+  head -c 4096 "$test_backends/failing.so" > "$tmp/be/truncated.so"
+  printf 'not a library\n' > "$tmp/be/text.so"
+  expect_rc 0 "$cli" list --backend-dir "$tmp/be"
+  expect_out "truncated.so.*not loaded: truncated" "truncated module refused with the reason"
+  expect_out "text.so.*not loaded: not an ELF file" "non-ELF file refused with the reason"
+  expect_out "^  failing [^ ]+  \[hardware\]" "the good module still loads"
+  expect_rc 0 "$cli" config --module "$module"
+  cp "$tmp/out" "$tmp/accelcrypt.cnf"
+  printf 'abc' > "$tmp/msg"
+  rc=0
+  ACCELCRYPT_BACKEND_DIR="$tmp/be" OPENSSL_CONF="$tmp/accelcrypt.cnf" \
+    openssl dgst -sha256 -r "$tmp/msg" > "$tmp/out" 2>&1 || rc=$?
+  [ "$rc" -eq 0 ] || { cat "$tmp/out" >&2; fail "openssl dgst exited $rc with a truncated module in the backend directory"; }
+  expect_out "^ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad " "SHA-256 of abc"
+  pass "broken backend files refused, no crash"
+  ;;
+
+bad_config)
+  # Every configuration mistake stops the provider with one clear line on
+  # stderr (soft_load keeps openssl running), and without soft_load openssl
+  # names the reason instead of "reason(14)".
+  [ -f "$module" ] || fail "provider $module not built"
+  expect_rc 0 "$cli" config --module "$module"
+  cp "$tmp/out" "$tmp/base.cnf"
+  printf '[accelcrypt]\nbackends = software\n\nno_such_key = 1\n' > "$tmp/unknown.cnf"
+  printf '[accelcrypt]\ndigest_replay_max = abc\n' > "$tmp/type.cnf"
+  try_conf() {  # try_conf EXTRA_SECTION_LINE WANT_REGEX WHAT
+    { sed '/^activate = 1$/a '"$1" "$tmp/base.cnf"; } > "$tmp/bad.cnf"
+    grep -qxF -- "$1" "$tmp/bad.cnf" || fail "could not add '$1' to the config"
+    OPENSSL_CONF="$tmp/bad.cnf" openssl list -providers > "$tmp/out" 2>&1 ||
+      { cat "$tmp/out" >&2; fail "$3: openssl failed although soft_load = 1"; }
+    grep -q '^  accelcrypt$' "$tmp/out" && { cat "$tmp/out" >&2; fail "$3: provider loaded"; }
+    [ "$(grep -c '^accelcrypt: provider not loaded: ' "$tmp/out")" -eq 1 ] ||
+      { cat "$tmp/out" >&2; fail "$3: no single 'provider not loaded' line on stderr"; }
+    expect_out "$2" "$3"
+  }
+  try_conf "policy = bogus" "policy = 'bogus' is not supported" "bad policy"
+  try_conf "breaker_threshold = 0" "breaker_threshold = 0 is out of range" "out-of-range value"
+  try_conf "conf = $tmp/unknown.cnf" "unknown.cnf line 4: unknown key 'no_such_key'" "unknown key in conf file"
+  try_conf "conf = $tmp/type.cnf" "type.cnf line 2: replay_max = 'abc' is not a number" "bad type in conf file"
+  try_conf "conf = $tmp/missing.cnf" "cannot read accelcrypt config .*missing.cnf" "missing conf file"
+  try_conf "conf = $tmp" "is a directory" "directory as conf"
+  # Loaded by name (`-provider accelcrypt`), a failing init is an error
+  # whose reason openssl can name (the strings are registered on failure).
+  printf '[accelcrypt]\npolicy = bogus\n' > "$tmp/bogus.cnf"
+  rc=0
+  ACCELCRYPT_CONF="$tmp/bogus.cnf" OPENSSL_CONF=/dev/null openssl list -providers \
+    -provider-path "$(dirname "$module")" -provider accelcrypt > "$tmp/out" 2>&1 || rc=$?
+  [ "$rc" -ne 0 ] || { cat "$tmp/out" >&2; fail "loading a misconfigured provider by name succeeded"; }
+  expect_out ":accelcrypt:.*:provider initialisation failed:.*bogus.cnf line 2: policy" "reason string registered"
+  grep -q 'reason(14)' "$tmp/out" && { cat "$tmp/out" >&2; fail "reason printed as a number"; }
+  pass "configuration mistakes reported"
   ;;
 
 selftest)

@@ -291,8 +291,11 @@ case "$CASE" in
     # soft_load OpenSSL goes on without it.
     printf '[accelcrypt\nbroken = \n' >"$WORK/broken.conf"
     a="$(ACCELCRYPT_CONF="$WORK/broken.conf" ossl dgst -sha256 -r \
-      "$WORK/in.17" 2>&1 | cut -d' ' -f1)"
+      "$WORK/in.17" 2>"$WORK/broken.err" | cut -d' ' -f1)"
     check "broken ACCELCRYPT_CONF: openssl still works" test "$a" = "$b"
+    # ...and says why, once, on stderr.
+    check "broken ACCELCRYPT_CONF: one 'provider not loaded' line" \
+      test "$(grep -c '^accelcrypt: provider not loaded: .*broken.conf' "$WORK/broken.err")" = 1
     ;;
 
   failing)

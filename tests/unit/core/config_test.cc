@@ -5,8 +5,12 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iterator>
+#include <regex>
+#include <set>
 #include <string>
 
+#include "core/config_keys.h"
 #include "core/core.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -18,6 +22,7 @@ namespace {
 
 using ::accelcrypt::testing::BuildTreeConfig;
 using ::accelcrypt::testing::StatusIs;
+using ::accelcrypt::testing::VectorDir;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Optional;
@@ -207,6 +212,105 @@ TEST(ConfigTest, BackendsAndDisableSelectWhatLoads) {
   ASSERT_OK_AND_ASSIGN(
       auto none, Core::Create(BuildTreeConfig({{"disable", "software"}})));
   EXPECT_EQ(none->registry().Find("software"), nullptr);
+}
+
+}  // namespace
+}  // namespace accelcrypt
+
+namespace accelcrypt {
+namespace {
+
+// Validate: every mistake names the key, the value and where it was written.
+TEST(ConfigValidateTest, UnknownKeyNamesFileAndLine) {
+  TempConf conf("[accelcrypt]\nbackends = software\n\nno_such_key = 1\n");
+  ASSERT_OK_AND_ASSIGN(Config c, Config::LoadFile(conf.path()));
+  absl::Status st = c.Validate();
+  EXPECT_THAT(st, StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(st.message(), HasSubstr("unknown key 'no_such_key'"));
+  EXPECT_THAT(st.message(), HasSubstr(conf.path() + " line 4"));
+}
+
+TEST(ConfigValidateTest, BadTypeAndRangeAreErrors) {
+  struct Case {
+    const char* line;
+    const char* want;
+  } cases[] = {
+      {"digest_replay_max = abc", "replay_max = 'abc' is not a number"},
+      {"replay_max = -1", "replay_max = -1 is out of range"},
+      {"breaker_threshold = 0", "breaker_threshold = 0 is out of range"},
+      {"log_level = 9", "log_level = 9 is out of range"},
+      {"selftest = yes", "selftest = 'yes': want 0 or 1"},
+      {"policy = bogus", "policy = 'bogus' is not supported"},
+      {"backends = soft/ware", "is not a backend name"},
+      {"route.aes-999-xyz = software", "unknown algorithm in route.aes-999-xyz"},
+  };
+  for (const Case& c : cases) {
+    TempConf conf(std::string("[accelcrypt]\n") + c.line + "\n");
+    ASSERT_OK_AND_ASSIGN(Config config, Config::LoadFile(conf.path()));
+    absl::Status st = config.Validate();
+    EXPECT_THAT(st.message(), HasSubstr(c.want)) << c.line;
+    EXPECT_THAT(st.message(), HasSubstr(conf.path() + " line 2")) << c.line;
+    // Core creation refuses the same configuration.
+    EXPECT_THAT(Core::Create(std::move(config)),
+                StatusIs(absl::StatusCode::kInvalidArgument))
+        << c.line;
+  }
+}
+
+TEST(ConfigValidateTest, GoodValuesAndAliasPass) {
+  TempConf conf(
+      "[accelcrypt]\nbackends = software, x86\npolicy = fastest\n"
+      "digest_replay_max = 4096\nselftest = 0\nlog_level = 0\n"
+      "route.aes-128-gcm = x86, software\nroute.rsa-2048 = software\n"
+      "[backend_software]\nanything = goes\n");
+  ASSERT_OK_AND_ASSIGN(Config c, Config::LoadFile(conf.path()));
+  EXPECT_TRUE(c.Validate().ok()) << c.Validate();
+  // The documented spelling and the router's are one key.
+  EXPECT_THAT(c.Get("replay_max"), Optional(std::string("4096")));
+}
+
+TEST(ConfigValidateTest, DirectoryIsNotAConfig) {
+  EXPECT_THAT(Config::LoadFile("/tmp"),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(Config::LoadFile("/tmp").status().message(),
+              HasSubstr("is a directory"));
+  EXPECT_THAT(Config::LoadFile("/nonexistent/x.cnf"),
+              StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST(ConfigValidateTest, EnvironmentOriginIsNamed) {
+  ScopedEnv conf("ACCELCRYPT_CONF", nullptr);
+  ScopedEnv level("ACCELCRYPT_LOG_LEVEL", "loud");
+  ASSERT_OK_AND_ASSIGN(Config c, Config::FromEnvironment());
+  EXPECT_THAT(c.Validate().message(), HasSubstr("ACCELCRYPT_LOG_LEVEL"));
+}
+
+// One table drives the parser and docs/configuration.md: every fixed key is
+// a row of the doc's key table, and every row is a key (or `route.<alg>` /
+// `<backend>.<key>`).
+TEST(ConfigValidateTest, DocumentedKeysMatchTheTable) {
+  const std::string doc_path = VectorDir() + "/../../docs/configuration.md";
+  std::ifstream in(doc_path);
+  ASSERT_TRUE(in.good()) << doc_path;
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  std::set<std::string> documented;
+  std::regex row(R"(^\| `([a-z_.<>]+)`(?:, `([a-z_]+)`)? \|)");
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, row)) {
+      documented.insert(m[1]);
+      if (m[2].matched) documented.insert(m[2]);
+    }
+  }
+  std::set<std::string> table;
+  for (const ConfigKey& k : ConfigKeys()) table.insert(k.name);
+  std::set<std::string> doc_fixed;
+  for (const std::string& d : documented) {
+    if (d == "route.<alg>" || d == "<backend>.<key>") continue;
+    doc_fixed.insert(d);
+  }
+  EXPECT_EQ(doc_fixed, table);
 }
 
 }  // namespace

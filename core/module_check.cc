@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "core/module_check.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_format.h"
+
+namespace accelcrypt {
+namespace {
+
+// The identity of an ELF object: what must match between the loader and a
+// module it loads.
+struct ElfIdentity {
+  unsigned char elf_class = 0;  // ELFCLASS32 / ELFCLASS64
+  unsigned char data = 0;       // ELFDATA2LSB / ELFDATA2MSB
+  uint16_t machine = 0;         // EM_*
+};
+
+bool HostIsLittleEndian() {
+  const uint16_t one = 1;
+  unsigned char first;
+  std::memcpy(&first, &one, 1);
+  return first == 1;
+}
+
+// ReadAll reads up to `len` bytes at `offset`; fewer means end of file.
+bool ReadAt(int fd, uint64_t offset, void* out, size_t len) {
+  auto* p = static_cast<unsigned char*>(out);
+  size_t done = 0;
+  while (done < len) {
+    ssize_t n = pread(fd, p + done, len - done,
+                      static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// The ELF header fields the check reads, in host order, for either class.
+struct Header {
+  ElfIdentity id;
+  uint16_t type = 0;
+  uint64_t phoff = 0;
+  uint16_t phentsize = 0;
+  uint16_t phnum = 0;
+};
+
+// Host-order conversion of a field stored in the file's byte order (the
+// file's order equals the host's once the identity matched, but the reader
+// stays correct for the error messages before that).
+template <typename T>
+T FromFile(T v, bool file_le) {
+  if (file_le == HostIsLittleEndian()) return v;
+  T out = 0;
+  for (size_t i = 0; i < sizeof(T); ++i) {
+    out = static_cast<T>((out << 8) | ((v >> (8 * i)) & 0xff));
+  }
+  return out;
+}
+
+absl::StatusOr<Header> ReadHeader(int fd) {
+  unsigned char ident[EI_NIDENT];
+  if (!ReadAt(fd, 0, ident, sizeof(ident)) ||
+      std::memcmp(ident, ELFMAG, SELFMAG) != 0) {
+    return absl::FailedPreconditionError("not an ELF file");
+  }
+  Header h;
+  h.id.elf_class = ident[EI_CLASS];
+  h.id.data = ident[EI_DATA];
+  const bool le = h.id.data == ELFDATA2LSB;
+  if (h.id.elf_class == ELFCLASS64) {
+    Elf64_Ehdr e;
+    if (!ReadAt(fd, 0, &e, sizeof(e))) {
+      return absl::FailedPreconditionError("truncated ELF header");
+    }
+    h.id.machine = FromFile(e.e_machine, le);
+    h.type = FromFile(e.e_type, le);
+    h.phoff = FromFile(e.e_phoff, le);
+    h.phentsize = FromFile(e.e_phentsize, le);
+    h.phnum = FromFile(e.e_phnum, le);
+  } else if (h.id.elf_class == ELFCLASS32) {
+    Elf32_Ehdr e;
+    if (!ReadAt(fd, 0, &e, sizeof(e))) {
+      return absl::FailedPreconditionError("truncated ELF header");
+    }
+    h.id.machine = FromFile(e.e_machine, le);
+    h.type = FromFile(e.e_type, le);
+    h.phoff = FromFile(e.e_phoff, le);
+    h.phentsize = FromFile(e.e_phentsize, le);
+    h.phnum = FromFile(e.e_phnum, le);
+  } else {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("unknown ELF class %d", ident[EI_CLASS]));
+  }
+  return h;
+}
+
+// SelfIdentity is the identity of the object this function is linked into
+// (the provider, the PKCS#11 module or the tool), read from its own file:
+// what the loader of this process accepts. Falls back to the compile-time
+// class and byte order when the file cannot be found.
+ElfIdentity SelfIdentity() {
+  static const ElfIdentity id = [] {
+    ElfIdentity fallback;
+    fallback.elf_class = sizeof(void*) == 8 ? ELFCLASS64 : ELFCLASS32;
+    fallback.data = HostIsLittleEndian() ? ELFDATA2LSB : ELFDATA2MSB;
+    Dl_info info;
+    if (dladdr(reinterpret_cast<void*>(&CheckLoadableModule), &info) == 0 ||
+        info.dli_fname == nullptr) {
+      return fallback;
+    }
+    int fd = open(info.dli_fname, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return fallback;
+    absl::StatusOr<Header> h = ReadHeader(fd);
+    close(fd);
+    if (!h.ok()) return fallback;
+    return h->id;
+  }();
+  return id;
+}
+
+const char* ClassName(unsigned char c) {
+  return c == ELFCLASS64 ? "64-bit" : c == ELFCLASS32 ? "32-bit" : "unknown";
+}
+
+}  // namespace
+
+absl::Status CheckLoadableModule(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("cannot open: %s", std::strerror(errno)));
+  }
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("cannot stat: %s", std::strerror(errno)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::FailedPreconditionError("not a regular file");
+  }
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  absl::StatusOr<Header> h = ReadHeader(fd);
+  if (!h.ok()) return h.status();
+
+  const ElfIdentity self = SelfIdentity();
+  if (h->id.elf_class != self.elf_class) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("wrong ELF class: %s, this process is %s",
+                        ClassName(h->id.elf_class), ClassName(self.elf_class)));
+  }
+  if (h->id.data != self.data) {
+    return absl::FailedPreconditionError(
+        "wrong byte order for this process");
+  }
+  if (h->id.machine != self.machine && self.machine != 0) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "built for another machine (ELF machine %d, this process is %d)",
+        h->id.machine, self.machine));
+  }
+  if (h->type != ET_DYN) {
+    return absl::FailedPreconditionError("not a shared object");
+  }
+  const bool is64 = h->id.elf_class == ELFCLASS64;
+  const size_t want_entsize = is64 ? sizeof(Elf64_Phdr) : sizeof(Elf32_Phdr);
+  if (h->phnum == 0 || h->phentsize < want_entsize) {
+    return absl::FailedPreconditionError("no usable program headers");
+  }
+  const uint64_t ph_end =
+      h->phoff + static_cast<uint64_t>(h->phnum) * h->phentsize;
+  if (h->phoff > size || ph_end > size) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "truncated: program headers end at byte %d, file has %d", ph_end,
+        size));
+  }
+  const bool le = h->id.data == ELFDATA2LSB;
+  for (uint16_t i = 0; i < h->phnum; ++i) {
+    const uint64_t at = h->phoff + static_cast<uint64_t>(i) * h->phentsize;
+    uint32_t type;
+    uint64_t offset, filesz;
+    if (is64) {
+      Elf64_Phdr ph;
+      if (!ReadAt(fd, at, &ph, sizeof(ph))) {
+        return absl::FailedPreconditionError("truncated program header");
+      }
+      type = FromFile(ph.p_type, le);
+      offset = FromFile(ph.p_offset, le);
+      filesz = FromFile(ph.p_filesz, le);
+    } else {
+      Elf32_Phdr ph;
+      if (!ReadAt(fd, at, &ph, sizeof(ph))) {
+        return absl::FailedPreconditionError("truncated program header");
+      }
+      type = FromFile(ph.p_type, le);
+      offset = FromFile(ph.p_offset, le);
+      filesz = FromFile(ph.p_filesz, le);
+    }
+    if (type != PT_LOAD && type != PT_DYNAMIC) continue;
+    if (offset > size || filesz > size - offset) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "truncated: segment %d ends at byte %d, file has %d", i,
+          offset + filesz, size));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace accelcrypt

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: Apache-2.0
+// Broken files in a backend directory are refused before dlopen, with a
+// reason, and never crash the process: a truncated module (dlopen of it
+// dies with SIGBUS), a file that is not ELF, a library of another machine,
+// a directory named like a module, and a real library without the entry
+// symbol. Built from copies of the build tree's own backend modules.
+#include "core/module_check.h"
+
+#include <elf.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "core/registry.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/support/test_env.h"
+
+namespace accelcrypt {
+namespace {
+
+namespace fs = std::filesystem;
+using ::accelcrypt::testing::BackendDir;
+using ::accelcrypt::testing::BuildTreeConfig;
+using ::accelcrypt::testing::TestBackendDir;
+using ::testing::HasSubstr;
+
+std::vector<char> ReadFile(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+void WriteFile(const fs::path& p, const std::vector<char>& bytes) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  ASSERT_TRUE(out.good()) << p;
+}
+
+// A backend module of the build tree that is known to load.
+fs::path GoodModule() { return fs::path(TestBackendDir()) / "failing.so"; }
+
+class ModuleCheckTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/accelcrypt-modcheck-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    ASSERT_TRUE(fs::exists(GoodModule())) << GoodModule();
+    good_ = ReadFile(GoodModule());
+    ASSERT_GT(good_.size(), 8192u);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path Write(const std::string& name, const std::vector<char>& bytes) {
+    fs::path p = dir_ / name;
+    WriteFile(p, bytes);
+    return p;
+  }
+  // WrongMachine is the good module with e_machine set to another
+  // architecture's (AArch64, or x86-64 when this is AArch64).
+  std::vector<char> WrongMachine() const {
+    std::vector<char> bytes = good_;
+    uint16_t machine;
+    std::memcpy(&machine, bytes.data() + offsetof(Elf64_Ehdr, e_machine),
+                sizeof(machine));
+    const uint16_t other = machine == EM_AARCH64 ? EM_X86_64 : EM_AARCH64;
+    std::memcpy(bytes.data() + offsetof(Elf64_Ehdr, e_machine), &other,
+                sizeof(other));
+    return bytes;
+  }
+
+  fs::path dir_;
+  std::vector<char> good_;
+};
+
+TEST_F(ModuleCheckTest, RealModulePasses) {
+  EXPECT_TRUE(CheckLoadableModule(GoodModule().string()).ok());
+  for (const auto& e : fs::directory_iterator(BackendDir())) {
+    if (e.path().extension() != ".so") continue;
+    EXPECT_TRUE(CheckLoadableModule(e.path().string()).ok()) << e.path();
+  }
+}
+
+TEST_F(ModuleCheckTest, TruncatedIsRefused) {
+  // The reproduction: the first 4 KiB of a real module.
+  std::vector<char> head(good_.begin(), good_.begin() + 4096);
+  absl::Status st = CheckLoadableModule(Write("truncated.so", head).string());
+  EXPECT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr("truncated"));
+  // Cut inside the header and inside the program headers, and one byte short.
+  for (size_t n : {size_t{10}, sizeof(Elf64_Ehdr) + 8, good_.size() - 1}) {
+    std::vector<char> cut(good_.begin(), good_.begin() + n);
+    absl::Status s = CheckLoadableModule(Write("cut.so", cut).string());
+    // One byte short may still leave every segment inside the file (the
+    // section header table sits at the end); what matters is no crash and
+    // an answer consistent with dlopen's needs.
+    if (n < 4096) {
+      EXPECT_FALSE(s.ok()) << n;
+    }
+  }
+}
+
+TEST_F(ModuleCheckTest, NotElfIsRefused) {
+  std::string text = "#!/bin/sh\necho not a library\n";
+  absl::Status st = CheckLoadableModule(
+      Write("script.so", std::vector<char>(text.begin(), text.end())).string());
+  EXPECT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr("not an ELF file"));
+  st = CheckLoadableModule(Write("empty.so", {}).string());
+  EXPECT_THAT(st.message(), HasSubstr("not an ELF file"));
+}
+
+TEST_F(ModuleCheckTest, WrongMachineIsRefused) {
+  absl::Status st =
+      CheckLoadableModule(Write("arm.so", WrongMachine()).string());
+  EXPECT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr("another machine"));
+}
+
+TEST_F(ModuleCheckTest, WrongClassIsRefused) {
+  std::vector<char> bytes = good_;
+  bytes[EI_CLASS] = sizeof(void*) == 8 ? ELFCLASS32 : ELFCLASS64;
+  absl::Status st = CheckLoadableModule(Write("class.so", bytes).string());
+  EXPECT_FALSE(st.ok());
+}
+
+TEST_F(ModuleCheckTest, DirectoryAndMissingAreRefused) {
+  fs::create_directory(dir_ / "dir.so");
+  EXPECT_THAT(CheckLoadableModule((dir_ / "dir.so").string()).message(),
+              HasSubstr("not a regular file"));
+  EXPECT_THAT(CheckLoadableModule((dir_ / "missing.so").string()).message(),
+              HasSubstr("cannot open"));
+}
+
+// The registry over a directory of broken files and one good module: Create
+// succeeds, the good module loads, each broken file is one event with its
+// reason, and the process is still here.
+TEST_F(ModuleCheckTest, RegistrySkipsBrokenFilesWithEvents) {
+  Write("a-truncated.so", std::vector<char>(good_.begin(), good_.begin() + 4096));
+  Write("b-notelf.so", std::vector<char>(100, 'x'));
+  Write("c-arm.so", WrongMachine());
+  // A real shared object without accelcrypt_backend_entry: the PKCS#11
+  // module of the build tree.
+  fs::path module = fs::path(BackendDir()).parent_path().parent_path() /
+                    "accelcrypt-pkcs11.so";
+  const bool have_module = fs::exists(module);
+  if (have_module) Write("d-noentry.so", ReadFile(module));
+  Write("e-failing.so", good_);
+  unsetenv("ACCELCRYPT_FAILING_FAIL_INIT");
+  unsetenv("ACCELCRYPT_FAILING_MODE");
+  auto registry = Registry::Create(BuildTreeConfig(
+      {{"backend_dir", dir_.string()}, {"selftest", "0"}}));
+  ASSERT_TRUE(registry.ok()) << registry.status();
+  std::map<std::string, std::string> why;
+  for (const LoadEvent& ev : (*registry)->events()) {
+    why[fs::path(ev.backend).filename().string()] = ev.message;
+  }
+  EXPECT_THAT(why["a-truncated.so"], HasSubstr("not loaded: truncated"));
+  EXPECT_THAT(why["b-notelf.so"], HasSubstr("not loaded: not an ELF file"));
+  EXPECT_THAT(why["c-arm.so"], HasSubstr("not loaded: built for another machine"));
+  if (have_module) {
+    EXPECT_THAT(why["d-noentry.so"], HasSubstr("not a backend"));
+  } else {
+    ADD_FAILURE() << "no PKCS#11 module at " << module
+                  << " to stand for a library without the entry symbol";
+  }
+  EXPECT_NE((*registry)->Find("failing"), nullptr);
+}
+
+}  // namespace
+}  // namespace accelcrypt
