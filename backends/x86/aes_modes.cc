@@ -18,6 +18,19 @@ constexpr uint64_t kGcmMaxData = (uint64_t{1} << 36) - 32;
 // Blocks per AES-NI CTR/GHASH pass: both passes stay in L1.
 constexpr size_t kGcmChunkBlocks = 64;
 
+// GhashPowersFor is how many powers of H a GCM path reads: the key setup
+// computes no more.
+int GhashPowersFor(GcmImpl impl) {
+  switch (impl) {
+    case GcmImpl::kVaes512:
+      return internal::kGhashPowers;
+    case GcmImpl::kVaes256:
+      return 16;
+    default:
+      return 4;
+  }
+}
+
 const char* ModeName(uint32_t mode) {
   switch (mode) {
     case ACCELCRYPT_MODE_ECB:
@@ -182,7 +195,7 @@ absl::Status AesX86::Init(bool encrypt, const uint8_t* key, size_t key_len,
     // key kept (a new IV per message) reuses it.
     alignas(16) uint8_t h[16] = {};
     EncryptBlock(h, h);
-    internal::GhashInitPclmul(h, &htable_);
+    internal::GhashInitPclmul(h, &htable_, GhashPowersFor(gcm_));
     explicit_bzero(h, sizeof(h));
   }
   if (iv_len == 12) {
@@ -224,6 +237,8 @@ void AesX86::Ghash(uint8_t xi[16], const uint8_t* data,
   if (num_blocks == 0) return;
   if (gcm_ == GcmImpl::kVaes512) {
     internal::GhashVaes512(&htable_, xi, data, num_blocks);
+  } else if (gcm_ == GcmImpl::kVaes256) {
+    internal::GhashVaes256(&htable_, xi, data, num_blocks);
   } else {
     internal::GhashPclmul(&htable_, xi, data, num_blocks);
   }
@@ -417,6 +432,12 @@ void AesX86::GcmBulk(const uint8_t* in, uint8_t* out, size_t num_blocks) {
   if (gcm_ == GcmImpl::kVaes512) {
     (encrypt_ ? internal::AesGcmEncryptVaes512
               : internal::AesGcmDecryptVaes512)(&keys_, &htable_, iv_, xi_, in,
+                                                out, num_blocks);
+    return;
+  }
+  if (gcm_ == GcmImpl::kVaes256) {
+    (encrypt_ ? internal::AesGcmEncryptVaes256
+              : internal::AesGcmDecryptVaes256)(&keys_, &htable_, iv_, xi_, in,
                                                 out, num_blocks);
     return;
   }
