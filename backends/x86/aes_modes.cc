@@ -435,7 +435,9 @@ void AesX86::GcmBulk(const uint8_t* in, uint8_t* out, size_t num_blocks) {
                                                 out, num_blocks);
     return;
   }
-  if (gcm_ == GcmImpl::kVaes256) {
+  // Fewer than 16 blocks (one iteration of the YMM loop): the XMM path
+  // below costs less than broadcasting the round keys and padding a tail.
+  if (gcm_ == GcmImpl::kVaes256 && num_blocks >= 16) {
     (encrypt_ ? internal::AesGcmEncryptVaes256
               : internal::AesGcmDecryptVaes256)(&keys_, &htable_, iv_, xi_, in,
                                                 out, num_blocks);
