@@ -130,6 +130,17 @@ AesX86::~AesX86() {
   explicit_bzero(xi_, sizeof(xi_));
   explicit_bzero(partial_, sizeof(partial_));
   explicit_bzero(tag_, sizeof(tag_));
+  explicit_bzero(raw_key_, sizeof(raw_key_));
+}
+
+bool AesX86::SameKey(const uint8_t* key, size_t key_len) const {
+  if (phase_ == Phase::kNoKey || key_len != key_len_) return false;
+  uint8_t diff = 0;
+  for (size_t i = 0; i < key_len; ++i) {
+    diff = static_cast<uint8_t>(diff | (key[i] ^ raw_key_[i]));
+  }
+  __asm__ volatile("" : "+r"(diff));
+  return diff == 0;
 }
 
 std::unique_ptr<AesX86> AesX86::Clone() const {
@@ -177,7 +188,16 @@ absl::Status AesX86::Init(bool encrypt, const uint8_t* key, size_t key_len,
                         want_iv, iv_len));
   }
 
+  // GCM uses the encryption schedule in both directions, so the same key
+  // with a new IV needs neither a new schedule nor new powers of H.
+  if (key != nullptr && mode_ == ACCELCRYPT_MODE_GCM &&
+      SameKey(key, key_len)) {
+    key = nullptr;
+  }
   if (key != nullptr) internal::AesExpandKeyAesni(key, key_len, &keys_);
+  if (key != nullptr && mode_ == ACCELCRYPT_MODE_GCM) {
+    memcpy(raw_key_, key, key_len);
+  }
   encrypt_ = encrypt;
   memset(iv_, 0, sizeof(iv_));
   memset(ks_, 0, sizeof(ks_));
