@@ -194,7 +194,12 @@ absl::Status AesX86::Init(bool encrypt, const uint8_t* key, size_t key_len,
       SameKey(key, key_len)) {
     key = nullptr;
   }
-  if (key != nullptr) internal::AesExpandKeyAesni(key, key_len, &keys_);
+  if (key != nullptr) {
+    // Only ECB and CBC decryption run the inverse cipher.
+    const bool with_dec =
+        mode_ == ACCELCRYPT_MODE_ECB || mode_ == ACCELCRYPT_MODE_CBC;
+    internal::AesExpandKeyAesni(key, key_len, &keys_, with_dec);
+  }
   if (key != nullptr && mode_ == ACCELCRYPT_MODE_GCM) {
     memcpy(raw_key_, key, key_len);
   }

@@ -28,8 +28,11 @@ struct GhashTable {
   alignas(64) uint8_t powers[kGhashPowers][16];
 };
 
-// aes_key_aesni.cc. key_len is 16, 24 or 32 (checked by the caller).
-void AesExpandKeyAesni(const uint8_t* key, size_t key_len, AesRoundKeys* out);
+// aes_key_aesni.cc. key_len is 16, 24 or 32 (checked by the caller). Without
+// `with_dec` only `enc` is written (modes that never run the inverse
+// cipher: CTR, CFB, OFB, GCM).
+void AesExpandKeyAesni(const uint8_t* key, size_t key_len, AesRoundKeys* out,
+                       bool with_dec = true);
 
 // aes_aesni.cc: AES-NI over XMM registers, 8 blocks in flight where the mode
 // allows. `iv` is the chaining value, updated on return. Counts are blocks.
