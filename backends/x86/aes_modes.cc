@@ -18,6 +18,19 @@ constexpr uint64_t kGcmMaxData = (uint64_t{1} << 36) - 32;
 // Blocks per AES-NI CTR/GHASH pass: both passes stay in L1.
 constexpr size_t kGcmChunkBlocks = 64;
 
+// GhashPowersFor is how many powers of H a GCM path reads: the key setup
+// computes no more.
+int GhashPowersFor(GcmImpl impl) {
+  switch (impl) {
+    case GcmImpl::kVaes512:
+      return internal::kGhashPowers;
+    case GcmImpl::kVaes256:
+      return 16;
+    default:
+      return 4;
+  }
+}
+
 const char* ModeName(uint32_t mode) {
   switch (mode) {
     case ACCELCRYPT_MODE_ECB:
@@ -117,6 +130,17 @@ AesX86::~AesX86() {
   explicit_bzero(xi_, sizeof(xi_));
   explicit_bzero(partial_, sizeof(partial_));
   explicit_bzero(tag_, sizeof(tag_));
+  explicit_bzero(raw_key_, sizeof(raw_key_));
+}
+
+bool AesX86::SameKey(const uint8_t* key, size_t key_len) const {
+  if (phase_ == Phase::kNoKey || key_len != key_len_) return false;
+  uint8_t diff = 0;
+  for (size_t i = 0; i < key_len; ++i) {
+    diff = static_cast<uint8_t>(diff | (key[i] ^ raw_key_[i]));
+  }
+  __asm__ volatile("" : "+r"(diff));
+  return diff == 0;
 }
 
 std::unique_ptr<AesX86> AesX86::Clone() const {
@@ -164,7 +188,21 @@ absl::Status AesX86::Init(bool encrypt, const uint8_t* key, size_t key_len,
                         want_iv, iv_len));
   }
 
-  if (key != nullptr) internal::AesExpandKeyAesni(key, key_len, &keys_);
+  // GCM uses the encryption schedule in both directions, so the same key
+  // with a new IV needs neither a new schedule nor new powers of H.
+  if (key != nullptr && mode_ == ACCELCRYPT_MODE_GCM &&
+      SameKey(key, key_len)) {
+    key = nullptr;
+  }
+  if (key != nullptr) {
+    // Only ECB and CBC decryption run the inverse cipher.
+    const bool with_dec =
+        mode_ == ACCELCRYPT_MODE_ECB || mode_ == ACCELCRYPT_MODE_CBC;
+    internal::AesExpandKeyAesni(key, key_len, &keys_, with_dec);
+  }
+  if (key != nullptr && mode_ == ACCELCRYPT_MODE_GCM) {
+    memcpy(raw_key_, key, key_len);
+  }
   encrypt_ = encrypt;
   memset(iv_, 0, sizeof(iv_));
   memset(ks_, 0, sizeof(ks_));
@@ -182,7 +220,7 @@ absl::Status AesX86::Init(bool encrypt, const uint8_t* key, size_t key_len,
     // key kept (a new IV per message) reuses it.
     alignas(16) uint8_t h[16] = {};
     EncryptBlock(h, h);
-    internal::GhashInitPclmul(h, &htable_);
+    internal::GhashInitPclmul(h, &htable_, GhashPowersFor(gcm_));
     explicit_bzero(h, sizeof(h));
   }
   if (iv_len == 12) {
@@ -224,6 +262,8 @@ void AesX86::Ghash(uint8_t xi[16], const uint8_t* data,
   if (num_blocks == 0) return;
   if (gcm_ == GcmImpl::kVaes512) {
     internal::GhashVaes512(&htable_, xi, data, num_blocks);
+  } else if (gcm_ == GcmImpl::kVaes256) {
+    internal::GhashVaes256(&htable_, xi, data, num_blocks);
   } else {
     internal::GhashPclmul(&htable_, xi, data, num_blocks);
   }
@@ -417,6 +457,14 @@ void AesX86::GcmBulk(const uint8_t* in, uint8_t* out, size_t num_blocks) {
   if (gcm_ == GcmImpl::kVaes512) {
     (encrypt_ ? internal::AesGcmEncryptVaes512
               : internal::AesGcmDecryptVaes512)(&keys_, &htable_, iv_, xi_, in,
+                                                out, num_blocks);
+    return;
+  }
+  // Fewer than 16 blocks (one iteration of the YMM loop): the XMM path
+  // below costs less than broadcasting the round keys and padding a tail.
+  if (gcm_ == GcmImpl::kVaes256 && num_blocks >= 16) {
+    (encrypt_ ? internal::AesGcmEncryptVaes256
+              : internal::AesGcmDecryptVaes256)(&keys_, &htable_, iv_, xi_, in,
                                                 out, num_blocks);
     return;
   }

@@ -75,8 +75,15 @@ class AesX86 {
   void EncryptBlock(const uint8_t in[16], uint8_t out[16]) const;
   void ComputeTag(uint8_t tag[16]) const;
 
+  // SameKey is true when `key` equals the key already expanded (constant
+  // time): callers such as `openssl speed` pass the key again with every new
+  // IV, and the expansion and powers of H are then reused.
+  bool SameKey(const uint8_t* key, size_t key_len) const;
+
   internal::AesRoundKeys keys_;
   internal::GhashTable htable_;
+  // The raw key behind keys_ (GCM only, for SameKey); wiped on destruction.
+  uint8_t raw_key_[32] = {};
   accelcrypt_alg alg_;
   uint32_t mode_;
   size_t key_len_;

@@ -128,6 +128,9 @@ Implementations ChooseImplementations(const CpuFeatures& f) {
     if (f.vaes && f.avx2) impl.aes_parallel = AesImpl::kVaes256;
     if (f.vaes && f.avx512) impl.aes_parallel = AesImpl::kVaes512;
     if (f.pclmulqdq) impl.gcm = GcmImpl::kAesniPclmul;
+    if (f.vaes && f.vpclmulqdq && f.avx2 && f.pclmulqdq) {
+      impl.gcm = GcmImpl::kVaes256;
+    }
     if (f.vaes && f.vpclmulqdq && f.avx512 && f.pclmulqdq) {
       impl.gcm = GcmImpl::kVaes512;
     }
@@ -155,6 +158,8 @@ const char* GcmImplName(GcmImpl impl) {
   switch (impl) {
     case GcmImpl::kAesniPclmul:
       return "aesni-pclmul";
+    case GcmImpl::kVaes256:
+      return "vaes256-vpclmulqdq";
     case GcmImpl::kVaes512:
       return "vaes512-vpclmulqdq";
     case GcmImpl::kNone:

@@ -41,7 +41,7 @@ absl::StatusOr<CpuFeatures> MaskCpuFeatures(const CpuFeatures& in,
                                             std::string_view disable);
 
 enum class AesImpl { kNone, kAesni, kVaes256, kVaes512 };
-enum class GcmImpl { kNone, kAesniPclmul, kVaes512 };
+enum class GcmImpl { kNone, kAesniPclmul, kVaes256, kVaes512 };
 enum class ShaImpl { kNone, kShani };
 enum class RngImpl { kNone, kRdseed };
 

@@ -23,11 +23,11 @@ ACCELCRYPT_TARGET_AESNI inline __m128i Entry(const GhashTable* t, int i) {
 }  // namespace
 
 ACCELCRYPT_TARGET_AESNI void GhashInitPclmul(const uint8_t h[16],
-                                             GhashTable* out) {
+                                             GhashTable* out, int count) {
   const __m128i h1 = LoadReflected(h);
   const __m128i k1 = GhashTwist(h1);
   __m128i p = h1;
-  for (int k = 1; k <= kGhashPowers; ++k) {
+  for (int k = 1; k <= count; ++k) {
     if (k > 1) p = GhashMul(p, k1);
     _mm_store_si128(reinterpret_cast<__m128i*>(out->powers[kGhashPowers - k]),
                     GhashTwist(p));

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/x86/cpu_features.h"
 #include "tests/x86/x86_abi.h"
 
 namespace accelcrypt::x86::test {
@@ -60,38 +61,127 @@ void MeasurePair(const std::function<void()>& ours,
   }
 }
 
-// VaesCeiling measures what VAES-512 can do on this machine right now: 16
-// independent ZMM chains of 10 AESENC rounds (an AES-128 keystream with no
-// memory traffic). Returns bytes per ns.
-__attribute__((target("vaes,avx512f"))) double VaesCeiling(double seconds) {
+// Ceilings: register-only loops of the instructions each path executes
+// (no memory traffic), timed like the cells. Each runs only when the CPU
+// (after the mask) has its instructions. Bytes per ns.
+// CEILING_LOOP runs BODY in timed slices inside the caller (a macro, not a
+// lambda: a lambda would not inherit the caller's target attribute) and
+// stores the best bytes per ns in `best`.
+#define CEILING_LOOP(seconds, bytes_per_rep, best, BODY)                     \
+  do {                                                                       \
+    best = 0;                                                                \
+    for (int slice = 0; slice < 3; ++slice) {                                \
+      size_t iters = 0;                                                      \
+      const auto start = Clock::now();                                       \
+      auto now = start;                                                      \
+      do {                                                                   \
+        for (int rep = 0; rep < 64; ++rep) {                                 \
+          BODY                                                               \
+        }                                                                    \
+        iters += 64;                                                         \
+        now = Clock::now();                                                  \
+      } while (std::chrono::duration<double>(now - start).count() <          \
+               (seconds) / 3);                                               \
+      const double ns =                                                      \
+          std::chrono::duration<double, std::nano>(now - start).count();     \
+      best = std::max(best, (bytes_per_rep) * iters / ns);                   \
+    }                                                                        \
+  } while (0)
+
+// AES-NI: 8 XMM chains of 10 AESENC (AES-128, 128 bytes per rep).
+__attribute__((target("aes,sse4.1"))) double AesniCeiling(double seconds) {
+  __m128i a[8];
+  for (int i = 0; i < 8; ++i) a[i] = _mm_set1_epi32(i + 1);
+  const __m128i k = _mm_set1_epi32(0x5a5a5a5a);
+  double r;
+  CEILING_LOOP(seconds, 128.0, r, {
+_Pragma("GCC unroll 10") for (int j = 0; j < 10; ++j) {
+_Pragma("GCC unroll 8") for (int i = 0; i < 8; ++i) a[i] = _mm_aesenc_si128(a[i], k);
+    }
+    __asm__ volatile("" : "+x"(a[0]), "+x"(a[1]), "+x"(a[2]), "+x"(a[3]),
+                     "+x"(a[4]), "+x"(a[5]), "+x"(a[6]), "+x"(a[7]));
+  });
+  return r;
+}
+
+// VAES-256: 16 YMM chains (512 bytes per rep).
+__attribute__((target("vaes,avx2"))) double Vaes256Ceiling(double seconds) {
+  __m256i a[16];
+  for (int i = 0; i < 16; ++i) a[i] = _mm256_set1_epi32(i + 1);
+  const __m256i k = _mm256_set1_epi32(0x5a5a5a5a);
+  double r;
+  CEILING_LOOP(seconds, 512.0, r, {
+_Pragma("GCC unroll 10") for (int j = 0; j < 10; ++j) {
+_Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i) a[i] = _mm256_aesenc_epi128(a[i], k);
+    }
+    __asm__ volatile("" : "+x"(a[0]), "+x"(a[5]), "+x"(a[10]), "+x"(a[15]));
+  });
+  return r;
+}
+
+// VAES-512: 16 ZMM chains (1024 bytes per rep).
+__attribute__((target("vaes,avx512f"))) double Vaes512Ceiling(double seconds) {
   __m512i a[16];
   for (int i = 0; i < 16; ++i) a[i] = _mm512_set1_epi32(i + 1);
   const __m512i k = _mm512_set1_epi32(0x5a5a5a5a);
-  double best = 0;
-  for (int slice = 0; slice < 3; ++slice) {
-    size_t iters = 0;
-    const auto start = Clock::now();
-    auto now = start;
-    do {
-      for (int rep = 0; rep < 64; ++rep) {
-#pragma GCC unroll 10
-        for (int r = 0; r < 10; ++r) {
-#pragma GCC unroll 16
-          for (int i = 0; i < 16; ++i) a[i] = _mm512_aesenc_epi128(a[i], k);
-        }
+  double r;
+  CEILING_LOOP(seconds, 1024.0, r, {
+_Pragma("GCC unroll 10") for (int j = 0; j < 10; ++j) {
+_Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i) a[i] = _mm512_aesenc_epi128(a[i], k);
+    }
+    __asm__ volatile("" : "+v"(a[0]), "+v"(a[5]), "+v"(a[10]), "+v"(a[15]));
+  });
+  return r;
+}
+
+// GCM shape over YMM, as aes_gcm_vaes256.cc's loop: per 16 blocks, 8
+// registers x 10 VAESENC and 8 x 4 VPCLMULQDQ into 3 XOR accumulators.
+__attribute__((target("vaes,vpclmulqdq,avx2"))) double GcmShape256Ceiling(
+    double seconds) {
+  __m256i a[8], lo = _mm256_setzero_si256(), hi = lo, mid = lo;
+  for (int i = 0; i < 8; ++i) a[i] = _mm256_set1_epi32(i + 1);
+  const __m256i k = _mm256_set1_epi32(0x5a5a5a5a);
+  const __m256i d = _mm256_set1_epi32(0x1234567);
+  double r;
+  CEILING_LOOP(seconds, 256.0, r, {
+_Pragma("GCC unroll 10") for (int j = 0; j < 10; ++j) {
+_Pragma("GCC unroll 8") for (int i = 0; i < 8; ++i) a[i] = _mm256_aesenc_epi128(a[i], k);
+      if (j < 8) {
+        lo = _mm256_xor_si256(lo, _mm256_clmulepi64_epi128(d, a[j], 0x00));
+        hi = _mm256_xor_si256(hi, _mm256_clmulepi64_epi128(d, a[j], 0x11));
+        mid = _mm256_xor_si256(
+            mid, _mm256_xor_si256(_mm256_clmulepi64_epi128(d, a[j], 0x01),
+                                  _mm256_clmulepi64_epi128(d, a[j], 0x10)));
       }
-      iters += 64;
-      now = Clock::now();
-    } while (std::chrono::duration<double>(now - start).count() < seconds / 3);
-    const double ns =
-        std::chrono::duration<double, std::nano>(now - start).count();
-    best = std::max(best, 1024.0 * iters / ns);
-  }
-  __m512i s = a[0];
-  for (int i = 1; i < 16; ++i) s = _mm512_xor_si512(s, a[i]);
-  volatile int sink = _mm_cvtsi128_si32(_mm512_castsi512_si128(s));
-  (void)sink;
-  return best;
+    }
+    __asm__ volatile("" : "+x"(a[0]), "+x"(lo), "+x"(hi), "+x"(mid));
+  });
+  return r;
+}
+
+// GCM shape over ZMM, as aes_gcm_vaes512.cc's loop: per 32 blocks, 8
+// registers x 10 VAESENC and 8 x 4 VPCLMULQDQ.
+__attribute__((target("vaes,vpclmulqdq,avx512f"))) double GcmShape512Ceiling(
+    double seconds) {
+  __m512i a[8], lo = _mm512_setzero_si512(), hi = lo, mid = lo;
+  for (int i = 0; i < 8; ++i) a[i] = _mm512_set1_epi32(i + 1);
+  const __m512i k = _mm512_set1_epi32(0x5a5a5a5a);
+  const __m512i d = _mm512_set1_epi32(0x1234567);
+  double r;
+  CEILING_LOOP(seconds, 512.0, r, {
+_Pragma("GCC unroll 10") for (int j = 0; j < 10; ++j) {
+_Pragma("GCC unroll 8") for (int i = 0; i < 8; ++i) a[i] = _mm512_aesenc_epi128(a[i], k);
+      if (j < 8) {
+        lo = _mm512_xor_si512(lo, _mm512_clmulepi64_epi128(d, a[j], 0x00));
+        hi = _mm512_xor_si512(hi, _mm512_clmulepi64_epi128(d, a[j], 0x11));
+        mid = _mm512_xor_si512(
+            mid, _mm512_xor_si512(_mm512_clmulepi64_epi128(d, a[j], 0x01),
+                                  _mm512_clmulepi64_epi128(d, a[j], 0x10)));
+      }
+    }
+    __asm__ volatile("" : "+v"(a[0]), "+v"(lo), "+v"(hi), "+v"(mid));
+  });
+  return r;
 }
 
 void Row(const char* alg, size_t size, const Result& ours, const Result& ossl) {
@@ -113,11 +203,25 @@ int Main(int argc, char** argv) {
   }
   printf("# %s\n", inst->Describe().c_str());
   printf("# TSC c/B = TSC ticks per byte (TSC runs at the nominal clock).\n");
-  printf("# VAES-512 limit: 1.33 c/block = 0.083 c/B for AES-128.\n");
-  printf(
-      "# VAES-512 ceiling measured now (register-only AES-128 loop): "
-      "%.1f GB/s\n",
-      VaesCeiling(secs));
+  // Features after the mask: a ceiling row only where its instructions run.
+  auto feats = MaskCpuFeatures(DetectCpuFeatures(), mask);
+  if (!feats.ok()) {
+    fprintf(stderr, "%s\n", std::string(feats.status().message()).c_str());
+    return 1;
+  }
+  const CpuFeatures& f = *feats;
+  printf("# ceilings (register-only AES-128 loops, GB/s):\n");
+  if (f.aesni) printf("#   AES-NI xmm        %6.1f\n", AesniCeiling(secs));
+  if (f.vaes) printf("#   VAES-256 ymm      %6.1f\n", Vaes256Ceiling(secs));
+  if (f.vaes && f.avx512) {
+    printf("#   VAES-512 zmm      %6.1f\n", Vaes512Ceiling(secs));
+  }
+  if (f.vaes && f.vpclmulqdq) {
+    printf("#   GCM shape ymm     %6.1f\n", GcmShape256Ceiling(secs));
+  }
+  if (f.vaes && f.vpclmulqdq && f.avx512) {
+    printf("#   GCM shape zmm     %6.1f\n", GcmShape512Ceiling(secs));
+  }
   printf("%-22s %6s  %9s %8s  %9s %8s  %7s  %7s\n", "algorithm", "bytes",
          "x86 ns", "GB/s", "ossl ns", "GB/s", "ratio", "TSC c/B");
   std::vector<size_t> sizes = {16, 64, 256, 1024, 4096, 16384};

@@ -171,7 +171,7 @@ std::string AlgName(accelcrypt_alg alg) {
 const std::vector<MaskCase>& AllMasks() {
   static const std::vector<MaskCase> masks = {
       {"vaes512", "", "vaes512", "vaes512-vpclmulqdq"},
-      {"vaes256", "vaes512", "vaes256", "aesni-pclmul"},
+      {"vaes256", "vaes512", "vaes256", "vaes256-vpclmulqdq"},
       {"aesni", "vaes", "aesni", "aesni-pclmul"},
       {"aesni_novpclmul", "vpclmulqdq", "vaes512", "aesni-pclmul"},
   };

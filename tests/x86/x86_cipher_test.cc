@@ -524,7 +524,7 @@ TEST(X86GcmLeafTest, Ctr32WrapsWithoutCarry) {
   Bytes h(16, 0);
   internal::AesEncryptBlockAesni(&keys, h.data(), h.data());
   internal::GhashTable table;
-  internal::GhashInitPclmul(h.data(), &table);
+  internal::GhashInitPclmul(h.data(), &table, internal::kGhashPowers);
 
   const size_t blocks = 300;
   Bytes ctr0 = Random(16, &rng);
@@ -553,6 +553,33 @@ TEST(X86GcmLeafTest, Ctr32WrapsWithoutCarry) {
     EXPECT_EQ(Hex(out), Hex(want));
     EXPECT_EQ(ctr[15], static_cast<uint8_t>(0x37 + blocks));
     EXPECT_EQ(memcmp(ctr.data(), ctr0.data(), 12), 0);
+  }
+  if (f.vaes && f.vpclmulqdq) {
+    // The YMM leaf at every block count around its 16-block iteration and
+    // 1..15-block tails, wrapping the 32-bit counter on the way.
+    for (size_t n : {size_t{1}, size_t{2}, size_t{3}, size_t{15}, size_t{16},
+                     size_t{17}, size_t{31}, size_t{32}, size_t{33}, blocks}) {
+      Bytes ref_xi(16, 0);
+      internal::GhashPclmul(&table, ref_xi.data(), want.data(), n);
+      Bytes ctr = ctr0, out(16 * n), xi(16, 0);
+      internal::AesGcmEncryptVaes256(&keys, &table, ctr.data(), xi.data(),
+                                     pt.data(), out.data(), n);
+      EXPECT_EQ(Hex(out), Hex(Bytes(want.begin(), want.begin() + 16 * n)))
+          << n;
+      EXPECT_EQ(Hex(xi), Hex(ref_xi)) << n;
+      EXPECT_EQ(ctr[15], static_cast<uint8_t>(0x37 + n)) << n;
+      Bytes ctr2 = ctr0, xi2(16, 0);
+      internal::AesGcmDecryptVaes256(&keys, &table, ctr2.data(), xi2.data(),
+                                     out.data(), out.data(), n);  // in place
+      EXPECT_EQ(Hex(out), Hex(Bytes(pt.begin(), pt.begin() + 16 * n))) << n;
+      EXPECT_EQ(Hex(xi2), Hex(ref_xi)) << n;
+    }
+    for (size_t n = 0; n <= 40; ++n) {
+      Bytes a(16, 0), b(16, 0);
+      internal::GhashPclmul(&table, a.data(), want.data(), n);
+      internal::GhashVaes256(&table, b.data(), want.data(), n);
+      EXPECT_EQ(Hex(a), Hex(b)) << n << " blocks";
+    }
   }
   if (f.vaes && f.vpclmulqdq && f.avx512) {
     Bytes ctr = ctr0, out(pt.size()), xi(16, 0);

@@ -28,8 +28,11 @@ struct GhashTable {
   alignas(64) uint8_t powers[kGhashPowers][16];
 };
 
-// aes_key_aesni.cc. key_len is 16, 24 or 32 (checked by the caller).
-void AesExpandKeyAesni(const uint8_t* key, size_t key_len, AesRoundKeys* out);
+// aes_key_aesni.cc. key_len is 16, 24 or 32 (checked by the caller). Without
+// `with_dec` only `enc` is written (modes that never run the inverse
+// cipher: CTR, CFB, OFB, GCM).
+void AesExpandKeyAesni(const uint8_t* key, size_t key_len, AesRoundKeys* out,
+                       bool with_dec = true);
 
 // aes_aesni.cc: AES-NI over XMM registers, 8 blocks in flight where the mode
 // allows. `iv` is the chaining value, updated on return. Counts are blocks.
@@ -81,8 +84,10 @@ void AesCtr128Vaes512(const AesRoundKeys* k, uint8_t ctr[16], const uint8_t* in,
                       uint8_t* out, size_t num_blocks);
 
 // ghash_pclmul.cc. `h` is E(K, 0^128). `xi` is the running GHASH value in
-// GCM byte order, updated on return.
-void GhashInitPclmul(const uint8_t h[16], GhashTable* out);
+// GCM byte order, updated on return. GhashInitPclmul fills only the last
+// `count` (1..kGhashPowers) entries, H^count..H^1: as many as the chosen
+// path reads (GhashPowersFor).
+void GhashInitPclmul(const uint8_t h[16], GhashTable* out, int count);
 void GhashPclmul(const GhashTable* t, uint8_t xi[16], const uint8_t* data,
                  size_t num_blocks);
 
@@ -96,6 +101,17 @@ void AesGcmDecryptVaes512(const AesRoundKeys* k, const GhashTable* t,
                           uint8_t ctr[16], uint8_t xi[16], const uint8_t* in,
                           uint8_t* out, size_t num_blocks);
 void GhashVaes512(const GhashTable* t, uint8_t xi[16], const uint8_t* data,
+                  size_t num_blocks);
+
+// aes_gcm_vaes256.cc: the same over YMM registers with VEX encoding only (no
+// AVX-512), 16 blocks per iteration; reads H^16..H^1.
+void AesGcmEncryptVaes256(const AesRoundKeys* k, const GhashTable* t,
+                          uint8_t ctr[16], uint8_t xi[16], const uint8_t* in,
+                          uint8_t* out, size_t num_blocks);
+void AesGcmDecryptVaes256(const AesRoundKeys* k, const GhashTable* t,
+                          uint8_t ctr[16], uint8_t xi[16], const uint8_t* in,
+                          uint8_t* out, size_t num_blocks);
+void GhashVaes256(const GhashTable* t, uint8_t xi[16], const uint8_t* data,
                   size_t num_blocks);
 
 // sha_ni.cc: compression functions over whole 64-byte blocks.

@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: Apache-2.0
+// AES-GCM bulk data with VAES and VPCLMULQDQ over YMM registers (VEX only: no
+// AVX-512 instruction, no opmask), for CPUs such as AMD Zen 3 and Intel
+// client parts. 16 blocks per iteration in 8 registers: the CTR32 rounds and
+// the GHASH products of the previous 16 blocks share one loop body (one
+// register of products per AES round), and GHASH is aggregated: the 16
+// blocks are multiplied by H^16..H^1 and reduced once, so only x*H^16 and
+// that reduction sit on the loop-carried chain.
+#include <immintrin.h>
+#include <string.h>
+
+#include "backends/x86/internal/aes_leaf.h"
+#include "backends/x86/internal/ghash_common.h"
+#include "backends/x86/internal/target.h"
+
+namespace accelcrypt::x86::internal {
+namespace {
+
+constexpr int kRegs = 8;               // YMM registers of blocks in flight
+constexpr int kBlocks = 2 * kRegs;     // 16 blocks per iteration
+constexpr int kFirst = kGhashPowers - kBlocks;  // index of H^16
+
+ACCELCRYPT_TARGET_VAES256 inline __m256i Bcast(__m128i v) {
+  return _mm256_broadcastsi128_si256(v);
+}
+
+ACCELCRYPT_TARGET_VAES256 inline __m256i Swap32x2() {
+  return Bcast(
+      _mm_set_epi8(12, 13, 14, 15, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0));
+}
+
+ACCELCRYPT_TARGET_VAES256 inline __m128i Fold(__m256i v) {
+  return _mm_xor_si128(_mm256_castsi256_si128(v),
+                       _mm256_extracti128_si256(v, 1));
+}
+
+// Unreduced schoolbook sums of reflected blocks times twisted powers.
+struct Acc {
+  __m256i lo, hi, mid;
+};
+
+ACCELCRYPT_TARGET_VAES256 inline Acc ZeroAcc() {
+  return Acc{_mm256_setzero_si256(), _mm256_setzero_si256(),
+             _mm256_setzero_si256()};
+}
+
+ACCELCRYPT_TARGET_VAES256 inline void MulAdd(Acc* acc, __m256i d, __m256i h) {
+  acc->lo = _mm256_xor_si256(acc->lo, _mm256_clmulepi64_epi128(d, h, 0x00));
+  acc->hi = _mm256_xor_si256(acc->hi, _mm256_clmulepi64_epi128(d, h, 0x11));
+  acc->mid = _mm256_xor_si256(
+      acc->mid, _mm256_xor_si256(_mm256_clmulepi64_epi128(d, h, 0x01),
+                                 _mm256_clmulepi64_epi128(d, h, 0x10)));
+}
+
+ACCELCRYPT_TARGET_VAES256 inline __m256i Power(const GhashTable* t, int i) {
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(t->powers[i]));
+}
+
+ACCELCRYPT_TARGET_VAES256 inline __m128i Finish(__m128i lo, __m128i hi,
+                                                __m128i mid) {
+  lo = _mm_xor_si128(lo, _mm_slli_si128(mid, 8));
+  hi = _mm_xor_si128(hi, _mm_srli_si128(mid, 8));
+  return GhashReduce(hi, lo);
+}
+
+// FinishWithX adds x*H^16 to the sums and reduces.
+ACCELCRYPT_TARGET_VAES256 inline __m128i FinishWithX(const GhashTable* t,
+                                                     const Acc& acc,
+                                                     __m128i x) {
+  const __m128i h =
+      _mm_load_si128(reinterpret_cast<const __m128i*>(t->powers[kFirst]));
+  const __m128i lo =
+      _mm_xor_si128(Fold(acc.lo), _mm_clmulepi64_si128(x, h, 0x00));
+  const __m128i hi =
+      _mm_xor_si128(Fold(acc.hi), _mm_clmulepi64_si128(x, h, 0x11));
+  const __m128i mid = _mm_xor_si128(
+      Fold(acc.mid), _mm_xor_si128(_mm_clmulepi64_si128(x, h, 0x01),
+                                   _mm_clmulepi64_si128(x, h, 0x10)));
+  return Finish(lo, hi, mid);
+}
+
+// GhashFull folds 16 reflected blocks into x.
+ACCELCRYPT_TARGET_VAES256 inline __m128i GhashFull(const GhashTable* t,
+                                                   const __m256i* d,
+                                                   __m128i x) {
+  Acc acc = ZeroAcc();
+#pragma GCC unroll 8
+  for (int i = 0; i < kRegs; ++i) MulAdd(&acc, d[i], Power(t, kFirst + 2 * i));
+  return FinishWithX(t, acc, x);
+}
+
+// GhashShort folds n (1..16) blocks at `data` (GCM byte order) into x with
+// H^n..H^1. An odd count is padded with a zero block in front, multiplied by
+// H^(n+1): its product is zero, and the pairs stay aligned with the table.
+ACCELCRYPT_TARGET_VAES256 inline __m128i GhashShort(const GhashTable* t,
+                                                    const uint8_t* data,
+                                                    size_t n, __m128i x) {
+  const __m256i rev = Bcast(GhashByteReverse());
+  alignas(32) uint8_t buf[16 * (kBlocks + 1)];
+  const size_t pad = n & 1;
+  const size_t m = n + pad;
+  memset(buf, 0, 16);
+  memcpy(buf + 16 * pad, data, 16 * n);
+  Acc acc = ZeroAcc();
+  const int first = kGhashPowers - static_cast<int>(m);
+  for (size_t j = 0; 2 * j < m; ++j) {
+    __m256i d = _mm256_shuffle_epi8(
+        _mm256_load_si256(reinterpret_cast<const __m256i*>(buf + 32 * j)), rev);
+    if (j == 0) {
+      d = _mm256_xor_si256(
+          d, pad ? _mm256_inserti128_si256(_mm256_setzero_si256(), x, 1)
+                 : _mm256_zextsi128_si256(x));
+    }
+    MulAdd(&acc, d, Power(t, first + 2 * static_cast<int>(j)));
+  }
+  explicit_bzero(buf, 16 * m);
+  return Finish(Fold(acc.lo), Fold(acc.hi), Fold(acc.mid));
+}
+
+template <int R>
+ACCELCRYPT_TARGET_VAES256 inline void EncryptN(const __m256i* rk, __m256i* b,
+                                               int n) {
+#pragma GCC unroll 8
+  for (int i = 0; i < n; ++i) b[i] = _mm256_xor_si256(b[i], rk[0]);
+#pragma GCC unroll 14
+  for (int r = 1; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int i = 0; i < n; ++i) b[i] = _mm256_aesenc_epi128(b[i], rk[r]);
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < n; ++i) b[i] = _mm256_aesenclast_epi128(b[i], rk[R]);
+}
+
+// EncryptAndHash runs the rounds of 16 counter blocks in `b` and, one
+// register per round, the GHASH products of the 16 blocks at `gsrc`.
+template <int R>
+ACCELCRYPT_TARGET_VAES256 inline __m128i EncryptAndHash(
+    const __m256i* rk, __m256i* b, const GhashTable* t, const uint8_t* gsrc,
+    __m256i rev, __m128i x) {
+  Acc acc = ZeroAcc();
+#pragma GCC unroll 8
+  for (int i = 0; i < kRegs; ++i) b[i] = _mm256_xor_si256(b[i], rk[0]);
+#pragma GCC unroll 14
+  for (int r = 1; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int i = 0; i < kRegs; ++i) b[i] = _mm256_aesenc_epi128(b[i], rk[r]);
+    if (r - 1 < kRegs) {
+      MulAdd(&acc,
+             _mm256_shuffle_epi8(
+                 _mm256_loadu_si256(
+                     reinterpret_cast<const __m256i*>(gsrc + 32 * (r - 1))),
+                 rev),
+             Power(t, kFirst + 2 * (r - 1)));
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < kRegs; ++i) b[i] = _mm256_aesenclast_epi128(b[i], rk[R]);
+  return FinishWithX(t, acc, x);
+}
+
+// GcmTail encrypts `left` (1..15) blocks with N registers (2N >= left)
+// through a stack buffer, and folds the ciphertext into x.
+template <int R, int N, bool kDecrypt>
+ACCELCRYPT_TARGET_VAES256 inline __m128i GcmTail(const __m256i* rk,
+                                                 const GhashTable* t, __m256i c,
+                                                 __m256i swap,
+                                                 const uint8_t* in,
+                                                 uint8_t* out, size_t left,
+                                                 __m128i x) {
+  const __m256i two = _mm256_set_epi32(2, 0, 0, 0, 2, 0, 0, 0);
+  alignas(32) uint8_t buf[32 * N];
+  memcpy(buf, in, 16 * left);
+  __m256i b[N];
+#pragma GCC unroll 8
+  for (int i = 0; i < N; ++i) {
+    b[i] = _mm256_shuffle_epi8(c, swap);
+    c = _mm256_add_epi32(c, two);
+  }
+  EncryptN<R>(rk, b, N);
+  if (kDecrypt) x = GhashShort(t, buf, left, x);
+#pragma GCC unroll 8
+  for (int i = 0; i < N; ++i) {
+    __m256i* p = reinterpret_cast<__m256i*>(buf + 32 * i);
+    _mm256_store_si256(p, _mm256_xor_si256(b[i], _mm256_load_si256(p)));
+  }
+  memcpy(out, buf, 16 * left);
+  if (!kDecrypt) x = GhashShort(t, buf, left, x);
+  explicit_bzero(buf, sizeof(buf));
+  return x;
+}
+
+template <int R, bool kDecrypt>
+ACCELCRYPT_TARGET_VAES256 void Gcm(const AesRoundKeys* k, const GhashTable* t,
+                                   uint8_t ctr[16], uint8_t xi[16],
+                                   const uint8_t* in, uint8_t* out,
+                                   size_t num_blocks) {
+  __m256i rk[R + 1];
+#pragma GCC unroll 16
+  for (int i = 0; i <= R; ++i) {
+    rk[i] = Bcast(_mm_load_si128(reinterpret_cast<const __m128i*>(k->enc[i])));
+  }
+  const __m256i rev = Bcast(GhashByteReverse());
+  const __m256i swap = Swap32x2();
+  __m128i x =
+      _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xi)),
+                       GhashByteReverse());
+  const __m128i ctr_in = _mm_loadu_si128(reinterpret_cast<const __m128i*>(ctr));
+  // Counter blocks with their last 32 bits byte-swapped, so VPADDD wraps
+  // modulo 2^32 as SP 800-38D's inc32 does.
+  __m256i c = _mm256_add_epi32(_mm256_shuffle_epi8(Bcast(ctr_in), swap),
+                               _mm256_set_epi32(1, 0, 0, 0, 0, 0, 0, 0));
+  const __m256i two = _mm256_set_epi32(2, 0, 0, 0, 2, 0, 0, 0);
+  size_t left = num_blocks;
+  // Encryption hashes its own output one iteration behind (still in L1);
+  // decryption hashes its input as it loads it.
+  const uint8_t* pending = nullptr;
+  for (; left >= kBlocks; left -= kBlocks) {
+    __m256i b[kRegs];
+#pragma GCC unroll 8
+    for (int i = 0; i < kRegs; ++i) {
+      b[i] = _mm256_shuffle_epi8(c, swap);
+      c = _mm256_add_epi32(c, two);
+    }
+    if (kDecrypt) {
+      __m256i d[kRegs];
+      // All loads before any store: `in` may equal `out`.
+#pragma GCC unroll 8
+      for (int i = 0; i < kRegs; ++i) {
+        d[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 32 * i));
+      }
+      x = EncryptAndHash<R>(rk, b, t, in, rev, x);
+#pragma GCC unroll 8
+      for (int i = 0; i < kRegs; ++i) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * i),
+                            _mm256_xor_si256(b[i], d[i]));
+      }
+    } else {
+      if (pending != nullptr) {
+        x = EncryptAndHash<R>(rk, b, t, pending, rev, x);
+      } else {
+        EncryptN<R>(rk, b, kRegs);
+      }
+#pragma GCC unroll 8
+      for (int i = 0; i < kRegs; ++i) {
+        _mm256_storeu_si256(
+            reinterpret_cast<__m256i*>(out + 32 * i),
+            _mm256_xor_si256(b[i], _mm256_loadu_si256(
+                                       reinterpret_cast<const __m256i*>(
+                                           in + 32 * i))));
+      }
+      pending = out;
+    }
+    in += 16 * kBlocks;
+    out += 16 * kBlocks;
+  }
+  if (pending != nullptr) {
+    __m256i d[kRegs];
+#pragma GCC unroll 8
+    for (int i = 0; i < kRegs; ++i) {
+      d[i] = _mm256_shuffle_epi8(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pending + 32 * i)),
+          rev);
+    }
+    x = GhashFull(t, d, x);
+  }
+  if (left > 0) {
+    if (left <= 2) {
+      x = GcmTail<R, 1, kDecrypt>(rk, t, c, swap, in, out, left, x);
+    } else if (left <= 8) {
+      x = GcmTail<R, 4, kDecrypt>(rk, t, c, swap, in, out, left, x);
+    } else {
+      x = GcmTail<R, kRegs, kDecrypt>(rk, t, c, swap, in, out, left, x);
+    }
+  }
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(xi),
+                   _mm_shuffle_epi8(x, GhashByteReverse()));
+  AdvanceCounter32(ctr, num_blocks);
+}
+
+}  // namespace
+
+void AesGcmEncryptVaes256(const AesRoundKeys* k, const GhashTable* t,
+                          uint8_t ctr[16], uint8_t xi[16], const uint8_t* in,
+                          uint8_t* out, size_t num_blocks) {
+  switch (k->rounds) {
+    case 10:
+      return Gcm<10, false>(k, t, ctr, xi, in, out, num_blocks);
+    case 12:
+      return Gcm<12, false>(k, t, ctr, xi, in, out, num_blocks);
+    default:
+      return Gcm<14, false>(k, t, ctr, xi, in, out, num_blocks);
+  }
+}
+
+void AesGcmDecryptVaes256(const AesRoundKeys* k, const GhashTable* t,
+                          uint8_t ctr[16], uint8_t xi[16], const uint8_t* in,
+                          uint8_t* out, size_t num_blocks) {
+  switch (k->rounds) {
+    case 10:
+      return Gcm<10, true>(k, t, ctr, xi, in, out, num_blocks);
+    case 12:
+      return Gcm<12, true>(k, t, ctr, xi, in, out, num_blocks);
+    default:
+      return Gcm<14, true>(k, t, ctr, xi, in, out, num_blocks);
+  }
+}
+
+ACCELCRYPT_TARGET_VAES256 void GhashVaes256(const GhashTable* t, uint8_t xi[16],
+                                            const uint8_t* data,
+                                            size_t num_blocks) {
+  const __m256i rev = Bcast(GhashByteReverse());
+  __m128i x =
+      _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xi)),
+                       GhashByteReverse());
+  for (; num_blocks >= kBlocks; num_blocks -= kBlocks, data += 16 * kBlocks) {
+    __m256i d[kRegs];
+#pragma GCC unroll 8
+    for (int i = 0; i < kRegs; ++i) {
+      d[i] = _mm256_shuffle_epi8(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + 32 * i)),
+          rev);
+    }
+    x = GhashFull(t, d, x);
+  }
+  if (num_blocks > 0) x = GhashShort(t, data, num_blocks, x);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(xi),
+                   _mm_shuffle_epi8(x, GhashByteReverse()));
+}
+
+}  // namespace accelcrypt::x86::internal
