@@ -249,9 +249,25 @@ absl::Status Module::OneShot(OpSlot slot, CK_SESSION_HANDLE h, CK_BYTE_PTR in,
                    return a.op->OneShot(In(in, in_len), o);
                  });
   }
-  if (!keep) a.End(st.ok());
+  if (keep) {
+    a.single_part = true;
+  } else {
+    a.End(st.ok());
+  }
   return st;
 }
+
+namespace {
+
+// v2.40 sections 5.2 and 5.12: once C_Encrypt (C_Decrypt, C_Digest,
+// C_Sign) answered a size query the operation is single-part; a multi-part
+// call is refused and leaves it usable.
+absl::Status SinglePartActive() {
+  return CkError(CKR_OPERATION_ACTIVE,
+                 "multi-part call after a single-part size query");
+}
+
+}  // namespace
 
 absl::Status Module::UpdateWithOutput(OpSlot slot, CK_SESSION_HANDLE h,
                                       CK_BYTE_PTR in, CK_ULONG in_len,
@@ -260,6 +276,7 @@ absl::Status Module::UpdateWithOutput(OpSlot slot, CK_SESSION_HANDLE h,
   ACCELCRYPT_RETURN_IF_ERROR(LockSession(h, &s));
   ActiveOp& a = s->ops[slot];
   if (a.op == nullptr) return NotInitialized();
+  if (a.single_part) return SinglePartActive();
   bool keep = false;
   absl::Status st;
   if ((in == nullptr && in_len != 0) || out_len == nullptr) {
@@ -285,6 +302,7 @@ absl::Status Module::Update(OpSlot slot, CK_SESSION_HANDLE h, CK_BYTE_PTR in,
   ACCELCRYPT_RETURN_IF_ERROR(LockSession(h, &s));
   ActiveOp& a = s->ops[slot];
   if (a.op == nullptr) return NotInitialized();
+  if (a.single_part) return SinglePartActive();
   absl::Status st;
   if (in == nullptr && in_len != 0) {
     st = CkError(CKR_ARGUMENTS_BAD, "pPart is NULL");
@@ -305,6 +323,7 @@ absl::Status Module::Final(OpSlot slot, CK_SESSION_HANDLE h, CK_BYTE_PTR out,
   ACCELCRYPT_RETURN_IF_ERROR(LockSession(h, &s));
   ActiveOp& a = s->ops[slot];
   if (a.op == nullptr) return NotInitialized();
+  if (a.single_part) return SinglePartActive();
   bool keep = false;
   absl::Status st;
   if (out_len == nullptr) {
@@ -363,6 +382,7 @@ absl::Status Module::DigestKey(CK_SESSION_HANDLE h, CK_OBJECT_HANDLE key) {
   ACCELCRYPT_RETURN_IF_ERROR(l.status());
   ActiveOp& a = s->ops[kDigestSlot];
   if (a.op == nullptr) return NotInitialized();
+  if (a.single_part) return SinglePartActive();
   absl::Status st = ref.ok() ? a.op->DigestKey(*ref->attrs) : ref.status();
   if (!st.ok()) {
     a.Reset();

@@ -92,9 +92,13 @@ struct ActiveOp {
   std::unique_ptr<Operation> op;
   std::unique_ptr<Operation> spare;
   bool multipart = false;  // an update happened: single-part calls refused
+  // A single-part call answered a size query (or CKR_BUFFER_TOO_SMALL):
+  // the operation stays single-part, multi-part calls are refused.
+  bool single_part = false;
   void Reset() {
     op.reset();
     multipart = false;
+    single_part = false;
   }
   // End ends the active operation; `completed` (it produced its result
   // without error) keeps it as the spare.
@@ -105,6 +109,7 @@ struct ActiveOp {
       op.reset();
     }
     multipart = false;
+    single_part = false;
   }
 };
 

@@ -32,6 +32,11 @@ const Deviation kDeviations[] = {
      "C_Digest after C_DigestUpdate (and C_Encrypt after C_EncryptUpdate) "
      "returns CKR_OK; base spec 5.10.2/5.8.2: the single-part call cannot "
      "terminate a multi-part operation"},
+    {ModuleKind::kSoftHsm2, "singlepart.size_query_then_update",
+     "after a C_Digest size query (NULL pDigest), C_DigestUpdate and "
+     "C_DigestFinal return CKR_OK and turn the operation multi-part; base "
+     "spec 5.2/5.10.2 (likewise 5.8.2, 5.12.2): the single-part operation "
+     "stays active and multi-part calls are CKR_OPERATION_ACTIVE"},
     {ModuleKind::kSoftHsm2, "cbc.bad_iv_code",
      "CKM_AES_CBC with an 8-byte IV gives CKR_MECHANISM_INVALID, with no "
      "parameter CKR_ARGUMENTS_BAD; current mechanisms \"AES\" (16-byte IV) and "
