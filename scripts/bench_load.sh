@@ -28,9 +28,8 @@ case "$runs" in ''|*[!0-9]*) echo "bench_load.sh: --runs wants a number" >&2; ex
 
 # shellcheck source=scripts/speed_cnf.sh
 . "$root/scripts/speed_cnf.sh"
-module=$(find "$build" -name 'accelcrypt.so' -path '*ossl-modules*' -print -quit 2>/dev/null || true)
-[ -n "$module" ] || module=$(find "$build" -name 'accelcrypt*.so' -newer "$root/CMakeLists.txt" \
-  -path '*provider*' -print -quit 2>/dev/null || true)
+module=$build/lib/accelcrypt.so
+[ -f "$module" ] || module=
 if [ -z "$module" ]; then
   echo "bench_load.sh: no provider module under $build (build accelcrypt_provider)" >&2
   exit 1
