@@ -5,8 +5,6 @@
 #include <openssl/err.h>
 #include <sys/stat.h>
 
-#include <algorithm>
-#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -214,18 +212,8 @@ namespace {
 // RouteKeyKnown accepts route.<alg> for an algorithm of the identity table
 // and route.rsa-<bits> / route.dsa-<bits>.
 bool RouteKeyKnown(absl::string_view alg) {
-  if (FindAlgorithmByName(std::string_view(alg.data(), alg.size())) != nullptr) {
-    return true;
-  }
-  for (absl::string_view family : {"rsa-", "dsa-"}) {
-    absl::string_view bits = alg;
-    if (absl::ConsumePrefix(&bits, family) && !bits.empty() &&
-        std::all_of(bits.begin(), bits.end(),
-                    [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
-      return true;
-    }
-  }
-  return false;
+  const std::string_view name(alg.data(), alg.size());
+  return FindAlgorithmByName(name) != nullptr || IsSizedPkeyRouteName(name);
 }
 
 }  // namespace

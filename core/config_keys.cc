@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "core/config_keys.h"
 
+#include <algorithm>
 #include <string>
 
 #include "absl/strings/ascii.h"
@@ -8,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "core/status.h"
 
 namespace accelcrypt {
@@ -44,6 +46,16 @@ const ConfigKey* FindConfigKey(std::string_view name) {
     if (lower == k.name || (*k.alias != '\0' && lower == k.alias)) return &k;
   }
   return nullptr;
+}
+
+bool IsSizedPkeyRouteName(std::string_view alg) {
+  absl::string_view bits = AsAbsl(alg);
+  if (!absl::ConsumePrefix(&bits, "rsa-") &&
+      !absl::ConsumePrefix(&bits, "dsa-")) {
+    return false;
+  }
+  return !bits.empty() &&
+         std::all_of(bits.begin(), bits.end(), absl::ascii_isdigit);
 }
 
 absl::Status CheckValue(const ConfigKey& key, std::string_view value) {

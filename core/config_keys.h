@@ -37,6 +37,10 @@ absl::Span<const ConfigKey> ConfigKeys();
 // FindConfigKey matches a name or an alias (lower case), else nullptr.
 const ConfigKey* FindConfigKey(std::string_view name);
 
+// IsSizedPkeyRouteName is true for the `<alg>` of a per-key-size route,
+// `route.rsa-<bits>` / `route.dsa-<bits>` (e.g. "rsa-2048").
+bool IsSizedPkeyRouteName(std::string_view alg);
+
 // CheckValue checks one value against its key's type and range; the error
 // names the key and the value (the caller adds where it was written).
 absl::Status CheckValue(const ConfigKey& key, std::string_view value);

@@ -33,7 +33,8 @@ bool HostIsLittleEndian() {
   return first == 1;
 }
 
-// ReadAll reads up to `len` bytes at `offset`; fewer means end of file.
+// ReadAt reads exactly `len` bytes at `offset`; false at end of file or
+// on a read error.
 bool ReadAt(int fd, uint64_t offset, void* out, size_t len) {
   auto* p = static_cast<unsigned char*>(out);
   size_t done = 0;
@@ -69,6 +70,37 @@ T FromFile(T v, bool file_le) {
   return out;
 }
 
+// ReadEhdr fills the class-dependent fields of `h` from an Elf32_Ehdr or
+// Elf64_Ehdr.
+template <typename Ehdr>
+bool ReadEhdr(int fd, bool le, Header* h) {
+  Ehdr e;
+  if (!ReadAt(fd, 0, &e, sizeof(e))) return false;
+  h->id.machine = FromFile(e.e_machine, le);
+  h->type = FromFile(e.e_type, le);
+  h->phoff = FromFile(e.e_phoff, le);
+  h->phentsize = FromFile(e.e_phentsize, le);
+  h->phnum = FromFile(e.e_phnum, le);
+  return true;
+}
+
+// Segment is what the check reads of one program header, in host order.
+struct Segment {
+  uint32_t type;
+  uint64_t offset;
+  uint64_t filesz;
+};
+
+template <typename Phdr>
+bool ReadPhdr(int fd, uint64_t at, bool le, Segment* out) {
+  Phdr ph;
+  if (!ReadAt(fd, at, &ph, sizeof(ph))) return false;
+  out->type = FromFile(ph.p_type, le);
+  out->offset = FromFile(ph.p_offset, le);
+  out->filesz = FromFile(ph.p_filesz, le);
+  return true;
+}
+
 absl::StatusOr<Header> ReadHeader(int fd) {
   unsigned char ident[EI_NIDENT];
   if (!ReadAt(fd, 0, ident, sizeof(ident)) ||
@@ -80,25 +112,13 @@ absl::StatusOr<Header> ReadHeader(int fd) {
   h.id.data = ident[EI_DATA];
   const bool le = h.id.data == ELFDATA2LSB;
   if (h.id.elf_class == ELFCLASS64) {
-    Elf64_Ehdr e;
-    if (!ReadAt(fd, 0, &e, sizeof(e))) {
+    if (!ReadEhdr<Elf64_Ehdr>(fd, le, &h)) {
       return absl::FailedPreconditionError("truncated ELF header");
     }
-    h.id.machine = FromFile(e.e_machine, le);
-    h.type = FromFile(e.e_type, le);
-    h.phoff = FromFile(e.e_phoff, le);
-    h.phentsize = FromFile(e.e_phentsize, le);
-    h.phnum = FromFile(e.e_phnum, le);
   } else if (h.id.elf_class == ELFCLASS32) {
-    Elf32_Ehdr e;
-    if (!ReadAt(fd, 0, &e, sizeof(e))) {
+    if (!ReadEhdr<Elf32_Ehdr>(fd, le, &h)) {
       return absl::FailedPreconditionError("truncated ELF header");
     }
-    h.id.machine = FromFile(e.e_machine, le);
-    h.type = FromFile(e.e_type, le);
-    h.phoff = FromFile(e.e_phoff, le);
-    h.phentsize = FromFile(e.e_phentsize, le);
-    h.phnum = FromFile(e.e_phnum, le);
   } else {
     return absl::FailedPreconditionError(
         absl::StrFormat("unknown ELF class %d", ident[EI_CLASS]));
@@ -191,30 +211,16 @@ absl::Status CheckLoadableModule(const std::string& path) {
   const bool le = h->id.data == ELFDATA2LSB;
   for (uint16_t i = 0; i < h->phnum; ++i) {
     const uint64_t at = h->phoff + static_cast<uint64_t>(i) * h->phentsize;
-    uint32_t type;
-    uint64_t offset, filesz;
-    if (is64) {
-      Elf64_Phdr ph;
-      if (!ReadAt(fd, at, &ph, sizeof(ph))) {
-        return absl::FailedPreconditionError("truncated program header");
-      }
-      type = FromFile(ph.p_type, le);
-      offset = FromFile(ph.p_offset, le);
-      filesz = FromFile(ph.p_filesz, le);
-    } else {
-      Elf32_Phdr ph;
-      if (!ReadAt(fd, at, &ph, sizeof(ph))) {
-        return absl::FailedPreconditionError("truncated program header");
-      }
-      type = FromFile(ph.p_type, le);
-      offset = FromFile(ph.p_offset, le);
-      filesz = FromFile(ph.p_filesz, le);
+    Segment seg;
+    if (!(is64 ? ReadPhdr<Elf64_Phdr>(fd, at, le, &seg)
+               : ReadPhdr<Elf32_Phdr>(fd, at, le, &seg))) {
+      return absl::FailedPreconditionError("truncated program header");
     }
-    if (type != PT_LOAD && type != PT_DYNAMIC) continue;
-    if (offset > size || filesz > size - offset) {
+    if (seg.type != PT_LOAD && seg.type != PT_DYNAMIC) continue;
+    if (seg.offset > size || seg.filesz > size - seg.offset) {
       return absl::FailedPreconditionError(absl::StrFormat(
           "truncated: segment %d ends at byte %d, file has %d", i,
-          offset + filesz, size));
+          seg.offset + seg.filesz, size));
     }
   }
   return absl::OkStatus();

@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
+#include "core/config_keys.h"
 #include "core/status.h"
 
 namespace accelcrypt {
@@ -682,13 +683,7 @@ std::map<std::string, std::string, std::less<>> PkeyRoutes(
     std::string key = absl::AsciiStrToLower(raw_key);
     absl::string_view rest = key;
     if (!absl::ConsumePrefix(&rest, "route.")) continue;
-    absl::string_view bits = rest;
-    if (!absl::ConsumePrefix(&bits, "rsa-") &&
-        !absl::ConsumePrefix(&bits, "dsa-")) {
-      continue;
-    }
-    if (bits.empty() ||
-        !std::all_of(bits.begin(), bits.end(), absl::ascii_isdigit)) {
+    if (!IsSizedPkeyRouteName(std::string_view(rest.data(), rest.size()))) {
       continue;
     }
     out.emplace(std::string(rest), value);
