@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "pkcs11/module/module.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string_view>
@@ -172,6 +175,14 @@ absl::Status Module::LockSession(CK_SESSION_HANDLE h, LockedSession* out) {
   return absl::OkStatus();
 }
 
+bool Module::StoreFileExists(const std::string& dir) {
+  struct stat st;
+  // Anything but "no such file or directory" (a file where the directory
+  // should be, no permission) goes to OpenStore, which reports it.
+  return stat(absl::StrCat(dir, "/token.sqlite").c_str(), &st) == 0 ||
+         errno != ENOENT;
+}
+
 absl::StatusOr<TokenStore*> Module::OpenStore(Token* token) {
   if (token->store == nullptr) {
     TokenStore::Options options;
@@ -180,7 +191,14 @@ absl::StatusOr<TokenStore*> Module::OpenStore(Token* token) {
     absl::StatusOr<std::unique_ptr<TokenStore>> store =
         TokenStore::Open(token->dir, options);
     if (!store.ok()) {
-      Log(AsStd(store.status().message()));
+      // An unusable token directory is a setup mistake the user must see
+      // without turning logging on; once per token, not on every call.
+      if (!token->store_error_reported) {
+        token->store_error_reported = true;
+        std::fprintf(stderr, "accelcrypt-pkcs11: slot %lu: %s\n",
+                     static_cast<unsigned long>(token->id),
+                     std::string(AsStd(store.status().message())).c_str());
+      }
       return store.status();
     }
     token->store = *std::move(store);
@@ -236,8 +254,14 @@ absl::Status Module::GetTokenInfo(CK_SLOT_ID slot, CK_TOKEN_INFO_PTR info) {
   if (info == nullptr) return CkError(CKR_ARGUMENTS_BAD, "pInfo is NULL");
   MutexLock l(&token->mu);
   ACCELCRYPT_RETURN_IF_ERROR(l.status());
-  ACCELCRYPT_ASSIGN_OR_RETURN(TokenStore * store, OpenStore(token));
-  ACCELCRYPT_ASSIGN_OR_RETURN(TokenStore::TokenInfo ti, store->Info());
+  TokenStore::TokenInfo ti;
+  if (token->store != nullptr || StoreFileExists(token->dir)) {
+    ACCELCRYPT_ASSIGN_OR_RETURN(TokenStore * store, OpenStore(token));
+    ACCELCRYPT_ASSIGN_OR_RETURN(ti, store->Info());
+  }
+  // Otherwise the token was never used: it reads as uninitialised (blank
+  // label and serial, no flags but the fixed ones) and nothing is created,
+  // so listing slots never writes (C_InitToken or a session creates it).
   *info = CK_TOKEN_INFO{};
   Pad(ti.label, info->label, sizeof(info->label));
   Pad("accelcrypt", info->manufacturerID, sizeof(info->manufacturerID));

@@ -41,6 +41,8 @@ struct Token {
   const std::string dir;
   Mutex mu;
   std::unique_ptr<TokenStore> store ABSL_GUARDED_BY(mu);
+  // Set once the store's failure to open was printed on stderr.
+  bool store_error_reported ABSL_GUARDED_BY(mu) = false;
   // Written under `mu`; read without it on the per-call path.
   std::atomic<LoginState> login{LoginState::kNone};
   SecretBytes dek ABSL_GUARDED_BY(mu);
@@ -279,7 +281,11 @@ class Module {
   // sessions_mu_ then Session::mu; the caller must not take Token::mu
   // while `out` is held.
   absl::Status LockSession(CK_SESSION_HANDLE h, LockedSession* out);
-  // OpenStore opens the token's store on first use.
+  // StoreFileExists says whether `dir` may hold a store: false only when
+  // the store file or a directory on its path does not exist.
+  static bool StoreFileExists(const std::string& dir);
+  // OpenStore opens the token's store on first use (creating it). Its
+  // failure is printed on stderr once per token.
   absl::StatusOr<TokenStore*> OpenStore(Token* token)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(token->mu);
   // DropLogin ends the token's login: the data key is wiped and every

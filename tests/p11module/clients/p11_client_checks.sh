@@ -168,6 +168,24 @@ check_pkcs11_tool() {
   run p11 -I
   expect_out "Cryptoki version" "C_GetInfo"
 
+  if [ "$flavour" = accelcrypt ]; then
+    # Listing is read-only: a mistyped or not yet made token directory is
+    # shown as an uninitialised token and nothing is created on disk.
+    step "list slots on a missing token directory creates nothing"
+    ACCELCRYPT_PKCS11_TOKEN_DIR=$tmp/missing/dir run p11 -L
+    expect_out "token state: +uninitialized" "missing directory reads as uninitialised"
+    ACCELCRYPT_PKCS11_TOKEN_DIR=$tmp/missing/dir run p11 -M
+    [ ! -e "$tmp/missing" ] || fail "pkcs11-tool -L/-M created $(find "$tmp/missing")"
+    step "a token directory that is a file is reported on stderr once"
+    : > "$tmp/not-a-dir"
+    # pkcs11-tool -L exits 0 after a failed C_GetTokenInfo; the output says it.
+    ACCELCRYPT_PKCS11_TOKEN_DIR=$tmp/not-a-dir run p11 -L
+    expect_out "C_GetTokenInfo\(\) failed: rv = CKR_DEVICE_ERROR" "C_GetTokenInfo on a file as token directory"
+    expect_out "accelcrypt-pkcs11: slot 0: .*token store: .*not-a-dir.*Not a directory" "store error on stderr without a log level"
+    [ "$(grep -c 'accelcrypt-pkcs11: slot 0' "$tmp/out")" -eq 1 ] ||
+      fail "the store error was not printed exactly once"
+  fi
+
   init_token
 
   step "list token slots (-T: C_GetTokenInfo)"
