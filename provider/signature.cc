@@ -186,6 +186,12 @@ absl::Status ApplyParams(SigCtx& ctx, const OSSL_PARAM params[]) {
     }
     ctx.params.salt_len = salt;
   }
+  // As OpenSSL's default provider (rsa_sig.c, RSA_DEFAULT_DIGEST_NAME): PSS
+  // with no digest set uses SHA-1, kept in the context like a set digest;
+  // the MGF1 digest follows it unless set (mgf1_md 0 = same as md).
+  if (ctx.params.padding == ACCELCRYPT_PAD_PSS && ctx.params.md == 0) {
+    ctx.params.md = ACCELCRYPT_ALG_SHA1;
+  }
   return absl::OkStatus();
 }
 
@@ -205,10 +211,6 @@ absl::Status Check(const SigCtx& ctx, size_t tbs_len, bool sign) {
     return ProviderError(Reason::kNoKeySet,
                          absl::StatusCode::kFailedPrecondition,
                          "verification needs a public key");
-  }
-  if (ctx.rsa && ctx.params.padding == ACCELCRYPT_PAD_PSS &&
-      ctx.params.md == 0) {
-    return BadParam("RSA-PSS needs a digest (set digest)");
   }
   // As OpenSSL: with a digest set, the input must be a digest of that size.
   if (ctx.params.md != 0 &&

@@ -239,6 +239,65 @@ case "$CASE" in
       -pubin -inkey "$WORK/pub.pem" -in "$WORK/h20" -sigfile "$WORK/raw.sig"
     ;;
 
+  pss_nodigest)
+    # Raw RSA-PSS with no digest set: as OpenSSL's default provider, the
+    # digest is SHA-1 (input: 20 bytes), MGF1 follows it, and the salt is
+    # the largest when signing and recovered when verifying. Signatures
+    # cross between accelcrypt and the default provider both ways.
+    rsa_key genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 \
+      -out "$WORK/key.pem"
+    dflt pkey -in "$WORK/key.pem" -pubout -out "$WORK/pub.pem"
+    pss=(-pkeyopt rsa_padding_mode:pss)
+    sha1=(-pkeyopt digest:sha1 -pkeyopt rsa_mgf1_md:sha1)
+    check "accelcrypt signs raw PSS without a digest" ours s pkeyutl -sign \
+      -inkey "$WORK/key.pem" -in "$WORK/h20" -out "$WORK/sig" "${pss[@]}"
+    check "RSA-SIGN served by accelcrypt" served s RSA-SIGN
+    check "default verifies it without a digest" dflt pkeyutl -verify \
+      -pubin -inkey "$WORK/pub.pem" -in "$WORK/h20" -sigfile "$WORK/sig" \
+      "${pss[@]}"
+    check "default verifies it as PSS SHA-1/MGF1-SHA-1, largest salt" \
+      dflt pkeyutl -verify -pubin -inkey "$WORK/pub.pem" -in "$WORK/h20" \
+      -sigfile "$WORK/sig" "${pss[@]}" "${sha1[@]}" \
+      -pkeyopt rsa_pss_saltlen:max
+    check_not "default: MGF1 SHA-256 does not verify it (MGF1 was SHA-1)" \
+      dflt pkeyutl -verify -pubin -inkey "$WORK/pub.pem" -in "$WORK/h20" \
+      -sigfile "$WORK/sig" "${pss[@]}" -pkeyopt rsa_mgf1_md:sha256
+    dflt pkeyutl -sign -inkey "$WORK/key.pem" -in "$WORK/h20" \
+      -out "$WORK/dsig" "${pss[@]}" -pkeyopt rsa_pss_saltlen:20
+    check "accelcrypt verifies default's signature without a digest" \
+      ours v pkeyutl -verify -pubin -inkey "$WORK/pub.pem" -in "$WORK/h20" \
+      -sigfile "$WORK/dsig" "${pss[@]}"
+    check "verify served by accelcrypt" served v RSA-SIGN
+    check "accelcrypt verifies it with saltlen digest (20 = SHA-1)" \
+      ours vd pkeyutl -verify -pubin -inkey "$WORK/pub.pem" -in "$WORK/h20" \
+      -sigfile "$WORK/dsig" "${pss[@]}" -pkeyopt rsa_pss_saltlen:digest
+    check_not "accelcrypt: saltlen max does not match a 20-byte salt" \
+      ours vm pkeyutl -verify -pubin -inkey "$WORK/pub.pem" -in "$WORK/h20" \
+      -sigfile "$WORK/dsig" "${pss[@]}" -pkeyopt rsa_pss_saltlen:max
+    check_not "accelcrypt: MGF1 SHA-256 does not verify it" \
+      ours vg pkeyutl -verify -pubin -inkey "$WORK/pub.pem" -in "$WORK/h20" \
+      -sigfile "$WORK/dsig" "${pss[@]}" -pkeyopt rsa_mgf1_md:sha256
+    head -c 20 /dev/urandom >"$WORK/other"
+    check_not "accelcrypt rejects it over other data" \
+      ours bad pkeyutl -verify -pubin -inkey "$WORK/pub.pem" \
+      -in "$WORK/other" -sigfile "$WORK/dsig" "${pss[@]}"
+    # The implied SHA-1 sets the input size, as in the default provider.
+    check_not "accelcrypt refuses 32 bytes (not a SHA-1 digest)" \
+      ours s32 pkeyutl -sign -inkey "$WORK/key.pem" -in "$WORK/h32" \
+      -out "$WORK/sig32" "${pss[@]}"
+    check_not "default refuses 32 bytes too (same rule)" \
+      dflt pkeyutl -sign -inkey "$WORK/key.pem" -in "$WORK/h32" \
+      -out "$WORK/dsig32" "${pss[@]}"
+    # MGF1 set alone: the digest is still SHA-1.
+    check "accelcrypt signs PSS with MGF1 SHA-256, no digest" ours sg \
+      pkeyutl -sign -inkey "$WORK/key.pem" -in "$WORK/h20" -out "$WORK/sigg" \
+      "${pss[@]}" -pkeyopt rsa_mgf1_md:sha256
+    check "default verifies it as SHA-1 with MGF1 SHA-256" dflt pkeyutl \
+      -verify -pubin -inkey "$WORK/pub.pem" -in "$WORK/h20" \
+      -sigfile "$WORK/sigg" "${pss[@]}" -pkeyopt digest:sha1 \
+      -pkeyopt rsa_mgf1_md:sha256
+    ;;
+
   dgst)
     rsa_key genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 \
       -out "$WORK/key.pem"
