@@ -1,10 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "pkcs11/module/module.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string_view>
@@ -175,14 +172,6 @@ absl::Status Module::LockSession(CK_SESSION_HANDLE h, LockedSession* out) {
   return absl::OkStatus();
 }
 
-bool Module::StoreFileExists(const std::string& dir) {
-  struct stat st;
-  // Anything but "no such file or directory" (a file where the directory
-  // should be, no permission) goes to OpenStore, which reports it.
-  return stat(absl::StrCat(dir, "/token.sqlite").c_str(), &st) == 0 ||
-         errno != ENOENT;
-}
-
 absl::StatusOr<TokenStore*> Module::OpenStore(Token* token) {
   if (token->store == nullptr) {
     TokenStore::Options options;
@@ -255,7 +244,7 @@ absl::Status Module::GetTokenInfo(CK_SLOT_ID slot, CK_TOKEN_INFO_PTR info) {
   MutexLock l(&token->mu);
   ACCELCRYPT_RETURN_IF_ERROR(l.status());
   TokenStore::TokenInfo ti;
-  if (token->store != nullptr || StoreFileExists(token->dir)) {
+  if (token->store != nullptr || !TokenStore::Absent(token->dir)) {
     ACCELCRYPT_ASSIGN_OR_RETURN(TokenStore * store, OpenStore(token));
     ACCELCRYPT_ASSIGN_OR_RETURN(ti, store->Info());
   }

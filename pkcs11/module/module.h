@@ -281,9 +281,6 @@ class Module {
   // sessions_mu_ then Session::mu; the caller must not take Token::mu
   // while `out` is held.
   absl::Status LockSession(CK_SESSION_HANDLE h, LockedSession* out);
-  // StoreFileExists says whether `dir` may hold a store: false only when
-  // the store file or a directory on its path does not exist.
-  static bool StoreFileExists(const std::string& dir);
   // OpenStore opens the token's store on first use (creating it). Its
   // failure is printed on stderr once per token.
   absl::StatusOr<TokenStore*> OpenStore(Token* token)

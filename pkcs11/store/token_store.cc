@@ -394,6 +394,9 @@ struct Verified {
   PinRecord pin;
 };
 
+// StorePath is the database file of the store in `dir`.
+std::string StorePath(const std::string& dir) { return dir + "/token.sqlite"; }
+
 absl::Status MakeDirs(const std::string& dir) {
   if (dir.empty()) {
     return CkError(CKR_ARGUMENTS_BAD, "token store: empty directory name");
@@ -932,6 +935,11 @@ TokenStore::~TokenStore() {
   impl_->db = nullptr;
 }
 
+bool TokenStore::Absent(const std::string& dir) {
+  struct stat st;
+  return stat(StorePath(dir).c_str(), &st) != 0 && errno == ENOENT;
+}
+
 absl::StatusOr<std::unique_ptr<TokenStore>> TokenStore::Open(
     const std::string& dir, const Options& options) {
   if (options.max_pin_failures < 1 || options.pbkdf2_iterations < 1 ||
@@ -944,7 +952,7 @@ absl::StatusOr<std::unique_ptr<TokenStore>> TokenStore::Open(
   auto impl = std::make_unique<Impl>();
   impl->dir = dir;
   while (impl->dir.size() > 1 && impl->dir.back() == '/') impl->dir.pop_back();
-  impl->path = impl->dir + "/token.sqlite";
+  impl->path = StorePath(impl->dir);
   impl->options = options;
   impl->pid = getpid();
   ACCELCRYPT_RETURN_IF_ERROR(MakeDirs(impl->dir));

@@ -98,6 +98,11 @@ class TokenStore {
   // CKR_TOKEN_NOT_RECOGNIZED for a store of a newer schema version.
   static absl::StatusOr<std::unique_ptr<TokenStore>> Open(
       const std::string& dir, const Options& options);
+  // Absent is true only when `dir` holds no store because the store file,
+  // or a directory on its path, does not exist: nothing to open, and Open
+  // would create it. Any other state (a file where the directory should be,
+  // no permission) is false, for Open to report.
+  static bool Absent(const std::string& dir);
   static absl::StatusOr<std::unique_ptr<TokenStore>> Open(
       const std::string& dir) {
     return Open(dir, Options());
