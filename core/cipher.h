@@ -12,6 +12,7 @@
 #include "absl/types/span.h"
 #include "accelcrypt/backend.h"
 #include "core/algorithms.h"
+#include "core/stats.h"
 
 namespace accelcrypt {
 
@@ -30,13 +31,26 @@ inline bool PartiallyOverlaps(const void* in, const void* out, size_t len) {
 // out_size, in, in_len)` does what Update does, without the Cipher's
 // layers, and returns 1; 0 only for input outside the transform's contract
 // (a caller error: no fallback). The caller adds the bytes it hands to the
-// transform to `*pending_bytes` (the operation's statistics). Empty (fn
-// null) when there is no such path.
+// transform to `*pending_bytes` (the operation's statistics) and, once that
+// reaches kStatsFlushBytes, moves it into `*counter` (CountDirect). Empty
+// (fn null) when there is no such path.
 struct DirectUpdate {
   accelcrypt_cipher_direct_fn fn = nullptr;
   void* ctx = nullptr;
   uint64_t* pending_bytes = nullptr;
+  Counter* counter = nullptr;  // may be null: no statistics
 };
+
+// CountDirect adds `n` bytes to a DirectUpdate's tally, keeping the shared
+// cell live for long transfers.
+inline void CountDirect(const DirectUpdate& d, uint64_t n) {
+  uint64_t& pending = *d.pending_bytes;
+  pending += n;
+  if (pending >= kStatsFlushBytes && d.counter != nullptr) [[unlikely]] {
+    d.counter->AddBytes(pending);
+    pending = 0;
+  }
+}
 
 // Cipher runs one raw AES mode (the plugin ABI's cipher contract): ECB and
 // CBC take whole blocks, CFB128/OFB/CTR any length, GCM any length after its

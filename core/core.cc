@@ -17,6 +17,25 @@ absl::StatusOr<std::unique_ptr<Core>> Core::Create(Config config) {
       Router::Create(core->registry_.get(), core->config_, core->stats_.get());
   if (!router.ok()) return router.status();
   core->router_ = *std::move(router);
+  // Live statistics from here on (core/stats.h): the file is made before
+  // the first operation, so no exit path loses a count.
+  auto dir = ResolveStatsDir(core->config_.Get("stats_dir"), DefaultStatsRoot());
+  if (!dir.ok()) {
+    std::fprintf(stderr, "accelcrypt: %s; statistics of this process are not "
+                 "recorded\n", std::string(dir.status().message()).c_str());
+  } else if (!dir->empty()) {
+    absl::Status st = core->stats_->StartLive(*dir);
+    if (st.ok()) {
+      core->stats_dir_ = *dir;
+    } else {
+      // Still try the JSON file at teardown.
+      core->stats_dir_ = *dir;
+      if (!core->config_.GetOr("log_level", "").empty()) {
+        std::fprintf(stderr, "accelcrypt: %s\n",
+                     std::string(st.message()).c_str());
+      }
+    }
+  }
   return core;
 }
 
@@ -28,9 +47,8 @@ Core::~Core() {
 }
 
 void Core::FlushStats() {
-  auto dir = config_.Get("stats_dir");
-  if (!dir.has_value() || dir->empty() || stats_ == nullptr) return;
-  absl::Status st = stats_->WriteToDir(*dir);
+  if (stats_ == nullptr) return;
+  absl::Status st = stats_->Finish(stats_dir_);
   if (!st.ok() && config_.GetOr("log_level", "").size() > 0) {
     std::fprintf(stderr, "accelcrypt: %s\n", std::string(st.message()).c_str());
   }

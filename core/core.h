@@ -3,6 +3,7 @@
 #define ACCELCRYPT_CORE_CORE_H_
 
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "core/config.h"
@@ -15,7 +16,8 @@ namespace accelcrypt {
 // Core is one instance of the whole stack (config, registry, router, stats),
 // owned by a front end (the provider's provctx, the PKCS#11 module, the CLI).
 // Nothing is global: two providers in one process get two cores. On
-// destruction it writes its stats when `stats_dir` is configured.
+// creation its statistics go live in a file under the resolved `stats_dir`
+// (core/stats.h ResolveStatsDir); on destruction the final JSON replaces it.
 class Core {
  public:
   static absl::StatusOr<std::unique_ptr<Core>> Create(Config config);
@@ -25,13 +27,15 @@ class Core {
   Registry& registry() { return *registry_; }
   Router& router() { return *router_; }
   Stats& stats() { return *stats_; }
-  // FlushStats writes stats now (also done at destruction).
+  // FlushStats ends the stats now (also done at destruction): the final
+  // JSON file replaces the live one. Once per core.
   void FlushStats();
 
  private:
   Core() = default;
   Config config_;
   std::unique_ptr<Stats> stats_;
+  std::string stats_dir_;  // resolved; empty: none
   std::unique_ptr<Registry> registry_;
   std::unique_ptr<Router> router_;
 };

@@ -153,7 +153,7 @@ class RoutedCipher final : public Cipher {
       t_inside = previous;
       if (rc == ACCELCRYPT_OK) [[likely]] {
         started_ = true;
-        pending_bytes_ += in.size();
+        CountBytes(in.size());
         return absl::OkStatus();
       }
       return UpdateFailed(in, out,
@@ -174,7 +174,7 @@ class RoutedCipher final : public Cipher {
     absl::Status st = Call([&] { return impl_->Update(in, out); });
     if (st.ok()) {
       started_ = true;
-      pending_bytes_ += in.size();
+      CountBytes(in.size());
       if (replay_ok_) Remember(&replay_data_, in);
       return st;
     }
@@ -189,7 +189,7 @@ class RoutedCipher final : public Cipher {
     st = Call([&] { return impl_->Update(in, out); });
     if (st.ok()) {
       started_ = true;
-      pending_bytes_ += in.size();
+      CountBytes(in.size());
       if (replay_ok_) Remember(&replay_data_, in);
     }
     return st;
@@ -199,7 +199,7 @@ class RoutedCipher final : public Cipher {
     absl::Status st = Call([&] { return impl_->Aad(aad); });
     if (st.ok()) {
       if (!aad.empty()) started_ = true;
-      pending_bytes_ += aad.size();
+      CountBytes(aad.size());
       if (replay_ok_) Remember(&replay_aad_, aad);
       return st;
     }
@@ -208,7 +208,7 @@ class RoutedCipher final : public Cipher {
     st = Call([&] { return impl_->Aad(aad); });
     if (st.ok()) {
       if (!aad.empty()) started_ = true;
-      pending_bytes_ += aad.size();
+      CountBytes(aad.size());
       if (replay_ok_) Remember(&replay_aad_, aad);
     }
     return st;
@@ -273,6 +273,7 @@ class RoutedCipher final : public Cipher {
     DirectUpdate d = impl_->Direct();
     if (d.fn == nullptr) return {};
     d.pending_bytes = &pending_bytes_;
+    d.counter = counter_;
     return d;
   }
   const AlgorithmInfo& info() const override { return info_; }
@@ -287,8 +288,13 @@ class RoutedCipher final : public Cipher {
     return fn();
   }
 
-  // Bytes are added to the shared counter once per operation, not per
-  // update: an atomic add per 16-byte update is measurable.
+  // Bytes are added to the shared counter once per operation and every
+  // kStatsFlushBytes, not per update: an atomic add per 16-byte update is
+  // measurable.
+  void CountBytes(uint64_t n) {
+    pending_bytes_ += n;
+    if (pending_bytes_ >= kStatsFlushBytes) [[unlikely]] FlushBytes();
+  }
   void FlushBytes() {
     if (pending_bytes_ != 0 && counter_ != nullptr) {
       counter_->AddBytes(pending_bytes_);

@@ -2,19 +2,33 @@
 #include "core/stats.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <mutex>
+#include <new>
 
 #include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
 
+#ifndef ACCELCRYPT_STATS_ROOT
+#define ACCELCRYPT_STATS_ROOT "/run/accelcrypt/stats"
+#endif
+
 namespace accelcrypt {
 namespace {
+
+constexpr size_t RoundUp(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
 std::string ProcessName() {
   std::ifstream in("/proc/self/comm");
@@ -23,20 +37,247 @@ std::string ProcessName() {
   return name;
 }
 
+void CopyName(char (&dst)[kStatsNameLen], std::string_view src) {
+  std::memset(dst, 0, sizeof(dst));
+  std::memcpy(dst, src.data(), std::min(src.size(), sizeof(dst) - 1));
+}
+
+std::string_view NameOf(const char* field) {
+  return std::string_view(field, strnlen(field, kStatsNameLen));
+}
+
+// The functions below run in a child after fork: only async-signal-safe
+// calls (open/read/write/mmap, no allocation, no stdio).
+
+// StartTicksOf reads field 22 of a /proc/<pid>/stat file; 0 when there is
+// none.
+uint64_t StartTicksOf(const char* stat_path) {
+  int fd = open(stat_path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[1024];
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  // The name in parentheses may hold spaces: count fields after the last ')'.
+  const char* p = nullptr;
+  for (ssize_t i = n - 1; i >= 0; --i) {
+    if (buf[i] == ')') {
+      p = buf + i + 1;
+      break;
+    }
+  }
+  if (p == nullptr) return 0;
+  int field = 2;  // the ')' ends field 2
+  while (*p != '\0' && field < 22) {
+    while (*p == ' ') ++p;
+    if (++field == 22) break;
+    while (*p != '\0' && *p != ' ') ++p;
+  }
+  uint64_t v = 0;
+  while (*p >= '0' && *p <= '9') v = v * 10 + static_cast<uint64_t>(*p++ - '0');
+  return v;
+}
+
+// Appender builds a path in a fixed buffer.
+struct Appender {
+  char* buf;
+  size_t cap;
+  size_t len = 0;
+  bool ok = true;
+  void Str(const char* s) {
+    for (; *s != '\0'; ++s) Char(*s);
+  }
+  void Char(char c) {
+    if (len + 1 >= cap) {
+      ok = false;
+      return;
+    }
+    buf[len++] = c;
+    buf[len] = '\0';
+  }
+  void Num(uint64_t v) {
+    char digits[24];
+    int n = 0;
+    do {
+      digits[n++] = static_cast<char>('0' + v % 10);
+      v /= 10;
+    } while (v != 0);
+    while (n > 0) Char(digits[--n]);
+  }
+};
+
+// CreateLiveFile makes dir/accelcrypt-<pid>-<n>.stats, the first free n.
+// Returns the descriptor (path in `path`) or -1.
+int CreateLiveFile(const char* dir, char* path, size_t cap) {
+  for (uint64_t n = 0; n < 1000; ++n) {
+    Appender a{path, cap};
+    a.Str(dir);
+    a.Str("/accelcrypt-");
+    a.Num(static_cast<uint64_t>(getpid()));
+    a.Char('-');
+    a.Num(n);
+    a.Str(".stats");
+    if (!a.ok) return -1;
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                  0600);
+    if (fd >= 0) return fd;
+    if (errno != EEXIST) return -1;
+  }
+  return -1;
+}
+
+// The process-wide list of Stats objects, for the fork handler. The
+// prepare handler holds the lock across fork so the list is consistent in
+// the child.
+struct LiveList {
+  std::mutex mu;
+  Stats* items[32] = {};
+};
+LiveList& Lives() {
+  static LiveList* list = new LiveList();  // never destroyed: atfork uses it
+  return *list;
+}
+
+void ForkPrepare() { Lives().mu.lock(); }
+void ForkParent() { Lives().mu.unlock(); }
+void ForkChild() {
+  LiveList& list = Lives();
+  for (Stats* s : list.items) {
+    if (s != nullptr) s->RestartInChild();
+  }
+  list.mu.unlock();
+}
+
+void Enlist(Stats* s) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    Lives();
+    pthread_atfork(ForkPrepare, ForkParent, ForkChild);
+  });
+  LiveList& list = Lives();
+  std::lock_guard<std::mutex> lock(list.mu);
+  for (Stats*& slot : list.items) {
+    if (slot == nullptr) {
+      slot = s;
+      return;
+    }
+  }
+  // More than 32 live cores in one process: the extra ones keep counting
+  // but a forked child repeats their counts.
+}
+
+void Delist(Stats* s) {
+  LiveList& list = Lives();
+  std::lock_guard<std::mutex> lock(list.mu);
+  for (Stats*& slot : list.items) {
+    if (slot == s) slot = nullptr;
+  }
+}
+
 std::atomic<uint64_t> g_write_seq{0};
+
+// WriteJsonFile writes `json` to `final_path` without ever replacing an
+// existing file: temp file, then link (EEXIST when taken).
+absl::Status WriteJsonFile(const std::string& final_path,
+                           const std::string& json) {
+  std::string tmp_path = final_path + ".tmp";
+  int fd = open(tmp_path.c_str(),
+                O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    return absl::UnavailableError(absl::StrFormat(
+        "cannot write stats to %s: %s", tmp_path, std::strerror(errno)));
+  }
+  size_t off = 0;
+  while (off < json.size()) {
+    ssize_t n = write(fd, json.data() + off, json.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int saved = errno;
+      close(fd);
+      unlink(tmp_path.c_str());
+      return absl::UnavailableError(absl::StrFormat(
+          "cannot write stats to %s: %s", tmp_path, std::strerror(saved)));
+    }
+    off += static_cast<size_t>(n);
+  }
+  close(fd);
+  int rc = link(tmp_path.c_str(), final_path.c_str());
+  int saved = errno;
+  unlink(tmp_path.c_str());
+  if (rc != 0) {
+    return saved == EEXIST
+               ? absl::AlreadyExistsError(final_path)
+               : absl::UnavailableError(absl::StrFormat(
+                     "cannot create stats file %s: %s", final_path,
+                     std::strerror(saved)));
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace
 
-Stats::Stats()
-    : num_algs_(AllAlgorithms().size()),
-      cells_(new Counter[kMaxBackends * AllAlgorithms().size()]) {}
+const char* DefaultStatsRoot() { return ACCELCRYPT_STATS_ROOT; }
+
+Stats::Stats() : num_algs_(AllAlgorithms().size()) {
+  const size_t cells_offset = RoundUp(
+      sizeof(StatsFileHeader) + num_algs_ * kStatsNameLen, 64);
+  map_size_ = RoundUp(
+      cells_offset + kMaxBackends * num_algs_ * sizeof(Counter),
+      static_cast<size_t>(sysconf(_SC_PAGESIZE)));
+  void* p = mmap(nullptr, map_size_, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  base_ = static_cast<unsigned char*>(p);
+  header_ = new (base_) StatsFileHeader{};
+  std::memcpy(header_->magic, kStatsMagic, sizeof(kStatsMagic));
+  header_->version = kStatsVersion;
+  header_->header_size = sizeof(StatsFileHeader);
+  header_->cell_size = sizeof(Counter);
+  header_->max_backends = kMaxBackends;
+  header_->num_algs = static_cast<uint32_t>(num_algs_);
+  header_->name_len = kStatsNameLen;
+  header_->cells_offset = cells_offset;
+  header_->file_size = map_size_;
+  header_->state.store(kStatsLive, std::memory_order_relaxed);
+  CopyName(header_->comm, ProcessName());
+  auto* alg_names = reinterpret_cast<char(*)[kStatsNameLen]>(
+      base_ + sizeof(StatsFileHeader));
+  for (const AlgorithmInfo& alg : AllAlgorithms()) {
+    CopyName(alg_names[alg.index], alg.name);
+  }
+  cells_ = reinterpret_cast<Counter*>(base_ + cells_offset);
+  for (size_t i = 0; i < kMaxBackends * num_algs_; ++i) new (&cells_[i]) Counter();
+  FillIdentity();
+  scratch_.resize(cells_offset);
+  Enlist(this);
+}
+
+Stats::~Stats() {
+  Delist(this);
+  if (base_ != nullptr) munmap(base_, map_size_);
+}
+
+void Stats::FillIdentity() {
+  header_->pid = getpid();
+  header_->ppid = getppid();
+  header_->uid = static_cast<uint32_t>(geteuid());
+  header_->start_ticks = StartTicksOf("/proc/self/stat");
+  struct timespec now = {};
+  clock_gettime(CLOCK_REALTIME, &now);
+  header_->created_unix_ms =
+      static_cast<int64_t>(now.tv_sec) * 1000 + now.tv_nsec / 1000000;
+}
 
 size_t Stats::RegisterBackend(std::string_view name) {
   for (size_t i = 0; i < names_.size(); ++i) {
     if (names_[i] == name) return i;
   }
   if (names_.size() == kMaxBackends) return kMaxBackends - 1;
+  CopyName(header_->backend_names[names_.size()], name);
   names_.emplace_back(name);
+  header_->num_backends.store(static_cast<uint32_t>(names_.size()),
+                              std::memory_order_release);
   return names_.size() - 1;
 }
 
@@ -59,44 +300,241 @@ std::string Stats::ToJson() const {
     backends[names_[b]] = std::move(algs);
   }
   nlohmann::json doc = {{"pid", static_cast<int64_t>(getpid())},
-                        {"process", ProcessName()},
+                        {"ppid", static_cast<int64_t>(getppid())},
+                        {"uid", static_cast<uint64_t>(geteuid())},
+                        {"process", std::string(NameOf(header_->comm))},
+                        {"state", "ended"},
+                        {"start_ticks", header_->start_ticks},
+                        {"created_unix_ms", header_->created_unix_ms},
                         {"backends", std::move(backends)}};
   return doc.dump();
 }
 
 absl::Status Stats::WriteToDir(const std::string& dir) const {
   std::string json = ToJson();
-  uint64_t seq = g_write_seq.fetch_add(1, std::memory_order_relaxed);
-  std::string final_path =
-      absl::StrFormat("%s/accelcrypt-%d-%d.json", dir, getpid(), seq);
-  std::string tmp_path = final_path + ".tmp";
-  int fd = open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                0644);
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    uint64_t seq = g_write_seq.fetch_add(1, std::memory_order_relaxed);
+    absl::Status st = WriteJsonFile(
+        absl::StrFormat("%s/accelcrypt-%d-%d.json", dir, getpid(), seq), json);
+    if (!absl::IsAlreadyExists(st)) return st;
+  }
+  return absl::UnavailableError(
+      absl::StrFormat("cannot find a free stats file name in %s", dir));
+}
+
+absl::Status Stats::StartLive(const std::string& dir) {
+  LiveList& list = Lives();
+  std::lock_guard<std::mutex> lock(list.mu);  // no fork in between
+  if (live_) return absl::OkStatus();
+  char path[4096];
+  int fd = CreateLiveFile(dir.c_str(), path, sizeof(path));
   if (fd < 0) {
     return absl::UnavailableError(absl::StrFormat(
-        "cannot write stats to %s: %s", tmp_path, std::strerror(errno)));
+        "cannot create a live stats file in %s: %s", dir,
+        std::strerror(errno)));
   }
+  // The file gets the table as it is now, then the same addresses map the
+  // file: nothing counted so far is lost, no pointer moves.
+  header_->file_size = map_size_;
+  bool ok = ftruncate(fd, static_cast<off_t>(map_size_)) == 0;
   size_t off = 0;
-  while (off < json.size()) {
-    ssize_t n = write(fd, json.data() + off, json.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int saved = errno;
-      close(fd);
-      unlink(tmp_path.c_str());
-      return absl::UnavailableError(absl::StrFormat(
-          "cannot write stats to %s: %s", tmp_path, std::strerror(saved)));
+  while (ok && off < map_size_) {
+    ssize_t n = pwrite(fd, base_ + off, map_size_ - off, static_cast<off_t>(off));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ok = false;
+      break;
     }
     off += static_cast<size_t>(n);
   }
-  close(fd);
-  if (rename(tmp_path.c_str(), final_path.c_str()) != 0) {
-    int saved = errno;
-    unlink(tmp_path.c_str());
-    return absl::UnavailableError(absl::StrFormat(
-        "cannot rename stats file %s: %s", final_path, std::strerror(saved)));
+  int saved = errno;
+  if (ok && mmap(base_, map_size_, PROT_READ | PROT_WRITE,
+                 MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
+    saved = errno;
+    ok = false;
   }
+  close(fd);
+  if (!ok) {
+    unlink(path);
+    return absl::UnavailableError(absl::StrFormat(
+        "cannot set up live stats file %s: %s", path, std::strerror(saved)));
+  }
+  live_ = true;
+  live_dir_ = dir;
+  live_path_ = path;
+  live_path_.reserve(live_path_.size() + 32);  // a child's longer pid
   return absl::OkStatus();
+}
+
+absl::Status Stats::Finish(const std::string& dir) {
+  if (finished_) return absl::OkStatus();
+  finished_ = true;
+  if (!live_) {
+    if (dir.empty()) return absl::OkStatus();
+    return WriteToDir(dir);
+  }
+  // accelcrypt-<pid>-<n>.stats -> accelcrypt-<pid>-<n>.json
+  std::string json_path =
+      live_path_.substr(0, live_path_.size() - std::strlen(".stats")) + ".json";
+  absl::Status st = WriteJsonFile(json_path, ToJson());
+  if (absl::IsAlreadyExists(st)) st = WriteToDir(live_dir_);
+  if (!st.ok()) return st;  // the live file keeps the counts
+  header_->state.store(kStatsEnded, std::memory_order_release);
+  unlink(live_path_.c_str());
+  return absl::OkStatus();
+}
+
+void Stats::RestartInChild() {
+  const size_t cells_offset = header_->cells_offset;
+  if (!live_) {
+    // Private anonymous memory: the parent's copy is not touched.
+    std::memset(static_cast<void*>(cells_), 0,
+                kMaxBackends * num_algs_ * sizeof(Counter));
+    FillIdentity();
+    return;
+  }
+  // The mapping is shared with the parent's file: never write to it here.
+  std::memcpy(scratch_.data(), base_, cells_offset);
+  if (!finished_) {
+    char path[4096];
+    int fd = CreateLiveFile(live_dir_.c_str(), path, sizeof(path));
+    const size_t len = strnlen(path, sizeof(path));
+    bool ok = fd >= 0 && len <= live_path_.capacity() &&
+              ftruncate(fd, static_cast<off_t>(map_size_)) == 0 &&
+              pwrite(fd, scratch_.data(), cells_offset, 0) ==
+                  static_cast<ssize_t>(cells_offset) &&
+              mmap(base_, map_size_, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_FIXED, fd, 0) != MAP_FAILED;
+    if (fd >= 0) close(fd);
+    if (ok) {
+      // The file's cells are zero (ftruncate); the header is ours to fill.
+      // The capacity was reserved by StartLive: assign does not allocate.
+      live_path_.assign(path, len);
+      FillIdentity();
+      return;
+    }
+    if (fd >= 0) unlink(path);
+  }
+  // No file for the child: count in private memory, from zero.
+  mmap(base_, map_size_, PROT_READ | PROT_WRITE,
+       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  std::memcpy(base_, scratch_.data(), cells_offset);
+  header_->state.store(kStatsLive, std::memory_order_relaxed);
+  live_ = false;
+  FillIdentity();
+}
+
+absl::StatusOr<std::string> ResolveStatsDir(
+    const std::optional<std::string>& configured,
+    const std::string& default_root) {
+  std::string dir;
+  bool is_default = false;
+  if (!configured.has_value() || configured->empty()) {
+    if (default_root.empty()) return std::string();
+    dir = default_root;
+    is_default = true;
+  } else if (*configured == "none" || *configured == "off") {
+    return std::string();
+  } else {
+    dir = *configured;
+  }
+  struct stat st = {};
+  if (stat(dir.c_str(), &st) != 0) {
+    if (is_default) return std::string();  // package not installed: off
+    return absl::NotFoundError(absl::StrFormat(
+        "stats_dir %s: %s", dir, std::strerror(errno)));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    if (is_default) return std::string();
+    return absl::InvalidArgumentError(
+        absl::StrFormat("stats_dir %s: not a directory", dir));
+  }
+  const bool shared_root =
+      (st.st_mode & S_ISVTX) != 0 && (st.st_mode & S_IWOTH) != 0;
+  if (!shared_root) return dir;
+  const uid_t uid = geteuid();
+  std::string mine = absl::StrFormat("%s/%d", dir, uid);
+  if (mkdir(mine.c_str(), 0700) != 0 && errno != EEXIST) {
+    return absl::UnavailableError(absl::StrFormat(
+        "stats_dir %s: cannot create %s: %s", dir, mine,
+        std::strerror(errno)));
+  }
+  struct stat own = {};
+  if (lstat(mine.c_str(), &own) != 0) {
+    return absl::UnavailableError(absl::StrFormat(
+        "stats_dir %s: %s: %s", dir, mine, std::strerror(errno)));
+  }
+  if (!S_ISDIR(own.st_mode) || own.st_uid != uid ||
+      (own.st_mode & 077) != 0) {
+    return absl::PermissionDeniedError(absl::StrFormat(
+        "stats_dir %s: %s is not a private directory owned by uid %d "
+        "(refusing to write statistics there)",
+        dir, mine, uid));
+  }
+  return mine;
+}
+
+bool StatsWriterAlive(int64_t pid, uint64_t start_ticks) {
+  if (pid <= 0) return false;
+  if (kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM) return false;
+  if (start_ticks == 0) return true;
+  std::string path = absl::StrFormat("/proc/%d/stat", pid);
+  uint64_t now = StartTicksOf(path.c_str());
+  return now == 0 || now == start_ticks;
+}
+
+absl::StatusOr<std::string> LiveStatsToJson(std::string_view bytes) {
+  if (bytes.size() < sizeof(StatsFileHeader)) {
+    return absl::InvalidArgumentError("shorter than a stats header");
+  }
+  StatsFileHeader h;
+  std::memcpy(static_cast<void*>(&h), bytes.data(), sizeof(h));
+  if (std::memcmp(h.magic, kStatsMagic, sizeof(kStatsMagic)) != 0) {
+    return absl::InvalidArgumentError("not an accelcrypt stats file");
+  }
+  if (h.version != kStatsVersion || h.header_size != sizeof(StatsFileHeader) ||
+      h.cell_size != sizeof(Counter) || h.name_len != kStatsNameLen ||
+      h.max_backends > 1024 || h.num_algs > 4096) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "stats file version %d or layout not understood by this tool",
+        h.version));
+  }
+  const uint64_t names_end =
+      sizeof(StatsFileHeader) + uint64_t{h.num_algs} * kStatsNameLen;
+  const uint64_t cells_end =
+      h.cells_offset + uint64_t{h.max_backends} * h.num_algs * sizeof(Counter);
+  const uint32_t num_backends = h.num_backends.load(std::memory_order_relaxed);
+  if (h.cells_offset < names_end || h.cells_offset % 8 != 0 ||
+      cells_end > bytes.size() || num_backends > h.max_backends ||
+      num_backends > kStatsMaxBackends) {
+    return absl::InvalidArgumentError("stats file is truncated or inconsistent");
+  }
+  const char* alg_names = bytes.data() + sizeof(StatsFileHeader);
+  nlohmann::json backends = nlohmann::json::object();
+  for (uint32_t b = 0; b < num_backends; ++b) {
+    nlohmann::json algs = nlohmann::json::object();
+    for (uint32_t a = 0; a < h.num_algs; ++a) {
+      uint64_t v[4];
+      std::memcpy(v,
+                  bytes.data() + h.cells_offset +
+                      (uint64_t{b} * h.num_algs + a) * sizeof(Counter),
+                  sizeof(v));
+      if ((v[0] | v[1] | v[2] | v[3]) == 0) continue;
+      algs[std::string(NameOf(alg_names + a * kStatsNameLen))] = {
+          {"ops", v[0]}, {"bytes", v[1]}, {"errors", v[2]}, {"fallbacks", v[3]}};
+    }
+    backends[std::string(NameOf(h.backend_names[b]))] = std::move(algs);
+  }
+  const uint32_t state = h.state.load(std::memory_order_relaxed);
+  nlohmann::json doc = {{"pid", h.pid},
+                        {"ppid", h.ppid},
+                        {"uid", h.uid},
+                        {"process", std::string(NameOf(h.comm))},
+                        {"state", state == kStatsEnded ? "ended" : "live"},
+                        {"start_ticks", h.start_ticks},
+                        {"created_unix_ms", h.created_unix_ms},
+                        {"backends", std::move(backends)}};
+  return doc.dump();
 }
 
 }  // namespace accelcrypt

@@ -3,19 +3,22 @@
 #define ACCELCRYPT_CORE_STATS_H_
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
-#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "core/algorithms.h"
 
 namespace accelcrypt {
 
 // Counter is one (backend, algorithm) cell. Relaxed atomics: the hot path
-// only increments.
+// only increments. Cells may live in a file shared with `accelcrypt stats`,
+// so the atomics must be lock-free (address-free).
 struct Counter {
   std::atomic<uint64_t> ops{0};
   std::atomic<uint64_t> bytes{0};
@@ -29,14 +32,72 @@ struct Counter {
     bytes.fetch_add(n_bytes, std::memory_order_relaxed);
   }
 };
+// Streaming paths add bytes to a private tally and move it into the shared
+// cell at the end of the operation, and whenever it reaches this many bytes:
+// a long transfer's counts are live (at most this much per open operation
+// is not yet in the file when a process is killed) for one atomic add per
+// 16 KiB.
+inline constexpr uint64_t kStatsFlushBytes = 16384;
+
+static_assert(std::atomic<uint64_t>::is_always_lock_free,
+              "stats cells are shared through a file mapping");
+
+// The live stats file, `<dir>/accelcrypt-<pid>-<n>.stats`: this header, the
+// algorithm names (num_algs x kStatsNameLen bytes), then at cells_offset the
+// max_backends x num_algs Counter cells (4 x uint64). Native byte order and
+// alignment: it is read on the machine that wrote it. Readers check magic,
+// version and every size before they trust an offset.
+inline constexpr char kStatsMagic[8] = {'A', 'C', 'S', 'T', 'A', 'T', 'S', 0};
+inline constexpr uint32_t kStatsVersion = 1;
+inline constexpr size_t kStatsNameLen = 32;
+inline constexpr size_t kStatsMaxBackends = 16;
+
+enum StatsState : uint32_t {
+  kStatsLive = 1,   // counting; the process may still be running
+  kStatsEnded = 2,  // torn down cleanly (its JSON file replaces this one)
+};
+
+struct StatsFileHeader {
+  char magic[8];
+  uint32_t version;
+  uint32_t header_size;   // sizeof(StatsFileHeader)
+  uint32_t cell_size;     // sizeof(Counter)
+  uint32_t max_backends;  // rows reserved
+  uint32_t num_algs;      // columns
+  uint32_t name_len;      // kStatsNameLen
+  uint64_t cells_offset;
+  uint64_t file_size;
+  int64_t pid;
+  int64_t ppid;
+  uint32_t uid;
+  std::atomic<uint32_t> state;
+  // Field 22 of /proc/<pid>/stat (clock ticks after boot; 0 where there is
+  // no such file): with the pid it tells a live writer from a reused pid.
+  uint64_t start_ticks;
+  int64_t created_unix_ms;  // when this file was started (wall clock)
+  std::atomic<uint32_t> num_backends;
+  uint32_t reserved;
+  char comm[kStatsNameLen];
+  char backend_names[kStatsMaxBackends][kStatsNameLen];
+};
 
 // Stats holds a dense table of counters, one row per backend slot and one
 // column per algorithm of the identity table. Backend slots are registered
 // at load time (not thread-safe then); Cell is lock-free and allocation-free.
+//
+// The table sits in one memory mapping for the object's life: anonymous
+// until StartLive, then the same addresses backed by a file (counter
+// pointers held by routed objects stay valid). In a child after fork the
+// table starts again from zero, in a file of the child's own when live, so a
+// child counts only its own work and _exit, SIGKILL or exec lose nothing
+// already counted.
 class Stats {
  public:
-  static constexpr size_t kMaxBackends = 16;
+  static constexpr size_t kMaxBackends = kStatsMaxBackends;
   Stats();
+  ~Stats();
+  Stats(const Stats&) = delete;
+  Stats& operator=(const Stats&) = delete;
 
   // RegisterBackend returns the slot for `name` (creating it).
   size_t RegisterBackend(std::string_view name);
@@ -45,18 +106,73 @@ class Stats {
   }
 
   // ToJson renders every non-zero counter:
-  // {"pid":N,"process":"...","backends":{"software":{"AES-128-CBC":
+  // {"pid":N,"ppid":N,"uid":N,"process":"...","state":"ended",
+  //  "backends":{"software":{"AES-128-CBC":
   //  {"ops":..,"bytes":..,"errors":..,"fallbacks":..}}}}
   std::string ToJson() const;
   // WriteToDir writes ToJson() to dir/accelcrypt-<pid>-<seq>.json atomically
-  // (temp file + rename).
+  // (temp file + link), never replacing an existing file.
   absl::Status WriteToDir(const std::string& dir) const;
 
+  // StartLive backs the table with a new file in `dir` (created 0600,
+  // O_EXCL, never through a symlink) holding the counts so far; from here
+  // on every count is in the file. kUnavailable (still counting in memory)
+  // when the file cannot be made.
+  absl::Status StartLive(const std::string& dir);
+  // Finish is the clean end: the JSON file replaces the live one (same base
+  // name) in the live directory, or in `dir` when not live; empty `dir` and
+  // not live writes nothing. Later calls do nothing.
+  absl::Status Finish(const std::string& dir);
+  bool live() const { return live_; }
+  const std::string& live_path() const { return live_path_; }
+
+  // Fork support, called by the process-wide atfork handler with every
+  // other thread gone: start from zero, in a new file when live.
+  void RestartInChild();
+
  private:
+  void FillIdentity();
   size_t num_algs_;
+  size_t map_size_ = 0;
+  unsigned char* base_ = nullptr;
+  StatsFileHeader* header_ = nullptr;
+  Counter* cells_ = nullptr;
   std::vector<std::string> names_;
-  std::unique_ptr<Counter[]> cells_;
+  bool live_ = false;
+  bool finished_ = false;
+  std::string live_dir_;
+  std::string live_path_;
+  std::vector<unsigned char> scratch_;  // header copy for RestartInChild
 };
+
+// ResolveStatsDir turns the configured `stats_dir` (nullopt: unset) into the
+// directory this process writes to, or "" for no statistics:
+// - unset: `default_root` when it exists (the packaged /run/accelcrypt/stats),
+//   else none;
+// - "none" or "off": none;
+// - a shared root (a sticky directory writable by others, mode 1733 as the
+//   package creates it): its per-user subdirectory `<root>/<euid>`, created
+//   0700 on first use and used only when it is a real directory owned by this
+//   user with no group or other access;
+// - any other directory: itself.
+// An error names the path and the reason (a configured directory that is
+// missing, not a directory, or a per-user subdirectory that fails the check).
+absl::StatusOr<std::string> ResolveStatsDir(
+    const std::optional<std::string>& configured,
+    const std::string& default_root);
+
+// The build's default shared root (CMake ACCELCRYPT_STATS_ROOT).
+const char* DefaultStatsRoot();
+
+// LiveStatsToJson decodes a live stats file's bytes into the ToJson shape
+// ("state":"live"), plus "start_ticks" and "created_unix_ms".
+// kInvalidArgument when the bytes are not a consistent stats file.
+absl::StatusOr<std::string> LiveStatsToJson(std::string_view bytes);
+
+// StatsWriterAlive reports whether the process that started a live file is
+// still running: `pid` exists and, where /proc gives start times, started at
+// `start_ticks` (not a reused pid).
+bool StatsWriterAlive(int64_t pid, uint64_t start_ticks);
 
 }  // namespace accelcrypt
 

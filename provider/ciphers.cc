@@ -456,7 +456,7 @@ int CipherUpdate(void* vctx, unsigned char* out, size_t* outl, size_t outsize,
       outsize >= inl && disjoint_or_same) [[likely]] {
     // The transform fails only for input its contract excludes, which the
     // checks above rule out; it sets *outl itself.
-    *direct.pending_bytes += inl;
+    CountDirect(direct, inl);
     return direct.fn(direct.ctx, out, outl, inl, in, inl);
   }
   return CipherUpdateRouted(ctx, out, outl, outsize, in, inl, disjoint_or_same);

@@ -166,6 +166,11 @@ int DigestUpdate(void* vctx, const unsigned char* in, size_t inl) {
     if (ctx->direct.fn != nullptr) [[likely]] {
       ctx->direct.fn->update(ctx->buf, in, inl);
       ctx->direct_bytes += inl;
+      if (ctx->direct_bytes >= kStatsFlushBytes) [[unlikely]] {
+        // Live statistics for long streams; the op is counted at final.
+        ctx->direct.counter->AddBytes(ctx->direct_bytes);
+        ctx->direct_bytes = 0;
+      }
       return 1;
     }
     if (!ctx->streaming && inl <= kSmallMessage - ctx->used) {

@@ -45,6 +45,21 @@ struct TraceOptions {
 };
 int RunTrace(const TraceOptions& options);
 
+// `stats [DIR]`: summarise the live and final stats files in DIR (default:
+// DefaultStatsDir()) per process and per backend and algorithm
+// (tools/stats_command.cc).
+struct StatsOptions {
+  std::string dir;
+  bool json = false;
+  bool all = false;      // also processes that did no operation
+  double watch = 0;      // > 0: redraw every `watch` seconds
+  int iterations = 0;    // with watch: stop after this many (0: never)
+  bool prune = false;    // then delete files of processes that are gone
+};
+int RunStats(const StatsOptions& options);
+// DefaultStatsDir is $ACCELCRYPT_STATS_DIR, else the build's shared root.
+std::string DefaultStatsDir();
+
 struct BenchOptions {
   std::string script;  // empty: DefaultBenchScript()
   std::string module_path;

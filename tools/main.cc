@@ -133,6 +133,31 @@ int main(int argc, char** argv) {
       "Exit code: CMD's (128+N if killed by signal N; 127 not found, 126 not "
       "executable); 2 bad options.");
 
+  accelcrypt::tools::StatsOptions stats;
+  CLI::App* stats_cmd = app.add_subcommand(
+      "stats",
+      "Summarise what processes that loaded accelcrypt counted: per process "
+      "(running, ended, or left without teardown such as _exit or a signal) "
+      "and per backend and algorithm. Counts are live: a running daemon's "
+      "workers show their work so far.");
+  stats_cmd->add_option("dir", stats.dir,
+                        "stats directory (default: $ACCELCRYPT_STATS_DIR, "
+                        "else " + accelcrypt::tools::DefaultStatsDir() +
+                            "; as root, every user's subdirectory)");
+  stats_cmd->add_flag("--json", stats.json, "print JSON (one document per "
+                      "refresh with --watch)");
+  stats_cmd->add_flag("-a,--all", stats.all,
+                      "also list processes that did no operation");
+  stats_cmd->add_option("-w,--watch", stats.watch,
+                        "redraw every SECONDS like top, with byte rates");
+  stats_cmd->add_option("-n,--iterations", stats.iterations,
+                        "with --watch: stop after N refreshes");
+  stats_cmd->add_flag("--prune", stats.prune,
+                      "after printing, delete the files of processes that are "
+                      "no longer running");
+  stats_cmd->footer("Exit codes: 0 printed, 1 a file could not be pruned, "
+                    "2 bad options, 3 directory missing or unreadable.");
+
   accelcrypt::tools::BenchOptions bench;
   CLI::App* bench_cmd = app.add_subcommand(
       "bench",
@@ -232,6 +257,7 @@ int main(int argc, char** argv) {
     trace.command = traced_command;
     return accelcrypt::tools::RunTrace(trace);
   }
+  if (stats_cmd->parsed()) return accelcrypt::tools::RunStats(stats);
   if (bench_cmd->parsed()) return accelcrypt::tools::RunBench(bench);
   if (calibrate_cmd->parsed()) {
     return accelcrypt::tools::RunCalibrate(calibrate);

@@ -103,12 +103,6 @@ ChildResult RunChild(const std::vector<std::string>& command,
 }
 
 void PrintReport(std::ostream& out, const TraceReport& report) {
-  std::vector<std::vector<std::string>> rows;
-  for (const auto& [key, c] : report.cells) {
-    rows.push_back({key.first, key.second, std::to_string(c.ops),
-                    std::to_string(c.bytes), std::to_string(c.errors),
-                    std::to_string(c.fallbacks)});
-  }
   out << "accelcrypt trace: " << report.files << " process"
       << (report.files == 1 ? "" : "es") << " loaded accelcrypt";
   if (!report.processes.empty()) {
@@ -124,13 +118,15 @@ void PrintReport(std::ostream& out, const TraceReport& report) {
     out << ")";
   }
   out << "\n";
-  if (rows.empty()) {
-    out << "  no operation went through accelcrypt\n";
-  } else {
-    PrintTable(out,
-               {"backend", "algorithm", "ops", "bytes", "errors", "fallbacks"},
-               rows);
+  if (report.live > 0) {
+    out << "  " << report.live << " of them still running: their counts so "
+        << "far\n";
   }
+  if (report.gone > 0) {
+    out << "  " << report.gone << " left without teardown (_exit, a signal "
+        << "or exec): counted up to that moment\n";
+  }
+  PrintCells(out, report);
 }
 
 }  // namespace
@@ -217,9 +213,12 @@ int RunTrace(const TraceOptions& options) {
     PrintReport(*out, report);
   }
   if (report.files == 0 && child.problem.empty()) {
-    std::cerr << "accelcrypt trace: no process wrote accelcrypt stats: the "
-                 "provider was not loaded by the command (check OPENSSL_CONF "
-                 "or pass --conf FILE; `accelcrypt config` prints one)\n";
+    std::cerr << "accelcrypt trace: saw no accelcrypt statistics in " << dir
+              << ": no process of the command loaded accelcrypt with "
+                 "statistics going there (not loaded: check OPENSSL_CONF or "
+                 "pass --conf FILE, `accelcrypt config` prints one; or a "
+                 "stats_dir in its configuration sends them elsewhere, or the "
+                 "directory was not writable for it)\n";
   }
   return child.exit_code;
 }

@@ -9,6 +9,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/stats.h"
+#include "tools/cli_common.h"
 
 namespace accelcrypt::tools {
 namespace {
@@ -72,13 +74,37 @@ absl::Status TraceReport::AddJson(const std::string& text,
       parsed.push_back({{backend, alg}, counts});
     }
   }
+  ProcessStats proc;
+  proc.path = origin;
   for (const auto& [key, counts] : parsed) {
-    TraceCounts& sum = cells[key];
-    sum.ops += counts.ops;
-    sum.bytes += counts.bytes;
-    sum.errors += counts.errors;
-    sum.fallbacks += counts.fallbacks;
+    for (TraceCounts* sum : {&cells[key], &proc.cells[key], &proc.total}) {
+      sum->ops += counts.ops;
+      sum->bytes += counts.bytes;
+      sum->errors += counts.errors;
+      sum->fallbacks += counts.fallbacks;
+    }
   }
+  auto integer = [&doc](const char* name) -> int64_t {
+    auto it = doc.find(name);
+    return it != doc.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
+  };
+  proc.pid = integer("pid");
+  proc.ppid = integer("ppid");
+  proc.uid = static_cast<uint64_t>(integer("uid"));
+  proc.created_unix_ms = integer("created_unix_ms");
+  if (auto name = doc.find("process"); name != doc.end() && name->is_string()) {
+    proc.name = name->get<std::string>();
+  }
+  proc.state = "ended";
+  if (auto state = doc.find("state");
+      state != doc.end() && state->is_string() && *state == "live") {
+    proc.state = StatsWriterAlive(proc.pid, static_cast<uint64_t>(
+                                                integer("start_ticks")))
+                     ? "live"
+                     : "gone";
+  }
+  (proc.state == "live" ? live : proc.state == "gone" ? gone : ended)++;
+  procs.push_back(std::move(proc));
   std::string process;
   if (auto pid = doc.find("pid"); pid != doc.end() && pid->is_number()) {
     process = std::to_string(pid->get<long long>());
@@ -98,6 +124,31 @@ nlohmann::json TraceReport::ToJson() const {
   out["files"] = files;
   out["processes"] = processes;
   out["bad_files"] = bad_files;
+  out["live"] = live;
+  out["gone"] = gone;
+  out["ended"] = ended;
+  out["per_process"] = nlohmann::json::array();
+  for (const ProcessStats& p : procs) {
+    nlohmann::json algs = nlohmann::json::array();
+    for (const auto& [key, c] : p.cells) {
+      algs.push_back({{"backend", key.first},
+                      {"algorithm", key.second},
+                      {"ops", c.ops},
+                      {"bytes", c.bytes},
+                      {"errors", c.errors},
+                      {"fallbacks", c.fallbacks}});
+    }
+    out["per_process"].push_back({{"pid", p.pid},
+                                  {"ppid", p.ppid},
+                                  {"uid", p.uid},
+                                  {"process", p.name},
+                                  {"state", p.state},
+                                  {"file", p.path},
+                                  {"created_unix_ms", p.created_unix_ms},
+                                  {"ops", p.total.ops},
+                                  {"bytes", p.total.bytes},
+                                  {"cells", std::move(algs)}});
+  }
   out["cells"] = nlohmann::json::array();
   for (const auto& [key, c] : cells) {
     out["cells"].push_back({{"backend", key.first},
@@ -110,24 +161,69 @@ nlohmann::json TraceReport::ToJson() const {
   return out;
 }
 
+void PrintCells(std::ostream& out, const TraceReport& report) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& [key, c] : report.cells) {
+    if (c.ops == 0 && c.bytes == 0 && c.errors == 0 && c.fallbacks == 0) {
+      continue;
+    }
+    rows.push_back({key.first, key.second, std::to_string(c.ops),
+                    std::to_string(c.bytes), std::to_string(c.errors),
+                    std::to_string(c.fallbacks)});
+  }
+  if (rows.empty()) {
+    out << "  no operation went through accelcrypt\n";
+    return;
+  }
+  PrintTable(out,
+             {"backend", "algorithm", "ops", "bytes", "errors", "fallbacks"},
+             rows);
+}
+
 absl::StatusOr<TraceReport> AggregateStatsDir(const std::string& dir) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
     return absl::NotFoundError(absl::StrCat(dir, ": not a directory"));
   }
+  TraceReport report;
   std::vector<std::filesystem::path> paths;
+  std::vector<std::filesystem::path> dirs = {dir};
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (absl::StartsWith(name, "accelcrypt-") && absl::EndsWith(name, ".json")) {
-      paths.push_back(entry.path());
+    std::error_code type_ec;
+    if (!name.empty() &&
+        name.find_first_not_of("0123456789") == std::string::npos &&
+        entry.is_directory(type_ec) && !entry.is_symlink(type_ec)) {
+      dirs.push_back(entry.path());  // a shared root's per-user directory
     }
   }
   if (ec) {
     return absl::UnavailableError(
         absl::StrCat(dir, ": cannot list: ", ec.message()));
   }
+  for (const auto& d : dirs) {
+    std::error_code list_ec;
+    std::filesystem::directory_iterator it(d, list_ec);
+    if (list_ec) {
+      // Another user's 0700 directory, unless we are root: say so.
+      report.bad_files.push_back(
+          absl::StrCat(d.string(), ": cannot list: ", list_ec.message()));
+      continue;
+    }
+    for (const auto& entry : it) {
+      const std::string name = entry.path().filename().string();
+      if (!absl::StartsWith(name, "accelcrypt-")) continue;
+      if (absl::EndsWith(name, ".json")) {
+        paths.push_back(entry.path());
+      } else if (absl::EndsWith(name, ".stats")) {
+        std::filesystem::path twin = entry.path();
+        twin.replace_extension(".json");
+        std::error_code twin_ec;
+        if (!std::filesystem::exists(twin, twin_ec)) paths.push_back(entry.path());
+      }
+    }
+  }
   std::sort(paths.begin(), paths.end());
-  TraceReport report;
   for (const auto& path : paths) {
     std::ifstream in(path, std::ios::binary);
     std::ostringstream text;
@@ -136,7 +232,17 @@ absl::StatusOr<TraceReport> AggregateStatsDir(const std::string& dir) {
       report.bad_files.push_back(path.string() + ": cannot read");
       continue;
     }
-    absl::Status added = report.AddJson(text.str(), path.string());
+    std::string doc = text.str();
+    if (path.extension() == ".stats") {
+      auto json = LiveStatsToJson(doc);
+      if (!json.ok()) {
+        report.bad_files.push_back(
+            absl::StrCat(path.string(), ": ", json.status().message()));
+        continue;
+      }
+      doc = *std::move(json);
+    }
+    absl::Status added = report.AddJson(doc, path.string());
     if (!added.ok()) report.bad_files.push_back(std::string(added.message()));
   }
   return report;

@@ -54,6 +54,18 @@ MATCHER_P2(StatusIs, code, message_matcher,
          ::testing::Matches(message_matcher)(std::string(status.message()));
 }
 
+// IsOkAndHolds(v) matches an OK absl::StatusOr<T> whose value equals v.
+MATCHER_P(IsOkAndHolds, value,
+          std::string(negation ? "is not OK or does not hold " : "is OK and holds ") +
+              ::testing::PrintToString(value)) {
+  if (!arg.ok()) {
+    *result_listener << "which is " << arg.status().ToString();
+    return false;
+  }
+  *result_listener << "which holds " << ::testing::PrintToString(*arg);
+  return *arg == value;
+}
+
 }  // namespace accelcrypt::testing
 
 // ASSERT_OK_AND_ASSIGN(lhs, expr): fails the test when `expr` (a StatusOr)

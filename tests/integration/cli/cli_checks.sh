@@ -5,7 +5,7 @@
 # binary and the built provider. One check per CTest test:
 #   cli_checks.sh CHECK ACCELCRYPT_BINARY PROVIDER_MODULE VECTOR_DIR
 #   (load_events also takes TEST_BACKEND_DIR, where failing.so is built)
-# CHECK: help | list | load_events | broken_backend | bad_config | selftest | config | trace
+# CHECK: help | list | load_events | broken_backend | bad_config | selftest | config | trace | stats
 #   (broken_backend also takes TEST_BACKEND_DIR)
 # Exit 77 = skipped (CTest SKIP_RETURN_CODE), with the reason printed.
 set -euo pipefail
@@ -43,11 +43,11 @@ fi
 case "$check" in
 help)
   expect_rc 0 "$cli" --help
-  for sub in list selftest config trace bench; do
+  for sub in list selftest config trace stats bench; do
     expect_out "^  $sub " "top-level help lists $sub"
   done
   expect_out "Exit codes" "top-level help documents exit codes"
-  for sub in list selftest config trace bench; do
+  for sub in list selftest config trace stats bench; do
     expect_rc 0 "$cli" "$sub" --help
     expect_out "Usage: .*$sub" "$sub --help usage line"
   done
@@ -288,8 +288,82 @@ SH
   # Without the provider loaded, trace says so.
   : > "$tmp/empty.cnf"
   expect_rc 0 "$cli" trace --conf "$tmp/empty.cnf" -- openssl dgst -sha256 "$tmp/plain"
-  expect_out "no process wrote accelcrypt stats" "no-stats message"
+  expect_out "saw no accelcrypt statistics in " "no-stats message"
+  if grep -q "was not loaded" "$tmp/out"; then
+    fail "trace claims more than it saw"
+  fi
   pass "trace (enc through software, exit codes, no-provider message)"
+  ;;
+
+stats)
+  # Live statistics through the real openssl binary, configured from
+  # openssl.cnf alone in a cleared environment (as nginx gives its workers),
+  # into a shared root (1733) where each user gets a private directory.
+  [ -f "$module" ] || fail "provider $module not built"
+  root=$tmp/root
+  mkdir "$root" && chmod 1733 "$root"
+  "$cli" config --module "$module" |
+    sed "/^soft_load = 1/a backends = software\nstats_dir = $root" > "$tmp/accelcrypt.cnf"
+  mine=$root/$(id -u)
+  run_ossl() { env -i PATH="$PATH" OPENSSL_CONF="$tmp/accelcrypt.cnf" openssl "$@"; }
+  head -c 300000 /dev/urandom > "$tmp/plain"
+  run_ossl dgst -sha256 "$tmp/plain" > /dev/null || fail "openssl dgst through accelcrypt"
+  [ -d "$mine" ] || fail "no per-user directory $mine"
+  [ "$(stat -c %a "$mine")" = 700 ] || fail "$mine is not 0700"
+  ls "$mine"/accelcrypt-*.json > /dev/null 2>&1 || fail "no final JSON file after a clean exit"
+  if ls "$mine"/accelcrypt-*.stats > /dev/null 2>&1; then
+    fail "a live file stayed after a clean exit"
+  fi
+  # A process that is still working shows its counts so far; killed with
+  # SIGKILL it keeps them.
+  mkfifo "$tmp/fifo"
+  env -i PATH="$PATH" OPENSSL_CONF="$tmp/accelcrypt.cnf" \
+    openssl enc -aes-128-ctr -K 000102030405060708090a0b0c0d0e0f \
+    -iv 0f0e0d0c0b0a09080706050403020100 -in "$tmp/fifo" -out /dev/null &
+  enc=$!
+  exec 3> "$tmp/fifo"
+  head -c 1048576 /dev/zero >&3
+  got=0
+  for _ in $(seq 1 100); do
+    "$cli" stats --json "$root" > "$tmp/live.json" 2>&1 || true
+    if grep -Eq "\"pid\": $enc," "$tmp/live.json" &&
+       awk -v p="$enc" '/"pid":/ { cur = $2 } /"state": "live"/ && cur == p"," { live = 1 } END { exit !live }' "$tmp/live.json"; then
+      got=1; break
+    fi
+    sleep 0.1
+  done
+  [ "$got" = 1 ] || { cat "$tmp/live.json" >&2; fail "the working openssl enc (pid $enc) is not listed as running"; }
+  sleep 0.5
+  kill -9 "$enc"; wait "$enc" 2>/dev/null || true
+  exec 3>&-
+  expect_rc 0 "$cli" stats "$root"
+  expect_out "^accelcrypt stats: $root: 2 processes \(0 running, 1 ended, 1 left without teardown\)" "summary line"
+  expect_out "^ *$enc +[0-9]+ +$(id -u) +openssl +gone " "the killed process is listed as gone"
+  awk -v p="$enc" '$1 == p && $8 > 0 && $9 >= 900000 { ok = 1 } END { exit !ok }' "$tmp/out" ||
+    { cat "$tmp/out" >&2; fail "the killed process lost its counted bytes"; }
+  expect_out "^ *software +AES-128-CTR +[0-9]+ +[0-9]{6,}" "per backend and algorithm"
+  expect_out "^ *software +SHA2-256 +1 +300000 " "the clean process's digest"
+  # JSON, watch, prune.
+  expect_rc 0 "$cli" stats --json "$root"
+  expect_out '"gone": 1' "JSON counts by state"
+  expect_out '"state": "gone"' "JSON per-process state"
+  expect_rc 0 "$cli" stats --watch 0.2 -n 2 "$root"
+  [ "$(grep -c '^accelcrypt stats:' "$tmp/out")" = 2 ] || { cat "$tmp/out" >&2; fail "--watch -n 2 did not refresh twice"; }
+  expect_out "rate" "--watch shows rates"
+  expect_rc 2 "$cli" stats --watch 1 --prune "$root"
+  expect_rc 0 "$cli" stats --prune "$root"
+  expect_out "^pruned 2 files" "prune removes ended and gone processes' files"
+  [ -z "$(ls -A "$mine")" ] || fail "prune left files: $(ls "$mine")"
+  expect_rc 3 "$cli" stats "$tmp/no-such-dir"
+  expect_out "no-such-dir: not a directory" "missing directory named"
+  # A configured stats_dir that does not exist is said once on stderr, and
+  # the command still works.
+  "$cli" config --module "$module" |
+    sed "/^soft_load = 1/a stats_dir = $tmp/missing" > "$tmp/missing.cnf"
+  OPENSSL_CONF="$tmp/missing.cnf" openssl dgst -sha256 "$tmp/plain" > /dev/null 2> "$tmp/out" ||
+    fail "a missing stats_dir broke openssl"
+  expect_out "stats_dir $tmp/missing: No such file" "missing stats_dir reported"
+  pass "stats (live file, SIGKILL keeps counts, per-user dir, JSON, watch, prune)"
   ;;
 
 *)
