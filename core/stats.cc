@@ -299,9 +299,12 @@ std::string Stats::ToJson() const {
     }
     backends[names_[b]] = std::move(algs);
   }
-  nlohmann::json doc = {{"pid", static_cast<int64_t>(getpid())},
-                        {"ppid", static_cast<int64_t>(getppid())},
-                        {"uid", static_cast<uint64_t>(geteuid())},
+  // From the header (set at start and at fork), not from system calls: a
+  // sandboxed process (sshd's seccomp preauth child) is killed for calls
+  // such as getppid at exit.
+  nlohmann::json doc = {{"pid", header_->pid},
+                        {"ppid", header_->ppid},
+                        {"uid", header_->uid},
                         {"process", std::string(NameOf(header_->comm))},
                         {"state", "ended"},
                         {"start_ticks", header_->start_ticks},

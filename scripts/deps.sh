@@ -30,6 +30,7 @@ ACCELCRYPT_DEBIAN_PACKAGES=(
   debhelper          # scripts/package_deb.sh: dpkg-buildpackage of debian/ (dh, compat 13)
   lintian            # scripts/package_deb.sh: 0 errors, 0 warnings on the .debs
   cpio               # packaging_svr4 test: an independent reader of the SVR4 datastream's archives
+  openssh-server     # servers test: sshd serving scp through the provider
 )
 
 # accelcrypt_as_root CMD...: runs CMD as root (directly when already root,
