@@ -163,7 +163,8 @@ CK_RV ShimLogin(CK_SESSION_HANDLE s, CK_USER_TYPE user, CK_UTF8CHAR_PTR pin,
       int n = std::snprintf(line, sizeof(line), "%ld 0x%lx\n",
                             static_cast<long>(getpid()),
                             static_cast<unsigned long>(rv));
-      if (write(fd, line, n) != n) rv = rv;  // best effort
+      ssize_t written = write(fd, line, n);  // best effort
+      (void)written;
       close(fd);
     }
   }
