@@ -92,6 +92,16 @@ struct EnableOptions {
 };
 int RunEnable(const EnableOptions& options);
 
+// `pin-status` / `pin-reset`: list or remove the PKCS#11 client backend's
+// refused-PIN markers (tools/pin_command.cc).
+struct PinOptions {
+  bool reset = false;
+  std::string token;        // pin-reset --token SERIAL; empty: every marker
+  std::string state_dir;    // --state-dir; empty: as the backend resolves it
+  std::string config_file;  // --config; empty: $ACCELCRYPT_CONF
+};
+int RunPin(const PinOptions& options);
+
 }  // namespace accelcrypt::tools
 
 #endif  // ACCELCRYPT_TOOLS_COMMANDS_H_

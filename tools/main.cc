@@ -239,6 +239,34 @@ int main(int argc, char** argv) {
                 "3 file or snippet missing, not writable.");
   }
 
+  accelcrypt::tools::PinOptions pin_status, pin_reset;
+  pin_reset.reset = true;
+  CLI::App* pin_status_cmd = app.add_subcommand(
+      "pin-status",
+      "Show the PKCS#11 client backend's refused-PIN markers: tokens whose "
+      "PIN (from pin_file/pin_env) was refused once and is not tried again "
+      "until the PIN source changes or `pin-reset` removes the marker.");
+  CLI::App* pin_reset_cmd = app.add_subcommand(
+      "pin-reset",
+      "Remove refused-PIN markers (all, or one token's with --token), so "
+      "the next use of the token tries its configured PIN again (once).");
+  pin_reset_cmd->add_option("--token", pin_reset.token,
+                            "serial number of the token whose marker to "
+                            "remove (see pin-status; default: all)");
+  for (auto [cmd, opts] : {std::pair{pin_status_cmd, &pin_status},
+                           std::pair{pin_reset_cmd, &pin_reset}}) {
+    cmd->add_option("--state-dir", opts->state_dir,
+                    "marker directory (default: pkcs11.pin_state_dir, else "
+                    "$ACCELCRYPT_STATE_DIR, else $XDG_STATE_HOME/accelcrypt "
+                    "or ~/.local/state/accelcrypt, as root "
+                    "/var/lib/accelcrypt)");
+    cmd->add_option("--config", opts->config_file,
+                    "accelcrypt settings file to read pkcs11.pin_state_dir "
+                    "from; default: $ACCELCRYPT_CONF")
+        ->check(CLI::ExistingFile);
+    cmd->footer("Exit codes: 0 done, 1 a marker could not be removed.");
+  }
+
   // `trace` passes its command through untouched, options included, so the
   // command is cut off before CLI11 sees it.
   std::vector<std::string> traced_command;
@@ -264,6 +292,8 @@ int main(int argc, char** argv) {
   }
   if (enable_cmd->parsed()) return accelcrypt::tools::RunEnable(enable);
   if (disable_cmd->parsed()) return accelcrypt::tools::RunEnable(disable);
+  if (pin_status_cmd->parsed()) return accelcrypt::tools::RunPin(pin_status);
+  if (pin_reset_cmd->parsed()) return accelcrypt::tools::RunPin(pin_reset);
   std::cerr << app.help();
   return accelcrypt::tools::kExitUsage;
 }

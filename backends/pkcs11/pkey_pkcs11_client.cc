@@ -457,12 +457,23 @@ absl::StatusOr<KeyObjects> PkeyPkcs11Client::Objects() {
 
 template <typename Fn>
 absl::Status PkeyPkcs11Client::Run(const char* what, Fn&& fn) {
-  absl::StatusOr<KeyObjects> objects = Objects();
-  if (!objects.ok()) return objects.status();
-  absl::StatusOr<Token::Session> session = token_->Acquire();
-  if (!session.ok()) return session.status();
-  CK_RV rv = fn(session->handle, *objects);
-  token_->Release(*session, SessionBroken(rv));
+  CK_RV rv = CKR_OK;
+  for (int attempt = 0;; ++attempt) {
+    absl::StatusOr<KeyObjects> objects = Objects();
+    if (!objects.ok()) return objects.status();
+    absl::StatusOr<Token::Session> session = token_->Acquire();
+    if (!session.ok()) return session.status();
+    rv = fn(session->handle, *objects);
+    token_->Release(*session, SessionBroken(rv));
+    // Logins are lazy: a token that wants one for this operation gets it
+    // now (once; a refused PIN is not tried again, see EnsureLogin).
+    if (rv != CKR_USER_NOT_LOGGED_IN || attempt > 0 || token_->logged_in() ||
+        !token_->has_pin()) {
+      break;
+    }
+    absl::Status login = token_->LoginForUse();
+    if (!login.ok()) return login;
+  }
   if (StaleHandle(rv)) {
     // The cached objects are gone (token reset, evicted elsewhere): import
     // again next time; this call falls back.

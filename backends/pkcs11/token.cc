@@ -22,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "backends/pkcs11/ck_status.h"
+#include "backends/pkcs11/pin_marker.h"
 
 namespace accelcrypt::pkcs11_client {
 namespace {
@@ -154,6 +155,7 @@ absl::StatusOr<TokenConfig> ReadConfig(const accelcrypt_host* host) {
     while (!c.pin.empty() && (c.pin.back() == '\r' || c.pin.back() == '\n')) {
       c.pin.pop_back();
     }
+    c.pin_source = absl::StrFormat("pin_file %s", file);
   } else if (const char* env = Get(host, "pin_env")) {
     const char* v = std::getenv(env);
     if (v == nullptr) {
@@ -161,7 +163,9 @@ absl::StatusOr<TokenConfig> ReadConfig(const accelcrypt_host* host) {
           "pkcs11: pin_env names %s, which is not set", env));
     }
     c.pin = v;
+    c.pin_source = absl::StrFormat("pin_env %s", env);
   }
+  if (const char* dir = Get(host, "pin_state_dir")) c.pin_state_dir = dir;
   if (const char* hide = Get(host, "hide_mechanisms")) {
     for (absl::string_view name :
          absl::StrSplit(hide, absl::ByAnyChar(", "), absl::SkipEmpty())) {
@@ -199,9 +203,12 @@ absl::StatusOr<TokenConfig> ReadConfig(const accelcrypt_host* host) {
   return c;
 }
 
-absl::StatusOr<std::unique_ptr<Token>> Token::Create(TokenConfig config) {
+absl::StatusOr<std::unique_ptr<Token>> Token::Create(
+    TokenConfig config, OSSL_LIB_CTX* libctx, const accelcrypt_host* host) {
   std::unique_ptr<Token> t(new Token());
   t->config_ = std::move(config);
+  t->libctx_ = libctx;
+  t->host_ = host;
   t->dl_ = dlopen(t->config_.module.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (t->dl_ == nullptr) {
     const char* why = dlerror();
@@ -273,19 +280,10 @@ absl::Status Token::Start() {
         CkRvName(rv)));
   }
   sessions_opened_.fetch_add(1, std::memory_order_relaxed);
-  if (!config_.pin.empty()) {
-    rv = fl_->C_Login(anchor_, CKU_USER,
-                      reinterpret_cast<CK_UTF8CHAR*>(config_.pin.data()),
-                      config_.pin.size());
-    if (rv != CKR_OK && rv != CKR_USER_ALREADY_LOGGED_IN) {
-      fl_->C_CloseSession(anchor_);
-      anchor_ = CK_INVALID_HANDLE;
-      return absl::UnavailableError(absl::StrFormat(
-          "pkcs11: login to token '%s' failed: %s%s", label_, CkRvName(rv),
-          rv == CKR_PIN_INCORRECT ? " (wrong PIN in pin_file/pin_env)" : ""));
-    }
-    logged_in_.store(true, std::memory_order_release);
-  }
+  // No login here: EnsureLogin runs when the token's private objects are
+  // first needed (a wrong PIN configured system-wide would otherwise spend
+  // one attempt in every process that loads the provider, and lock the
+  // token after a few `openssl` runs).
   return absl::OkStatus();
 }
 
@@ -310,6 +308,10 @@ absl::Status Token::FindSlot() {
     if (!match) continue;
     slot_ = s;
     label_ = label;
+    identity_ = TokenIdentity{
+        Padded(info.serialNumber, sizeof(info.serialNumber)),
+        Padded(info.manufacturerID, sizeof(info.manufacturerID)),
+        Padded(info.model, sizeof(info.model)), label};
     model_ = absl::StrFormat("%s %s",
                              Padded(info.manufacturerID,
                                     sizeof(info.manufacturerID)),
@@ -384,11 +386,12 @@ const MechInfo& Token::mech(CK_MECHANISM_TYPE m) const {
 std::string Token::Describe() const {
   absl::MutexLock lock(&mu_);
   return absl::StrFormat(
-      "PKCS#11 client: token '%s' (%s) via %s; objects_created=%d "
-      "cached_keys=%d/%d sessions_opened=%d idle_sessions=%d reinit=%d",
-      label_, model_, config_.module, objects_created(), cache_.size(),
-      config_.key_cache_size, sessions_opened_.load(), idle_.size(),
-      reinitialisations());
+      "PKCS#11 client: token '%s' (%s, serial %s) via %s; %s; "
+      "objects_created=%d cached_keys=%d/%d sessions_opened=%d "
+      "idle_sessions=%d reinit=%d",
+      label_, model_, identity_.serial, config_.module, LoginState(),
+      objects_created(), cache_.size(), config_.key_cache_size,
+      sessions_opened_.load(), idle_.size(), reinitialisations());
 }
 
 absl::Status Token::CheckFork() {
@@ -402,6 +405,9 @@ absl::Status Token::CheckFork() {
   anchor_ = CK_INVALID_HANDLE;
   cache_.clear();
   lru_.clear();
+  // The login belonged to the parent; the child logs in again when it
+  // needs to (the refused PINs stay remembered).
+  logged_in_.store(false, std::memory_order_release);
   generation_.fetch_add(1, std::memory_order_relaxed);
   reinits_.fetch_add(1, std::memory_order_relaxed);
   return Start();
@@ -503,9 +509,30 @@ absl::StatusOr<KeyObjects> Token::Objects(const std::string& fingerprint,
   KeyObjects objects;
   objects.generation = gen;
   if (!priv_template.empty()) {
+    // CKA_PRIVATE follows the login state at import time: a public session
+    // may create public objects only (PKCS#11 v2.40 section 4.4). Imports
+    // do not log in by themselves (the key material is in this process
+    // already, and the registration self-test imports keys): only a token
+    // that refuses the import without a login gets one.
     Attrs attrs = priv_template;
-    CK_RV rv = fl_->C_CreateObject(anchor_, attrs.data(), attrs.size(),
-                                   &objects.priv);
+    CK_BBOOL is_private = CK_FALSE;
+    auto create = [&] {
+      is_private = logged_in() ? CK_TRUE : CK_FALSE;
+      for (CK_ATTRIBUTE& a : attrs) {
+        if (a.type == CKA_PRIVATE) {
+          a.pValue = &is_private;
+          a.ulValueLen = sizeof(is_private);
+        }
+      }
+      return fl_->C_CreateObject(anchor_, attrs.data(), attrs.size(),
+                                 &objects.priv);
+    };
+    CK_RV rv = create();
+    if (rv == CKR_USER_NOT_LOGGED_IN && !logged_in() && !config_.pin.empty()) {
+      absl::Status login = EnsureLogin(config_.pin, pin_from_uri_);
+      if (!login.ok()) return login;
+      rv = create();
+    }
     if (rv != CKR_OK) {
       absl::Status s = FromCkRv(rv, "C_CreateObject (private key)");
       // A template the token refuses means it cannot take this key here.
@@ -580,10 +607,8 @@ absl::StatusOr<KeyObjects> Token::FindByUri(const std::string& uri) {
     Touch(key);
     return it->second.objects;
   }
-  if (!query.empty()) {
-    st = LoginWithUriPin(query);
-    if (!st.ok()) return st;
-  }
+  st = LoginWithUriPin(query);
+  if (!st.ok()) return st;
   KeyObjects objects;
   objects.generation = generation_.load(std::memory_order_relaxed);
   for (CK_OBJECT_CLASS cls : {CKO_PRIVATE_KEY, CKO_PUBLIC_KEY}) {
@@ -642,7 +667,9 @@ absl::StatusOr<CK_OBJECT_HANDLE> Token::FindOne(const Attrs& attrs) {
 }
 
 absl::Status Token::LoginWithUriPin(absl::string_view query) {
-  if (!config_.pin.empty()) return absl::OkStatus();  // configured PIN wins
+  if (logged_in()) return absl::OkStatus();
+  // A configured PIN wins over the URI's.
+  if (!config_.pin.empty()) return EnsureLogin(config_.pin, pin_from_uri_);
   std::string pin;
   for (absl::string_view attr : absl::StrSplit(query, '&', absl::SkipEmpty())) {
     size_t eq = attr.find('=');
@@ -670,23 +697,174 @@ absl::Status Token::LoginWithUriPin(absl::string_view query) {
     OPENSSL_cleanse(value->data(), value->size());
   }
   if (pin.empty()) return absl::OkStatus();
-  CK_RV rv =
-      fl_->C_Login(anchor_, CKU_USER,
-                   reinterpret_cast<CK_UTF8CHAR*>(pin.data()), pin.size());
-  if (rv != CKR_OK && rv != CKR_USER_ALREADY_LOGGED_IN) {
-    OPENSSL_cleanse(pin.data(), pin.size());
-    absl::Status st = FromCkRv(rv, "C_Login");
-    if (rv == CKR_PIN_INCORRECT || rv == CKR_PIN_LEN_RANGE) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "pkcs11: login to token '%s' with the URI's PIN failed: %s", label_,
-          CkRvName(rv)));
-    }
-    return st;
+  absl::Status st = EnsureLogin(pin, /*from_uri=*/true);
+  if (st.ok()) {
+    // Kept for the re-login of a forked child; wiped with the config.
+    config_.pin = std::move(pin);
+    config_.pin_source = "the URI's PIN";
+    pin_from_uri_ = true;
   }
-  // Kept for the re-login of a forked child; wiped with the config.
-  config_.pin = std::move(pin);
-  logged_in_.store(true, std::memory_order_release);
-  return absl::OkStatus();
+  if (!pin.empty()) OPENSSL_cleanse(pin.data(), pin.size());
+  return st;
+}
+
+bool Token::has_pin() const {
+  absl::MutexLock lock(&mu_);
+  return !config_.pin.empty();
+}
+
+absl::Status Token::LoginForUse() {
+  absl::MutexLock lock(&mu_);
+  if (config_.pin.empty()) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "pkcs11: token '%s' needs a login and no PIN is configured (set "
+        "pkcs11.pin_file or pkcs11.pin_env)",
+        label_));
+  }
+  return EnsureLogin(config_.pin, pin_from_uri_);
+}
+
+void Token::Log(int level, const std::string& message) const {
+  if (host_ != nullptr && host_->log != nullptr) {
+    host_->log(host_->host_ctx, level, message.c_str());
+  }
+}
+
+const std::string& Token::StateDir() const {
+  if (!state_dir_resolved_) {
+    state_dir_resolved_ = true;
+    absl::StatusOr<std::string> dir = ResolveStateDir(config_.pin_state_dir);
+    if (dir.ok()) {
+      state_dir_ = *dir;
+    } else {
+      Log(1, absl::StrFormat(
+                 "pkcs11: %s; a PIN the token refuses is remembered in this "
+                 "process only",
+                 dir.status().message()));
+    }
+  }
+  return state_dir_;
+}
+
+absl::Status Token::Blocked(const PinHash& refused, bool from_uri) const {
+  std::string msg = absl::StrFormat(
+      "pkcs11: PIN refused earlier by token '%s' (serial %s: %s%s%s); not "
+      "retried: fix %s, or run `accelcrypt pin-reset --token %s` to try "
+      "this PIN again",
+      label_, identity_.serial, refused.result,
+      refused.time.empty() ? "" : " at ", refused.time,
+      from_uri ? "the URI's pin-value/pin-source"
+               : (config_.pin_source.empty() ? std::string("pin_file/pin_env")
+                                             : config_.pin_source),
+      identity_.serial);
+  return from_uri ? absl::InvalidArgumentError(msg)
+                  : absl::UnavailableError(msg);
+}
+
+absl::Status Token::EnsureLogin(const std::string& pin, bool from_uri) {
+  if (logged_in() || pin.empty()) return absl::OkStatus();
+  for (const PinHash& r : refused_) {
+    if (Matches(libctx_, identity_, pin, r)) return Blocked(r, from_uri);
+  }
+  const std::string& dir = StateDir();
+  std::string path;
+  std::optional<MarkerLock> lock;
+  if (!dir.empty()) {
+    path = MarkerPath(dir, identity_);
+    lock.emplace(path);
+    if (std::optional<PinHash> marker = ReadMarker(path)) {
+      if (Matches(libctx_, identity_, pin, *marker)) {
+        refused_.push_back(*marker);
+        return Blocked(*marker, from_uri);
+      }
+      // The PIN source's value changed: the old refusal says nothing about
+      // this PIN.
+      unlink(path.c_str());
+      Log(2, absl::StrFormat("pkcs11: %s is for another PIN; removed", path));
+    }
+  }
+  CK_TOKEN_INFO info{};
+  if (fl_->C_GetTokenInfo(slot_, &info) == CKR_OK &&
+      (info.flags & CKF_USER_PIN_LOCKED)) {
+    return absl::UnavailableError(absl::StrFormat(
+        "pkcs11: the user PIN of token '%s' (serial %s) is locked "
+        "(CKF_USER_PIN_LOCKED); no login tried: unlock it with the SO PIN",
+        label_, identity_.serial));
+  }
+  std::string copy = pin;  // C_Login takes a non-const pointer
+  CK_RV rv = fl_->C_Login(anchor_, CKU_USER,
+                          reinterpret_cast<CK_UTF8CHAR*>(copy.data()),
+                          copy.size());
+  OPENSSL_cleanse(copy.data(), copy.size());
+  if (rv == CKR_OK || rv == CKR_USER_ALREADY_LOGGED_IN) {
+    logged_in_.store(true, std::memory_order_release);
+    describe_checked_ = false;
+    return absl::OkStatus();
+  }
+  if (rv != CKR_PIN_INCORRECT && rv != CKR_PIN_LEN_RANGE &&
+      rv != CKR_PIN_LOCKED) {
+    absl::Status st = FromCkRv(rv, "C_Login");
+    return absl::Status(
+        from_uri ? absl::StatusCode::kInvalidArgument : st.code(),
+        absl::StrFormat("pkcs11: login to token '%s' failed: %s", label_,
+                        CkRvName(rv)));
+  }
+  std::string where = "in memory only";
+  absl::StatusOr<PinHash> refused = HashPin(libctx_, identity_, pin);
+  if (refused.ok()) {
+    refused->result = CkRvName(rv);
+    refused->time = UtcNow();
+    refused_.push_back(*refused);
+    describe_checked_ = false;
+    if (!path.empty()) {
+      absl::Status written = WriteMarker(path, identity_, *refused);
+      if (written.ok()) {
+        where = "marker " + path;
+      } else {
+        Log(1, absl::StrFormat("pkcs11: %s", written.message()));
+      }
+    }
+  }
+  std::string msg = absl::StrFormat(
+      "pkcs11: login to token '%s' (serial %s) with %s failed: %s; this PIN "
+      "will not be tried again (%s): fix %s, or run `accelcrypt pin-reset "
+      "--token %s` to try it again",
+      label_, identity_.serial,
+      from_uri ? "the URI's PIN"
+               : (config_.pin_source.empty() ? std::string("the PIN")
+                                             : config_.pin_source),
+      CkRvName(rv), where,
+      from_uri ? "the URI's pin-value/pin-source" : "pin_file/pin_env",
+      identity_.serial);
+  Log(0, msg);
+  return from_uri ? absl::InvalidArgumentError(msg)
+                  : absl::UnavailableError(msg);
+}
+
+std::string Token::LoginState() const {
+  if (logged_in()) return "login=done";
+  if (config_.pin.empty()) return "login=none (no PIN source)";
+  if (!describe_checked_) {
+    describe_checked_ = true;
+    describe_block_.reset();
+    for (const PinHash& r : refused_) {
+      if (Matches(libctx_, identity_, config_.pin, r)) describe_block_ = r;
+    }
+    const std::string& dir = StateDir();
+    if (!describe_block_ && !dir.empty()) {
+      std::optional<PinHash> marker = ReadMarker(MarkerPath(dir, identity_));
+      if (marker && Matches(libctx_, identity_, config_.pin, *marker)) {
+        describe_block_ = marker;
+      }
+    }
+  }
+  if (describe_block_) {
+    return absl::StrFormat(
+        "login=BLOCKED: %s",
+        absl::StripPrefix(Blocked(*describe_block_, pin_from_uri_).message(),
+                          "pkcs11: "));
+  }
+  return "login=on first use (lazy)";
 }
 
 absl::StatusOr<std::vector<uint8_t>> Token::GetAttribute(

@@ -11,6 +11,7 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "accelcrypt/backend.h"
+#include "backends/pkcs11/pin_marker.h"
 
 namespace accelcrypt::pkcs11_client {
 
@@ -31,6 +33,10 @@ struct TokenConfig {
   bool has_slot = false;    // `slot`: a slot id
   CK_SLOT_ID slot = 0;
   std::string pin;          // read from `pin_file` or `pin_env`; wiped
+  std::string pin_source;   // "pin_file PATH" / "pin_env NAME", for messages
+  // `pin_state_dir`: where refused-PIN markers live (empty: the default,
+  // see ResolveStateDir in pin_marker.h).
+  std::string pin_state_dir;
   size_t key_cache_size = 64;  // `key_cache_size`
   // `hide_mechanisms`: mechanisms treated as absent (e.g. CKM_RSA_PKCS, to
   // run a token the way one that has only CKM_RSA_X_509 is run).
@@ -71,10 +77,15 @@ struct KeyObjects {
 class Token {
  public:
   // Create loads the module, calls C_Initialize with CKF_OS_LOCKING_OK,
-  // finds the token, logs in with the PIN (when one is configured) and reads
-  // the mechanism list. kUnavailable with a clear message when the module
-  // is missing or broken, the token is absent or the PIN is wrong.
-  static absl::StatusOr<std::unique_ptr<Token>> Create(TokenConfig config);
+  // finds the token, opens the anchor session and reads the mechanism list.
+  // It never logs in: the login is lazy (EnsureLogin), so a process that
+  // never uses the token's private objects spends no login attempt.
+  // kUnavailable with a clear message when the module is missing or broken
+  // or the token is absent. `libctx` (the backend's private context, for
+  // the PIN markers' KDF) and `host` (for log lines; may be null) must
+  // outlive the token.
+  static absl::StatusOr<std::unique_ptr<Token>> Create(
+      TokenConfig config, OSSL_LIB_CTX* libctx, const accelcrypt_host* host);
   ~Token();
   Token(const Token&) = delete;
   Token& operator=(const Token&) = delete;
@@ -105,10 +116,11 @@ class Token {
                                      const Attrs& pub_template);
   // FindByUri looks up token objects named by an RFC 7512 URI (object=,
   // id=, token=), cached like imports. kUnimplemented when the URI names
-  // another token or nothing is found. When no PIN is configured and the
-  // URI's query carries `pin-value` or `pin-source` (a file, `file:` URI or
-  // path; first line), the token is logged in with that PIN first (kept for
-  // a forked child's login; never logged); a wrong one is kInvalidArgument.
+  // another token or nothing is found. With a PIN (configured, else the
+  // URI's `pin-value` or `pin-source`: a file, `file:` URI or path; first
+  // line) the token is logged in first (EnsureLogin; a URI's PIN is kept
+  // for a forked child's login; never logged). A configured PIN the token
+  // refuses is kUnavailable, a URI's kInvalidArgument.
   // When the URI names the private key only, the public key object with the
   // same CKA_ID (else the same CKA_LABEL) is found as well.
   absl::StatusOr<KeyObjects> FindByUri(const std::string& uri);
@@ -117,6 +129,12 @@ class Token {
   // GetAttribute reads one attribute of an object (two-call sizing).
   absl::StatusOr<std::vector<uint8_t>> GetAttribute(CK_OBJECT_HANDLE object,
                                                     CK_ATTRIBUTE_TYPE type);
+
+  // LoginForUse logs in with the PIN in use (configured or from a URI)
+  // when the token asks for a login (CKR_USER_NOT_LOGGED_IN) on an
+  // operation; see EnsureLogin. kFailedPrecondition when there is no PIN.
+  absl::Status LoginForUse() ABSL_LOCKS_EXCLUDED(mu_);
+  bool has_pin() const;
 
   // logged_in is true once a user login succeeded (configured PIN, or a
   // URI's PIN). Without it, imported private keys are public session
@@ -134,10 +152,31 @@ class Token {
 
  private:
   Token() = default;
-  // LoginWithUriPin logs in with the PIN of a URI's query (see FindByUri)
-  // unless a PIN is configured or none is given.
+  // LoginWithUriPin logs in with the configured PIN, else with the PIN of
+  // a URI's query (see FindByUri); nothing when there is neither.
   absl::Status LoginWithUriPin(absl::string_view query)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // EnsureLogin logs the token in with `pin`, at most once per process and
+  // never with a PIN the token refused before: a PIN refused in this
+  // process (remembered in memory) or in an earlier one (a marker file in
+  // the state directory, keyed by the token's serial number, holding a
+  // salted hash of the PIN) is not tried again, and the call fails with a
+  // message saying so. A marker for another PIN value is removed (the PIN
+  // source changed). The marker is read, the login tried and the marker
+  // written under an flock, so processes starting together spend one
+  // attempt between them. CKF_USER_PIN_LOCKED: not tried. Failures:
+  // kUnavailable, or kInvalidArgument when the PIN came from a URI.
+  absl::Status EnsureLogin(const std::string& pin, bool from_uri)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Blocked is the "refused earlier" error for `refused`.
+  absl::Status Blocked(const PinHash& refused, bool from_uri) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // StateDir resolves the marker directory once; empty when none is
+  // writable (logged once; markers then live in memory only).
+  const std::string& StateDir() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // LoginState is Describe's `login=` field.
+  std::string LoginState() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Log(int level, const std::string& message) const;
   // FindOne returns the first object matching `attrs` on the anchor
   // session, or CK_INVALID_HANDLE.
   absl::StatusOr<CK_OBJECT_HANDLE> FindOne(const Attrs& attrs)
@@ -153,10 +192,13 @@ class Token {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   TokenConfig config_;
+  OSSL_LIB_CTX* libctx_ = nullptr;
+  const accelcrypt_host* host_ = nullptr;
   void* dl_ = nullptr;
   CK_FUNCTION_LIST* fl_ = nullptr;
   bool we_initialised_ = false;
   std::string label_, model_;
+  TokenIdentity identity_;  // set by FindSlot
 
   mutable absl::Mutex mu_;
   pid_t pid_ ABSL_GUARDED_BY(mu_) = 0;
@@ -173,6 +215,15 @@ class Token {
   };
   std::map<std::string, Entry> cache_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> logged_in_{false};
+  bool pin_from_uri_ ABSL_GUARDED_BY(mu_) = false;
+  // PINs this token refused, in this process or (read from a marker) an
+  // earlier one.
+  std::vector<PinHash> refused_ ABSL_GUARDED_BY(mu_);
+  mutable bool state_dir_resolved_ ABSL_GUARDED_BY(mu_) = false;
+  mutable std::string state_dir_ ABSL_GUARDED_BY(mu_);
+  // Describe reads the marker once per process (the KDF is slow).
+  mutable bool describe_checked_ ABSL_GUARDED_BY(mu_) = false;
+  mutable std::optional<PinHash> describe_block_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint64_t> objects_created_{0};
   std::atomic<uint64_t> reinits_{0};
   std::atomic<uint64_t> sessions_opened_{0};

@@ -11,9 +11,15 @@
 //   ACCELCRYPT_SHIM_DELAY   "CKM_RSA_PKCS=100,CKM_DSA=2000" (microseconds)
 //   control "fail=<CKR name or hex>,count=<n>": the next n C_Sign/C_Decrypt
 //   calls fail with that code (before reaching the real module).
+//   ACCELCRYPT_SHIM_LOGIN_LOG  file: every C_Login appends "<pid> <rv hex>"
+//   (one write(2) with O_APPEND, so concurrent processes do not mix lines).
 #include <p11-kit-1/p11-kit/pkcs11.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <atomic>
 #include <cstdlib>
@@ -147,6 +153,24 @@ CK_RV ShimDecrypt(CK_SESSION_HANDLE s, CK_BYTE_PTR in, CK_ULONG il,
   return g_real->C_Decrypt(s, in, il, out, ol);
 }
 
+CK_RV ShimLogin(CK_SESSION_HANDLE s, CK_USER_TYPE user, CK_UTF8CHAR_PTR pin,
+                CK_ULONG pin_len) {
+  CK_RV rv = g_real->C_Login(s, user, pin, pin_len);
+  if (const char* log = std::getenv("ACCELCRYPT_SHIM_LOGIN_LOG")) {
+    int fd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      char line[64];
+      int n = std::snprintf(line, sizeof(line), "%ld 0x%lx\n",
+                            static_cast<long>(getpid()),
+                            static_cast<unsigned long>(rv));
+      ssize_t written = write(fd, line, n);  // best effort
+      (void)written;
+      close(fd);
+    }
+  }
+  return rv;
+}
+
 }  // namespace
 
 SHIM_EXPORT CK_RV C_GetFunctionList(CK_FUNCTION_LIST_PTR_PTR out) {
@@ -165,6 +189,7 @@ SHIM_EXPORT CK_RV C_GetFunctionList(CK_FUNCTION_LIST_PTR_PTR out) {
     g_list.C_Sign = ShimSign;
     g_list.C_DecryptInit = ShimDecryptInit;
     g_list.C_Decrypt = ShimDecrypt;
+    g_list.C_Login = ShimLogin;
   }
   *out = &g_list;
   return CKR_OK;

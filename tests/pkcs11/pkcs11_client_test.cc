@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -520,8 +521,6 @@ TEST_F(Pkcs11ClientTest, BadConfigurationsDeclineWithClearErrors) {
     std::string expect;
   };
   std::string not_a_module = "/usr/lib/x86_64-linux-gnu/libz.so.1";
-  std::string wrong_pin = g_hsm->dir() + "/wrong-pin";
-  { std::ofstream(wrong_pin) << "0000\n"; }
   // Login state is per process and module: no other core may be logged in
   // for the wrong PIN to be seen.
   core_.reset();
@@ -529,7 +528,6 @@ TEST_F(Pkcs11ClientTest, BadConfigurationsDeclineWithClearErrors) {
   std::vector<Case> cases = {
       {{{"pkcs11.module", "/nonexistent/libnothing.so"}}, "cannot load module"},
       {{{"pkcs11.module", not_a_module}}, "not a PKCS#11 module"},
-      {{{"pkcs11.pin_file", wrong_pin}}, "CKR_PIN_INCORRECT"},
       {{{"pkcs11.token_label", "no-such-token"}}, "no initialised token"},
       {{{"pkcs11.pin", "1234"}}, "PIN in the configuration is refused"},
   };
@@ -965,6 +963,93 @@ TEST_F(Pkcs11ClientTest, PinFromTheUriLogsInWhenNoneIsConfigured) {
       << st.status();
   EXPECT_NE(st.status().message().find("CKR_PIN_INCORRECT"), std::string::npos)
       << st.status();
+}
+
+// A wrong PIN in pin_file: loading spends no login (the backend registers,
+// self-tests included); the first use of a token key tries the PIN once and
+// writes a marker; later cores (as later processes would) refuse to try it
+// again with a clear message; the correct PIN clears the block.
+TEST_F(Pkcs11ClientTest, WrongPinIsTriedOnceThenBlockedUntilItChanges) {
+  core_.reset();
+  pkcs11_ = software_ = nullptr;
+  const KeyMaterial rsa = RsaKey(2048);
+  ASSERT_TRUE(g_hsm->Import(rsa, "wrong pin rsa", "0c02").ok());
+  const std::string wrong_pin = g_hsm->dir() + "/wrong-pin";
+  { std::ofstream(wrong_pin) << "0000-wrong\n"; }
+  const std::string state = g_hsm->dir() + "/state-wrong";
+  auto overrides = g_hsm->Overrides();
+  overrides["pkcs11.pin_file"] = wrong_pin;
+  overrides["pkcs11.pin_state_dir"] = state;
+  const std::string uri = "pkcs11:object=wrong%20pin%20rsa;type=private";
+  auto count_markers = [&] {
+    int n = 0;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(state, ec)) {
+      if (e.path().extension() == ".marker") ++n;
+    }
+    return n;
+  };
+  {
+    auto core = MakeCore(overrides);
+    ASSERT_TRUE(core.ok());
+    Backend* p11 = (*core)->registry().Find("pkcs11");
+    ASSERT_NE(p11, nullptr) << LoadMessage(**core);
+    EXPECT_NE(p11->Describe().find("login=on first use"), std::string::npos)
+        << p11->Describe();
+    EXPECT_EQ(count_markers(), 0);
+    auto key = (*core)->router().DescribeTokenKey(uri);
+    ASSERT_FALSE(key.ok());
+    EXPECT_NE(key.status().message().find("CKR_PIN_INCORRECT"),
+              std::string::npos)
+        << key.status();
+    EXPECT_NE(key.status().message().find("will not be tried again"),
+              std::string::npos)
+        << key.status();
+    EXPECT_EQ(key.status().message().find("0000-wrong"), std::string::npos);
+    EXPECT_EQ(count_markers(), 1);
+    // Same process: remembered, not tried again.
+    auto again = (*core)->router().DescribeTokenKey(uri);
+    ASSERT_FALSE(again.ok());
+    EXPECT_NE(again.status().message().find("refused earlier"),
+              std::string::npos)
+        << again.status();
+    // Imported keys still work (no login needed, or software fallback).
+    auto ops = (*core)->router().NewPublicKeyOps(rsa);
+    ASSERT_TRUE(ops.ok());
+    std::vector<uint8_t> digest = Digest("blocked"), sig(256);
+    ASSERT_TRUE((*ops)->Sign(Pkcs1(), digest, absl::MakeSpan(sig)).ok());
+  }
+  {
+    // A later core reads the marker: blocked, and `list` would say so.
+    auto core = MakeCore(overrides);
+    ASSERT_TRUE(core.ok());
+    Backend* p11 = (*core)->registry().Find("pkcs11");
+    ASSERT_NE(p11, nullptr);
+    EXPECT_NE(p11->Describe().find("login=BLOCKED"), std::string::npos)
+        << p11->Describe();
+    auto key = (*core)->router().DescribeTokenKey(uri);
+    ASSERT_FALSE(key.ok());
+    EXPECT_NE(key.status().message().find("refused earlier"),
+              std::string::npos)
+        << key.status();
+    EXPECT_NE(key.status().message().find("accelcrypt pin-reset"),
+              std::string::npos)
+        << key.status();
+  }
+  {
+    // The PIN source now holds the right PIN: the marker is dropped and the
+    // login works.
+    { std::ofstream(wrong_pin) << g_hsm->pin() << "\n"; }
+    auto core = MakeCore(overrides);
+    ASSERT_TRUE(core.ok());
+    auto key = (*core)->router().DescribeTokenKey(uri);
+    ASSERT_TRUE(key.ok()) << key.status();
+    EXPECT_EQ(key->n, rsa.n);
+    EXPECT_EQ(count_markers(), 0);
+    EXPECT_NE((*core)->registry().Find("pkcs11")->Describe().find(
+                  "login=done"),
+              std::string::npos);
+  }
 }
 
 }  // namespace

@@ -79,6 +79,8 @@ std::map<std::string, std::string> SoftHsm::Overrides() const {
           {"pkcs11.module", kModule},
           {"pkcs11.token_label", kLabel},
           {"pkcs11.pin_file", pin_file_},
+          // Refused-PIN markers stay in the test's directory.
+          {"pkcs11.pin_state_dir", dir_ + "/state"},
           // SoftHSMv2 lists CKM_DSA up to 1024 bits but signs larger keys;
           // the registration self-test proves 2048 before it is offered.
           {"pkcs11.dsa_max_key_bits", "3072"}};

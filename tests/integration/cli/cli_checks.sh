@@ -43,11 +43,11 @@ fi
 case "$check" in
 help)
   expect_rc 0 "$cli" --help
-  for sub in list selftest config trace stats bench; do
+  for sub in list selftest config trace stats bench pin-status pin-reset; do
     expect_out "^  $sub " "top-level help lists $sub"
   done
   expect_out "Exit codes" "top-level help documents exit codes"
-  for sub in list selftest config trace stats bench; do
+  for sub in list selftest config trace stats bench pin-status pin-reset; do
     expect_rc 0 "$cli" "$sub" --help
     expect_out "Usage: .*$sub" "$sub --help usage line"
   done

@@ -246,7 +246,8 @@ std::map<std::string, std::string> AccelcryptToken::Overrides() const {
   return {{"backends", "pkcs11, software"},
           {"pkcs11.module", Module()},
           {"pkcs11.token_label", kLabel},
-          {"pkcs11.pin_file", pin_file_}};
+          {"pkcs11.pin_file", pin_file_},
+          {"pkcs11.pin_state_dir", dir_ + "/state"}};
 }
 
 absl::Status AccelcryptToken::Import(const KeyMaterial& key,
