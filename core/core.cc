@@ -24,16 +24,12 @@ absl::StatusOr<std::unique_ptr<Core>> Core::Create(Config config) {
     std::fprintf(stderr, "accelcrypt: %s; statistics of this process are not "
                  "recorded\n", std::string(dir.status().message()).c_str());
   } else if (!dir->empty()) {
+    // When the live file cannot be made, the JSON file is still tried at
+    // teardown.
+    core->stats_dir_ = *dir;
     absl::Status st = core->stats_->StartLive(*dir);
-    if (st.ok()) {
-      core->stats_dir_ = *dir;
-    } else {
-      // Still try the JSON file at teardown.
-      core->stats_dir_ = *dir;
-      if (!core->config_.GetOr("log_level", "").empty()) {
-        std::fprintf(stderr, "accelcrypt: %s\n",
-                     std::string(st.message()).c_str());
-      }
+    if (!st.ok() && !core->config_.GetOr("log_level", "").empty()) {
+      std::fprintf(stderr, "accelcrypt: %s\n", std::string(st.message()).c_str());
     }
   }
   return core;
