@@ -66,7 +66,19 @@ absl::StatusOr<std::unique_ptr<Registry>> Registry::Create(
   std::unique_ptr<Registry> registry(new Registry());
   const std::vector<std::string> only = config.GetList("backends");
   const std::vector<std::string> disabled = config.GetList("disable");
-  ACCELCRYPT_ASSIGN_OR_RETURN(long long selftest, config.GetInt("selftest", 1));
+  const std::string selftest = config.Get("selftest").value_or("first-use");
+  if (selftest == "load") {
+    registry->selftest_mode_ = SelfTestMode::kLoad;
+  } else if (selftest == "0") {
+    registry->selftest_mode_ = SelfTestMode::kOff;
+  } else if (selftest == "1" || selftest == "first-use") {
+    registry->selftest_mode_ = SelfTestMode::kFirstUse;
+  } else {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "accelcrypt config: selftest = '%s' is not supported (want one of: "
+        "first-use, load, 1, 0)",
+        selftest));
+  }
   registry->dirs_ = BackendDirs(config);
 
   auto add = [&](absl::StatusOr<std::unique_ptr<Backend>> created,
@@ -86,7 +98,7 @@ absl::StatusOr<std::unique_ptr<Registry>> Registry::Create(
            false});
       return;
     }
-    if (selftest != 0) {
+    if (registry->selftest_mode_ == SelfTestMode::kLoad) {
       std::vector<accelcrypt_alg> algs;
       for (const accelcrypt_capability& cap : backend->capabilities()) {
         algs.push_back(cap.alg);

@@ -25,13 +25,22 @@ struct LoadEvent {
   bool declined = false;
 };
 
+// SelfTestMode says when the known-answer tests run (config `selftest`):
+// kFirstUse (the default, `1` or `first-use`): each (backend, algorithm)
+// pair's test runs in the router at that algorithm's first use on that
+// backend, and a failure takes the backend out of that algorithm's routes
+// for the life of the process; kLoad (`load`): every test at load, a failure
+// drops the capability (and is a LoadEvent); kOff (`0`): none.
+enum class SelfTestMode { kOff, kFirstUse, kLoad };
+
 // Registry loads and owns the backends: the built-in ones (linked in, listed
 // by the build) and every module found in the backend directories. Order:
 // hardware backends first, then software, unless `backends` in the config
 // gives the order. Immutable after Create; thread-safe for reads.
 class Registry {
  public:
-  // Create loads, version-checks, initialises and self-tests every backend.
+  // Create loads, version-checks and initialises every backend, and with
+  // `selftest = load` self-tests them.
   // A backend that declines or fails is skipped and recorded as a LoadEvent;
   // Create itself fails only on a malformed config.
   static absl::StatusOr<std::unique_ptr<Registry>> Create(const Config& config);
@@ -44,6 +53,7 @@ class Registry {
   absl::Span<const LoadEvent> events() const { return events_; }
   // backend_dirs are the directories that were searched.
   absl::Span<const std::string> backend_dirs() const { return dirs_; }
+  SelfTestMode selftest_mode() const { return selftest_mode_; }
 
   // SelfTest runs the built-in known-answer test for `alg` on `backend`.
   static absl::Status SelfTest(const Backend& backend, accelcrypt_alg alg);
@@ -53,6 +63,7 @@ class Registry {
   std::vector<std::unique_ptr<Backend>> backends_;
   std::vector<LoadEvent> events_;
   std::vector<std::string> dirs_;
+  SelfTestMode selftest_mode_ = SelfTestMode::kFirstUse;
 };
 
 }  // namespace accelcrypt

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <utility>
 
@@ -975,6 +976,18 @@ absl::StatusOr<std::unique_ptr<Router>> Router::Create(
     auto slot = std::make_unique<Slot>();
     slot->backend = backend.get();
     slot->stats_slot = stats->RegisterBackend(backend->name());
+    const size_t n_algs = AllAlgorithms().size();
+    slot->selftest = std::make_unique<std::atomic<uint8_t>[]>(n_algs);
+    const bool first_use =
+        registry->selftest_mode() == SelfTestMode::kFirstUse;
+    for (const AlgorithmInfo& alg : AllAlgorithms()) {
+      const bool pending =
+          first_use && backend->Capability(alg.id) != nullptr;
+      slot->selftest[alg.index].store(
+          static_cast<uint8_t>(pending ? SelfTestState::kPending
+                                       : SelfTestState::kPassed),
+          std::memory_order_relaxed);
+    }
     router->slots_.push_back(std::move(slot));
   }
   for (const AlgorithmInfo& alg : AllAlgorithms()) {
@@ -1052,12 +1065,82 @@ std::vector<std::string> Router::Candidates(accelcrypt_alg alg) const {
   const AlgorithmInfo* info = FindAlgorithm(alg);
   if (info == nullptr) return out;
   for (size_t i : routes_[info->index]) {
+    if (SelfTestStateOf(i, *info) == SelfTestState::kFailed) continue;
     out.emplace_back(slots_[i]->backend->name());
   }
   return out;
 }
 
 void Router::Order(const AlgorithmInfo& alg, SlotList* out) const {
+  OrderUngated(alg, out);
+  GateSelfTested(alg, out);
+}
+
+void Router::GateSelfTested(const AlgorithmInfo& alg, SlotList* out) const {
+  out->erase(std::remove_if(out->begin(), out->end(),
+                            [&](Slot* slot) { return !SelfTested(slot, alg); }),
+             out->end());
+}
+
+bool Router::RunSelfTest(Slot* slot, const AlgorithmInfo& alg) const {
+  std::lock_guard<std::recursive_mutex> lock(selftest_mu_);
+  std::atomic<uint8_t>& state = slot->selftest[alg.index];
+  switch (static_cast<SelfTestState>(state.load(std::memory_order_acquire))) {
+    case SelfTestState::kPassed:
+      return true;
+    case SelfTestState::kRunning:  // this thread, from inside the test
+    case SelfTestState::kFailed:
+      return false;
+    case SelfTestState::kPending:
+      break;
+  }
+  state.store(static_cast<uint8_t>(SelfTestState::kRunning),
+              std::memory_order_relaxed);
+  absl::Status st;
+  {
+    BackendGuard guard(slot->backend);
+    st = Registry::SelfTest(*slot->backend, alg.id);
+  }
+  if (st.ok()) {
+    state.store(static_cast<uint8_t>(SelfTestState::kPassed),
+                std::memory_order_release);
+    return true;
+  }
+  state.store(static_cast<uint8_t>(SelfTestState::kFailed),
+              std::memory_order_release);
+  std::string message =
+      absl::StrFormat("disabled at first use: %s", st.message());
+  // Once per pair and process, whatever the log level: a backend that
+  // computes wrong answers is news for the administrator.
+  fprintf(stderr, "accelcrypt: %s: %s failed its known-answer test and is "
+          "not used in this process (%s)\n",
+          std::string(slot->backend->name()).c_str(),
+          std::string(alg.name).c_str(),
+          std::string(st.message()).c_str());
+  selftest_events_.push_back({std::string(slot->backend->name()),
+                              std::string(alg.name), std::move(message),
+                              false});
+  return false;
+}
+
+void Router::SelfTestAll() {
+  for (const AlgorithmInfo& alg : AllAlgorithms()) {
+    for (size_t i : routes_[alg.index]) SelfTested(slots_[i].get(), alg);
+  }
+}
+
+Router::SelfTestState Router::SelfTestStateOf(size_t slot,
+                                              const AlgorithmInfo& alg) const {
+  return static_cast<SelfTestState>(
+      slots_[slot]->selftest[alg.index].load(std::memory_order_acquire));
+}
+
+std::vector<LoadEvent> Router::SelfTestEvents() const {
+  std::lock_guard<std::recursive_mutex> lock(selftest_mu_);
+  return selftest_events_;
+}
+
+void Router::OrderUngated(const AlgorithmInfo& alg, SlotList* out) const {
   out->clear();
   const std::vector<size_t>& route = routes_[alg.index];
   uint64_t now = 0;
@@ -1214,7 +1297,8 @@ absl::Status Router::DigestOneShot(const AlgorithmInfo& info,
   if (!route.empty() && !SizeRouted(info)) [[likely]] {
     Slot* slot = slots_[route[0]].get();
     if (slot->open_until_ns.load(std::memory_order_relaxed) == 0 &&
-        !BackendGuard::Inside(slot->backend)) [[likely]] {
+        slot->Tested(info) && !BackendGuard::Inside(slot->backend))
+        [[likely]] {
       absl::Status st =
           TryOneShot(slot, info, data.size(), route.size() > 1, run);
       if (st.ok() || !NextOneShotMayServe(st)) [[likely]] {
@@ -1246,8 +1330,14 @@ absl::StatusOr<size_t> Router::Entropy(absl::Span<uint8_t> out) {
 
 void Router::PkeyOrder(const AlgorithmInfo& alg, size_t key_bits,
                        bool from_uri, SlotList* out) const {
+  PkeyOrderUngated(alg, key_bits, from_uri, out);
+  GateSelfTested(alg, out);
+}
+
+void Router::PkeyOrderUngated(const AlgorithmInfo& alg, size_t key_bits,
+                              bool from_uri, SlotList* out) const {
   SlotList base;
-  Order(alg, &base);
+  OrderUngated(alg, &base);
   out->clear();
   auto usable = [&](const Slot* slot) {
     const accelcrypt_capability* cap = slot->backend->Capability(alg.id);

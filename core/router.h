@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -110,6 +111,24 @@ class Router {
   // kUnavailable.
   absl::StatusOr<KeyMaterial> DescribeTokenKey(std::string_view uri);
 
+  // Known-answer tests at first use (Registry's SelfTestMode::kFirstUse):
+  // a (backend, algorithm) pair serves only once its test passed in this
+  // process; the router runs the test the first time the pair would be a
+  // candidate, and a failure removes the pair from every route.
+  enum class SelfTestState : uint8_t {
+    kPassed = 0,   // passed, or tested at load, or self-tests are off
+    kPending = 1,  // not run yet
+    kRunning = 2,  // being run (by this thread, if it asks again)
+    kFailed = 3,
+  };
+  // SelfTestAll runs every pending test now (`accelcrypt list --selftest`,
+  // `accelcrypt calibrate`).
+  void SelfTestAll();
+  SelfTestState SelfTestStateOf(size_t slot, const AlgorithmInfo& alg) const;
+  // SelfTestEvents lists the tests run at first use that failed, as
+  // LoadEvents (backend, algorithm, reason).
+  std::vector<LoadEvent> SelfTestEvents() const;
+
   // Internal interface for the routed objects (core/internal only).
   struct Slot;
   // Candidate lists live inline: choosing a route allocates nothing.
@@ -187,6 +206,18 @@ class Router {
   // (core/router_fastest.cc); a missing or foreign file leaves priority
   // routing in place and says so in notes().
   void LoadCalibration(const Config& config);
+  // OrderUngated/PkeyOrderUngated are Order/PkeyOrder before the
+  // self-test gate.
+  void OrderUngated(const AlgorithmInfo& alg, SlotList* out) const;
+  void PkeyOrderUngated(const AlgorithmInfo& alg, size_t key_bits,
+                        bool from_uri, SlotList* out) const;
+  // SelfTested is true when `slot` may serve `alg`: its test passed, or it
+  // runs now and passes (RunSelfTest, the slow path).
+  bool SelfTested(Slot* slot, const AlgorithmInfo& alg) const;
+  bool RunSelfTest(Slot* slot, const AlgorithmInfo& alg) const;
+  void GateSelfTested(const AlgorithmInfo& alg, SlotList* out) const;
+  mutable std::recursive_mutex selftest_mu_;
+  mutable std::vector<LoadEvent> selftest_events_;
   // BreakerOpen is true while `slot` is out of rotation; `*now` caches the
   // monotonic clock across calls (0 = not read yet).
   bool BreakerOpen(const Slot& slot, uint64_t* now) const;
@@ -235,13 +266,27 @@ struct Router::Slot {
   size_t stats_slot;
   std::atomic<uint64_t> consecutive_errors{0};
   std::atomic<uint64_t> open_until_ns{0};  // 0 = closed
+  // Per AlgorithmInfo::index, a SelfTestState.
+  std::unique_ptr<std::atomic<uint8_t>[]> selftest;
+  bool Tested(const AlgorithmInfo& alg) const {
+    return selftest[alg.index].load(std::memory_order_acquire) ==
+           static_cast<uint8_t>(SelfTestState::kPassed);
+  }
 };
+
+inline bool Router::SelfTested(Slot* slot, const AlgorithmInfo& alg) const {
+  if (slot->Tested(alg)) [[likely]] return true;
+  return RunSelfTest(slot, alg);
+}
 
 // Inline: it is on every digest init of a front end.
 inline Router::DirectDigest Router::Direct(const AlgorithmInfo& info) const {
   const DirectEntry& e = direct_digests_[info.index];
+  // A pair whose self-test has not run yet takes the routed path once,
+  // which runs it.
   if (e.fn == nullptr ||
-      e.slot->open_until_ns.load(std::memory_order_relaxed) != 0) {
+      e.slot->open_until_ns.load(std::memory_order_relaxed) != 0 ||
+      !e.slot->Tested(info)) {
     return {};
   }
   return {e.fn, e.counter};

@@ -28,8 +28,8 @@ trap 'rm -rf "$tmp"' EXIT
 
 step() { printf '\n\033[1m== %s\033[0m\n$ %s\n' "$1" "$2"; }
 
-step "1. What is loaded" "accelcrypt list"
-"$bin" list
+step "1. What is loaded" "accelcrypt list --selftest"
+"$bin" list --selftest
 
 step "2. Known-answer vectors on every backend" "accelcrypt selftest"
 "$bin" selftest

@@ -42,6 +42,9 @@ absl::StatusOr<std::unique_ptr<Core>> CreateCore(const CoreOptions& options) {
     config.Set("backend_dir", options.backend_dir);
   }
   if (!options.backends.empty()) config.Set("backends", options.backends);
+  if (options.selftest_at_load && config.Get("selftest") != "0") {
+    config.Set("selftest", "load");
+  }
   return Core::Create(std::move(config));
 }
 

@@ -24,6 +24,10 @@ struct CoreOptions {
   std::string config_file;   // --config: openssl.cnf-syntax file
   std::string backend_dir;   // --backend-dir: overrides backend_dir
   std::string backends;      // --backends: comma list, overrides backends
+  // selftest_at_load: run every known-answer test while the core is built
+  // (commands that use backends directly, e.g. calibrate), unless the
+  // configuration turns self-tests off.
+  bool selftest_at_load = false;
 };
 
 // CreateCore builds the configuration (the --config file, else

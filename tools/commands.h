@@ -18,6 +18,7 @@ struct ListOptions {
   CoreOptions core;
   bool json = false;
   bool all_events = false;  // also print successful load events
+  bool selftest = false;    // run every pending known-answer test first
 };
 int RunList(const ListOptions& options);
 

@@ -100,6 +100,21 @@ int RunList(const ListOptions& options) {
   Registry& registry = core.registry();
   Router& router = core.router();
   const CpuFeatureSet cpu = ReadCpuFeatures();
+  if (options.selftest) router.SelfTestAll();
+  std::vector<LoadEvent> events(registry.events().begin(),
+                                registry.events().end());
+  for (LoadEvent& e : router.SelfTestEvents()) events.push_back(std::move(e));
+  size_t kat_counts[4] = {0, 0, 0, 0};  // by Router::SelfTestState
+  for (size_t i = 0; i < router.num_slots(); ++i) {
+    for (const AlgorithmInfo& alg : AllAlgorithms()) {
+      if (router.slot(i)->backend->Capability(alg.id) == nullptr) continue;
+      ++kat_counts[static_cast<size_t>(router.SelfTestStateOf(i, alg))];
+    }
+  }
+  const char* mode = registry.selftest_mode() == SelfTestMode::kLoad ? "load"
+                     : registry.selftest_mode() == SelfTestMode::kOff
+                         ? "off"
+                         : "first-use";
 
   if (options.json) {
     nlohmann::json out;
@@ -126,7 +141,11 @@ int RunList(const ListOptions& options) {
       out["backends"].push_back(b);
     }
     out["events"] = nlohmann::json::array();
-    for (const auto& event : registry.events()) {
+    out["selftest"] = {{"mode", mode},
+                       {"passed", kat_counts[0]},
+                       {"pending", kat_counts[1] + kat_counts[2]},
+                       {"failed", kat_counts[3]}};
+    for (const auto& event : events) {
       out["events"].push_back({{"backend", event.backend},
                                {"algorithm", event.algorithm},
                                {"ok", event.ok},
@@ -176,7 +195,7 @@ int RunList(const ListOptions& options) {
 
   std::vector<std::vector<std::string>> event_rows;
   size_t hidden = 0;
-  for (const auto& event : registry.events()) {
+  for (const auto& event : events) {
     if (event.ok && !options.all_events) {
       ++hidden;
       continue;
@@ -199,6 +218,19 @@ int RunList(const ListOptions& options) {
     for (std::string line; std::getline(lines, line);) {
       std::cout << "  " << line << "\n";
     }
+  }
+
+  std::cout << "\nKnown-answer self-tests (selftest = " << mode << "): ";
+  if (registry.selftest_mode() == SelfTestMode::kOff) {
+    std::cout << "off\n";
+  } else {
+    std::cout << kat_counts[0] << " passed, " << kat_counts[3] << " failed";
+    if (kat_counts[1] + kat_counts[2] > 0) {
+      std::cout << ", " << kat_counts[1] + kat_counts[2]
+                << " not run yet (each runs at its algorithm's first use on "
+                   "that backend; --selftest runs them now)";
+    }
+    std::cout << "\n";
   }
 
   std::cout << "\nRouting order per algorithm:\n";

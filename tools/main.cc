@@ -74,6 +74,10 @@ int main(int argc, char** argv) {
       "algorithm and the CPU features CPUID reports.");
   AddCoreOptions(list_cmd, &list.core);
   list_cmd->add_flag("--json", list.json, "machine-readable output");
+  list_cmd->add_flag("--selftest", list.selftest,
+                     "run every known-answer test now (they otherwise run at "
+                     "each algorithm's first use; on a PKCS#11 token this "
+                     "imports session keys)");
   list_cmd->add_flag("--all-events", list.all_events,
                      "also show successful load events");
   list_cmd->footer("Exit codes: 0 ok, 1 no backend loaded, 3 setup error.");

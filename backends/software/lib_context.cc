@@ -215,11 +215,18 @@ absl::Status LibContext::LookUp() {
                                           3072, 0});
   }
 
-  // Probe the DRBG once so the capability is only declared when it works.
-  // No ENTROPY capability: this backend has no noise source of its own.
-  uint8_t probe[16];
-  rng_ok_ = PrivateRandom(libctx_, probe, sizeof(probe));
-  OPENSSL_cleanse(probe, sizeof(probe));
+  // The DRBG is declared when the provider offers CTR-DRBG; it is only
+  // instantiated (seeded from the kernel) at its first use, which a
+  // known-answer test precedes, so loading costs no DRBG set-up. A DRBG
+  // that cannot seed then fails that use as a device error (fallback).
+  // No ENTROPY capability from it: this backend has no noise source.
+  const OSSL_ALGORITHM* rand_algs =
+      OSSL_PROVIDER_query_operation(provider_, OSSL_OP_RAND, &no_store);
+  rng_ok_ = rand_algs != nullptr &&
+            FindImplementation(rand_algs, "CTR-DRBG") != nullptr;
+  if (rand_algs != nullptr) {
+    OSSL_PROVIDER_unquery_operation(provider_, OSSL_OP_RAND, rand_algs);
+  }
   if (rng_ok_) {
     caps_.push_back(
         accelcrypt_capability{ACCELCRYPT_ALG_RNG_RANDOM, 0, 1, 0, 0});

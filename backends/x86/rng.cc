@@ -42,11 +42,17 @@ EntropySourceX86::CreateRdseed() {
 
 absl::StatusOr<std::unique_ptr<EntropySourceX86>>
 EntropySourceX86::CreateForTest(RawSource source, void* arg) {
-  std::unique_ptr<EntropySourceX86> src(new EntropySourceX86(source, arg));
-  absl::MutexLock lock(&src->mu_);
+  return std::unique_ptr<EntropySourceX86>(new EntropySourceX86(source, arg));
+}
+
+absl::Status EntropySourceX86::StartUp() {
+  // SP 800-90B §4.3 start-up testing, at the first request rather than at
+  // load: a process that never asks for entropy never spends the 1024
+  // samples. A health-test failure puts the source out of service for good;
+  // no data (RDSEED exhausted) leaves start-up to the next request.
   for (int i = 0; i < kStartupSamples; ++i) {
     uint64_t word;
-    absl::Status s = src->NextWord(&word);
+    absl::Status s = NextWord(&word);
     word = 0;
     if (!s.ok()) {
       return absl::UnavailableError(
@@ -54,7 +60,8 @@ EntropySourceX86::CreateForTest(RawSource source, void* arg) {
           std::string(s.message()));
     }
   }
-  return src;
+  started_ = true;
+  return absl::OkStatus();
 }
 
 absl::Status EntropySourceX86::NextWord(uint64_t* out) {
@@ -80,6 +87,12 @@ absl::Status EntropySourceX86::NextWord(uint64_t* out) {
 absl::Status EntropySourceX86::Fill(uint8_t* out, size_t len,
                                     size_t* entropy_bits) {
   absl::MutexLock lock(&mu_);
+  if (!started_) {
+    if (absl::Status s = StartUp(); !s.ok()) {
+      explicit_bzero(out, len);
+      return s;
+    }
+  }
   size_t done = 0;
   while (done < len) {
     uint64_t word;

@@ -57,7 +57,8 @@ class EntropySourceX86 {
   // RDSEED tries per word before giving up (the DRNG guide suggests retrying
   // with a pause; 100 tries bounds a call to well under a millisecond).
   static constexpr int kRdseedTries = 100;
-  // SP 800-90B §4.3 start-up testing: 1024 samples before first use.
+  // SP 800-90B §4.3 start-up testing: 1024 samples before first use (run
+  // by the first Fill).
   static constexpr int kStartupSamples = 1024;
 
   // CreateRdseed uses RDSEED; the caller has checked the CPU supports it.
@@ -74,12 +75,14 @@ class EntropySourceX86 {
  private:
   EntropySourceX86(RawSource source, void* arg) : source_(source), arg_(arg) {}
   absl::Status NextWord(uint64_t* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status StartUp() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const RawSource source_;
   void* const arg_;
   absl::Mutex mu_;
   HealthTests tests_ ABSL_GUARDED_BY(mu_);
   bool failed_ ABSL_GUARDED_BY(mu_) = false;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace accelcrypt::x86

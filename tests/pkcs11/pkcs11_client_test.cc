@@ -69,6 +69,9 @@ class Pkcs11ClientTest : public ::testing::Test {
       FAIL() << "pkcs11 backend not registered:\n" << why;
     }
     ASSERT_NE(software_, nullptr);
+    // The tests count the objects made on the token: the self-tests'
+    // session keys (made at first use otherwise) come first.
+    core_->router().SelfTestAll();
   }
 
   Counter& Cell(std::string_view backend, accelcrypt_alg alg) {
@@ -130,6 +133,32 @@ TEST_F(Pkcs11ClientTest, DeclaresRsaAndDsaFromTheMechanismList) {
       EXPECT_TRUE(e.ok) << e.algorithm << e.message;
     }
   }
+  for (const LoadEvent& e : core_->router().SelfTestEvents()) {
+    ADD_FAILURE() << e.backend << " " << e.algorithm << ": " << e.message;
+  }
+}
+
+// Self-tests run at first use: a core that only loads (as `accelcrypt
+// list` or a process that never signs) makes no object on the token; the
+// first RSA operation runs the token's test, then serves.
+TEST_F(Pkcs11ClientTest, LoadingMakesNoTokenObjectUntilFirstUse) {
+  auto fresh = MakeCore(g_hsm->Overrides());
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  const Backend* token = (*fresh)->registry().Find("pkcs11");
+  ASSERT_NE(token, nullptr);
+  EXPECT_EQ(Created(*token), 0u) << token->Describe();
+  const AlgorithmInfo& sign = *FindAlgorithm(ACCELCRYPT_ALG_RSA_SIGN);
+  size_t slot = 0;
+  while ((*fresh)->router().slot(slot)->backend != token) ++slot;
+  EXPECT_EQ((*fresh)->router().SelfTestStateOf(slot, sign),
+            Router::SelfTestState::kPending);
+  auto ops = (*fresh)->router().NewPublicKeyOps(RsaKey(2048));
+  ASSERT_TRUE(ops.ok()) << ops.status();
+  std::vector<uint8_t> digest = Digest("first use"), sig(256);
+  ASSERT_TRUE((*ops)->Sign(Pkcs1(), digest, absl::MakeSpan(sig)).ok());
+  EXPECT_EQ((*fresh)->router().SelfTestStateOf(slot, sign),
+            Router::SelfTestState::kPassed);
+  EXPECT_GT(Created(*token), 0u);
 }
 
 // RSA-2048/3072/4096 signatures made by the token verify with the software

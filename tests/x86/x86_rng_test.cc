@@ -2,6 +2,7 @@
 // RDSEED entropy source: SP 800-90B health tests catch stuck and
 // low-entropy sources injected through the raw-word hook, the source stays
 // out of service, and the ABI reports the conservative entropy estimate.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -60,9 +61,20 @@ TEST(X86RngTest, StuckAtStartupIsRefused) {
   s.fault = Script::kStuck;
   s.good_words = 10;
   auto src = EntropySourceX86::CreateForTest(&ScriptSource, &s);
-  ASSERT_FALSE(src.ok());
-  EXPECT_EQ(src.status().code(), absl::StatusCode::kUnavailable);
+  ASSERT_TRUE(src.ok()) << src.status();
+  EXPECT_EQ(s.calls, 0u);  // start-up runs at the first request, not here
+  std::vector<uint8_t> buf(16, 0xaa);
+  size_t bits = 0;
+  absl::Status st = (*src)->Fill(buf.data(), buf.size(), &bits);
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(st.message()), testing::HasSubstr("start-up"));
   EXPECT_EQ(s.calls, 12u);  // the second identical word trips the RCT
+  EXPECT_EQ(buf, std::vector<uint8_t>(16, 0));
+  // Out of service for good: a recovered source is not used again.
+  s.fault = Script::kNone;
+  EXPECT_EQ((*src)->Fill(buf.data(), 8, &bits).code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(s.calls, 12u);
 }
 
 TEST(X86RngTest, StuckLaterGoesOutOfServiceForGood) {

@@ -5,7 +5,7 @@
 # binary and the built provider. One check per CTest test:
 #   cli_checks.sh CHECK ACCELCRYPT_BINARY PROVIDER_MODULE VECTOR_DIR
 #   (load_events also takes TEST_BACKEND_DIR, where failing.so is built)
-# CHECK: help | list | load_events | broken_backend | bad_config | selftest | config | trace | stats
+# CHECK: help | list | load_events | broken_backend | first_use_selftest | bad_config | selftest | config | trace | stats
 #   (broken_backend also takes TEST_BACKEND_DIR)
 # Exit 77 = skipped (CTest SKIP_RETURN_CODE), with the reason printed.
 set -euo pipefail
@@ -122,6 +122,42 @@ broken_backend)
   [ "$rc" -eq 0 ] || { cat "$tmp/out" >&2; fail "openssl dgst exited $rc with a truncated module in the backend directory"; }
   expect_out "^ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad " "SHA-256 of abc"
   pass "broken backend files refused, no crash"
+  ;;
+
+first_use_selftest)
+  # Known-answer tests run at each algorithm's first use (selftest's
+  # default): loading runs none, and a backend computing wrong answers is
+  # still refused before it serves. failing.so's direct SHA digests are
+  # wrong here; openssl dgst through the provider must print software's
+  # correct answer and say once on stderr that failing was refused.
+  test_backends=${5:-}
+  [ -f "$test_backends/failing.so" ] || { echo "skip: failing.so not built in '$test_backends'"; exit 77; }
+  [ -f "$module" ] || fail "provider $module not built"
+  printf '[accelcrypt]\nbackends = failing, software\n' > "$tmp/ac.cnf"
+  export ACCELCRYPT_CONF="$tmp/ac.cnf" ACCELCRYPT_BACKEND_DIR="$test_backends"
+  export ACCELCRYPT_FAILING_DIRECT=wrong
+  expect_rc 0 "$cli" list
+  expect_out "^Known-answer self-tests \(selftest = first-use\): 0 passed, 0 failed, [1-9][0-9]* not run yet" "nothing tested at load"
+  grep -q "FAILED +failing" "$tmp/out" && fail "a self-test failed although none ran"
+  expect_out "^  SHA2-256 +failing, software" "failing routed first before its test"
+  expect_rc 0 "$cli" list --selftest
+  expect_out "^  FAILED +failing +SHA2-256 +disabled at first use: .*direct" "list --selftest runs and reports the test"
+  expect_out "^  SHA2-256 +software$" "failing out of the SHA2-256 route after its failed test"
+  expect_out "^Known-answer self-tests \(selftest = first-use\): [1-9][0-9]* passed, [1-9][0-9]* failed$" "every test ran"
+  expect_rc 0 "$cli" config --module "$module"
+  cp "$tmp/out" "$tmp/accelcrypt.cnf"
+  printf 'abc' > "$tmp/msg"
+  OPENSSL_CONF="$tmp/accelcrypt.cnf" openssl dgst -sha256 -r "$tmp/msg" > "$tmp/out" 2> "$tmp/err" ||
+    { cat "$tmp/out" "$tmp/err" >&2; fail "openssl dgst failed"; }
+  expect_out "^ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad " "software's SHA-256 of abc, not failing's"
+  [ "$(grep -c '^accelcrypt: failing: SHA2-256 failed its known-answer test' "$tmp/err")" -eq 1 ] ||
+    { cat "$tmp/err" >&2; fail "no single stderr line about the refused backend"; }
+  # The same process, with selftest = load, drops it at load instead.
+  printf '[accelcrypt]\nbackends = failing, software\nselftest = load\n' > "$tmp/ac.cnf"
+  expect_rc 0 "$cli" list
+  expect_out "^  FAILED +failing +SHA2-256 +disabled: .*direct" "selftest = load reports at load"
+  unset ACCELCRYPT_CONF ACCELCRYPT_BACKEND_DIR ACCELCRYPT_FAILING_DIRECT
+  pass "self-tests at first use: none at load, a wrong backend refused before it serves"
   ;;
 
 bad_config)

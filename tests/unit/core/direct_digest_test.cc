@@ -99,7 +99,7 @@ TEST(DirectDigestTest, X86OffersOneForEachDigestItDeclares) {
 }
 
 TEST(DirectDigestTest, RouterHandsOutTheFirstBackendsAndCountsThere) {
-  ASSERT_OK_AND_ASSIGN(auto core, FailingCore("correct"));
+  ASSERT_OK_AND_ASSIGN(auto core, FailingCore("correct", {{"selftest", "load"}}));
   const AlgorithmInfo& info = *FindAlgorithm(ACCELCRYPT_ALG_SHA256);
   Router::DirectDigest direct = core->router().Direct(info);
   ASSERT_NE(direct.fn, nullptr);
@@ -119,12 +119,13 @@ TEST(DirectDigestTest, RouterHandsOutTheFirstBackendsAndCountsThere) {
 TEST(DirectDigestTest, NoneWhenTheFirstBackendOffersNone) {
   // failing.so first without direct digests: the router does not skip
   // ahead to software's (routing stays with the configured order).
-  ASSERT_OK_AND_ASSIGN(auto core, FailingCore("none"));
+  ASSERT_OK_AND_ASSIGN(auto core, FailingCore("none", {{"selftest", "load"}}));
   for (const AlgorithmInfo* info : Digests()) {
     EXPECT_EQ(core->router().Direct(*info).fn, nullptr) << info->name;
   }
   ASSERT_OK_AND_ASSIGN(auto software_first,
-                       FailingCore("none", {{"backends", "software,failing"}}));
+                       FailingCore("none", {{"backends", "software,failing"},
+                                            {"selftest", "load"}}));
   for (const AlgorithmInfo* info : Digests()) {
     EXPECT_NE(software_first->router().Direct(*info).fn, nullptr)
         << info->name;
@@ -148,8 +149,50 @@ TEST(DirectDigestTest, OpenBreakerTakesItAway) {
       << "a backend out of rotation must not serve direct digests";
 }
 
-TEST(DirectDigestTest, SelfTestDropsAWrongOne) {
+// selftest = first-use (the default): no direct digest is handed out
+// before the pair's known-answer test ran; the first routed use runs it,
+// and a wrong direct digest is then refused for good, so the answer the
+// caller gets is software's, never the broken one.
+TEST(DirectDigestTest, FirstUseSelfTestRefusesAWrongOneBeforeItServes) {
   ASSERT_OK_AND_ASSIGN(auto core, FailingCore("wrong"));
+  const AlgorithmInfo& info = *FindAlgorithm(ACCELCRYPT_ALG_SHA256);
+  EXPECT_EQ(core->router().Direct(info).fn, nullptr)
+      << "handed out before its self-test ran";
+  EXPECT_EQ(core->router().SelfTestStateOf(0, info),
+            Router::SelfTestState::kPending);
+  std::vector<uint8_t> msg(3, 0x61), got(info.digest_len), want(info.digest_len);
+  ASSERT_OK(core->router().DigestOneShot(info, msg, absl::MakeSpan(got)));
+  ASSERT_OK(core->registry().Find("software")->DigestOneShot(
+      info.id, msg, absl::MakeSpan(want)));
+  EXPECT_EQ(got, want);
+  ASSERT_EQ(core->router().slot(0)->backend->name(), "failing");
+  EXPECT_EQ(core->router().SelfTestStateOf(0, info),
+            Router::SelfTestState::kFailed);
+  std::vector<LoadEvent> events = core->router().SelfTestEvents();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].backend, "failing");
+  EXPECT_EQ(events[0].algorithm, info.name);
+  EXPECT_THAT(events[0].message, HasSubstr("first use"));
+  EXPECT_THAT(core->router().Candidates(info.id),
+              ::testing::ElementsAre("software"));
+  // The failing pair is never asked again; software's direct digest is
+  // not handed out either (the route's first backend decides), so the
+  // routed path keeps serving the right answer.
+  EXPECT_EQ(core->router().Direct(info).fn, nullptr);
+  ASSERT_OK(core->router().DigestOneShot(info, msg, absl::MakeSpan(got)));
+  EXPECT_EQ(got, want);
+  nlohmann::json j = nlohmann::json::parse(core->stats().ToJson());
+  EXPECT_FALSE(j["backends"]["failing"].contains("SHA2-256") &&
+               j["backends"]["failing"]["SHA2-256"]["ops"] != 0)
+      << j.dump();
+  // Other digests are still pending: only what was used was tested.
+  EXPECT_EQ(core->router().SelfTestStateOf(
+                0, *FindAlgorithm(ACCELCRYPT_ALG_SHA512)),
+            Router::SelfTestState::kPending);
+}
+
+TEST(DirectDigestTest, SelfTestDropsAWrongOne) {
+  ASSERT_OK_AND_ASSIGN(auto core, FailingCore("wrong", {{"selftest", "load"}}));
   std::vector<std::string> failed;
   for (const LoadEvent& e : core->registry().events()) {
     if (e.backend == "failing" && !e.algorithm.empty() && !e.ok) {
