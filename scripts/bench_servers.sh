@@ -10,7 +10,8 @@
 #   - sshd: mean wall time of one `ssh -o BatchMode=yes HOST true` (connect,
 #     key exchange, RSA-2048 host key, public key authentication, a session
 #     running `true`), over COUNT sequential connections, cipher
-#     aes128-ctr.
+#     aes128-ctr. Also the servers' CPU time (user+system, /proc) per handshake
+#     or connection, which the clients sharing the CPUs do not skew.
 # "with accelcrypt" is the server started with OPENSSL_CONF naming the
 # configuration of `accelcrypt config --module MODULE` (statistics kept in a
 # temporary directory, as a deployment with /run/accelcrypt/stats would);
@@ -57,6 +58,12 @@ free_port() {
   done
 }
 now() { date +%s.%N; }
+# cpu_ticks PID: user+system CPU of PID and of its waited-for children, in
+# clock ticks (/proc/PID/stat fields 14-17).
+cpu_ticks() {
+  sed 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 + $14 + $15 }'
+}
+hz=$(getconf CLK_TCK)
 # stop_server: ask the daemon in $server to stop and wait for it.
 stop_server() {
   local sig=$1 i state
@@ -115,7 +122,13 @@ CFG
     "$nginx" -p "$dir" -c "$dir/nginx.conf" -e "$dir/error.log"
   for _ in $(seq 1 50); do [ -s "$dir/nginx.pid" ] && break; sleep 0.1; done
   server=$(cat "$dir/nginx.pid")
-  local proto t0 t1 n
+  local worker
+  for _ in $(seq 1 50); do
+    worker=$(awk -v p="$server" '$4 == p { print $1; exit }' /proc/[0-9]*/stat 2>/dev/null || true)
+    [ -n "$worker" ] && break
+    sleep 0.1
+  done
+  local proto t0 t1 n c0 c1
   for proto in 1.3 1.2; do
     local -a opts
     if [ "$proto" = 1.3 ]; then
@@ -123,13 +136,16 @@ CFG
     else
       opts=(-tls1_2 -cipher ECDHE-RSA-AES128-GCM-SHA256)
     fi
+    c0=$(cpu_ticks "$worker")
     t0=$(now)
     n=$(env OPENSSL_CONF=/dev/null openssl s_time -connect "127.0.0.1:$port" \
           -new -time "$secs" "${opts[@]}" 2>/dev/null |
         awk '/connections in .* real seconds/ { print $1; exit }')
     t1=$(now)
+    c1=$(cpu_ticks "$worker")
     awk -v n="${n:-0}" -v t0="$t0" -v t1="$t1" -v l="$label" -v p="$proto" \
-      'BEGIN { printf "  nginx TLS %s  %-18s %6d handshakes in %5.2f s = %7.1f handshakes/s\n", p, l, n, t1 - t0, n / (t1 - t0) }'
+        -v c="$((c1 - c0))" -v hz="$hz" \
+      'BEGIN { printf "  nginx TLS %s  %-18s %6d handshakes in %5.2f s = %7.1f handshakes/s; worker CPU %.3f ms per handshake\n", p, l, n, t1 - t0, n / (t1 - t0), n ? 1000 * c / hz / n : 0 }'
   done
   stop_server QUIT
 }
@@ -162,7 +178,8 @@ CFG
     "$sshd" -f "$dir/sshd_config" -E "$dir/sshd.log"
   for _ in $(seq 1 50); do [ -s "$dir/sshd.pid" ] && break; sleep 0.1; done
   server=$(cat "$dir/sshd.pid")
-  local t0 t1 i
+  local t0 t1 i c0 c1
+  c0=$(cpu_ticks "$server")
   t0=$(now)
   for i in $(seq 1 "$count"); do
     env OPENSSL_CONF=/dev/null ssh -F /dev/null -o BatchMode=yes \
@@ -170,18 +187,21 @@ CFG
       -o LogLevel=ERROR -i "$tmp/user_key" -p "$port" root@127.0.0.1 true
   done
   t1=$(now)
-  awk -v n="$count" -v t0="$t0" -v t1="$t1" -v l="$label" \
-    'BEGIN { printf "  sshd %-18s %4d connections in %6.2f s = %6.2f ms per connection\n", l, n, t1 - t0, 1000 * (t1 - t0) / n }'
+  sleep 0.5  # the last connection's processes are reaped
+  c1=$(cpu_ticks "$server")
+  awk -v n="$count" -v t0="$t0" -v t1="$t1" -v l="$label" -v c="$((c1 - c0))" -v hz="$hz" \
+    'BEGIN { printf "  sshd %-18s %4d connections in %6.2f s = %6.2f ms per connection; server CPU %.2f ms per connection\n", l, n, t1 - t0, 1000 * (t1 - t0) / n, 1000 * c / hz / n }'
   stop_server TERM
 }
 
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //') ($(nproc) online)"
 echo "OpenSSL: $(openssl version); $("$nginx" -v 2>&1); $(ssh -V 2>&1)"
 echo "accelcrypt: $cli, provider $module"
-echo "nginx: openssl s_time -new -time $secs (full handshakes, no request; handshakes per wall-clock second), one worker"
+echo "load average before: $(cut -d" " -f1-3 /proc/loadavg) (other work on the machine skews these figures)"
+echo "nginx: openssl s_time -new -time $secs (full handshakes, no request; handshakes per wall-clock second), one worker; its CPU (user+system) per handshake"
 nginx_run /dev/null "without accelcrypt"
 nginx_run "$tmp/accelcrypt.cnf" "with accelcrypt"
-echo "sshd: $count sequential 'ssh -o BatchMode=yes root@127.0.0.1 true' (RSA-2048 host key, aes128-ctr)"
+echo "sshd: $count sequential 'ssh -o BatchMode=yes root@127.0.0.1 true' (RSA-2048 host key, aes128-ctr); server CPU = the listener and its reaped per-connection processes"
 sshd_run /dev/null "without accelcrypt"
 sshd_run "$tmp/accelcrypt.cnf" "with accelcrypt"
 echo "accelcrypt's statistics of the 'with' servers (RSA-SIGN: handshakes signed through accelcrypt):"
