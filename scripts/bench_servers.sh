@@ -124,7 +124,8 @@ CFG
   server=$(cat "$dir/nginx.pid")
   local worker
   for _ in $(seq 1 50); do
-    worker=$(awk -v p="$server" '$4 == p { print $1; exit }' /proc/[0-9]*/stat 2>/dev/null || true)
+    worker=$(cat /proc/[0-9]*/stat 2>/dev/null |
+      awk -v p="$server" '{ pid = $1; sub(/^.*\) /, ""); if ($2 == p) { print pid; exit } }' || true)
     [ -n "$worker" ] && break
     sleep 0.1
   done

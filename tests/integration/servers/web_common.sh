@@ -25,18 +25,21 @@ fail() {
 
 # alive PID: true while PID runs (a zombie does not count: this container's
 # init reaps late, and kill -0 succeeds on zombies).
+# /proc/PID/stat is "PID (COMM) STATE PPID ..." and COMM may hold spaces
+# and parentheses: the fields are counted after the last ") ".
 alive() {
-  local state
-  state=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || return 1
-  [ -n "$state" ] && [ "$state" != Z ]
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }
+  [ -n "$stat" ] && [ "${stat%% *}" != Z ]
 }
 
-# children_of PID: the pids whose parent is PID, one per line.
+# children_of PID: the running pids whose parent is PID, one per line.
 children_of() {
-  local stat
-  for stat in /proc/[0-9]*/stat; do
-    awk -v p="$1" '$4 == p { print $1 }' "$stat" 2>/dev/null || true
-  done
+  # cat, not awk FILES: mawk stops at a file that vanished meanwhile.
+  cat /proc/[0-9]*/stat 2>/dev/null |
+    awk -v p="$1" '{ pid = $1; sub(/^.*\) /, ""); if ($2 == p && $1 != "Z") print pid }'
+  return 0
 }
 
 # free_port: a random high port nothing listens on at 127.0.0.1 right now
