@@ -66,9 +66,9 @@ cpu_ticks() {
 hz=$(getconf CLK_TCK)
 # stop_server: ask the daemon in $server to stop and wait for it.
 stop_server() {
-  local sig=$1 i state
+  local sig=$1 state
   kill "-$sig" "$server" 2>/dev/null || true
-  for i in $(seq 1 100); do
+  for _ in $(seq 1 100); do
     state=$(awk '{ print $3 }' "/proc/$server/stat" 2>/dev/null || echo gone)
     [ "$state" = gone ] || [ "$state" = Z ] && break
     sleep 0.1
@@ -179,10 +179,10 @@ CFG
     "$sshd" -f "$dir/sshd_config" -E "$dir/sshd.log"
   for _ in $(seq 1 50); do [ -s "$dir/sshd.pid" ] && break; sleep 0.1; done
   server=$(cat "$dir/sshd.pid")
-  local t0 t1 i c0 c1
+  local t0 t1 c0 c1
   c0=$(cpu_ticks "$server")
   t0=$(now)
-  for i in $(seq 1 "$count"); do
+  for _ in $(seq 1 "$count"); do
     env OPENSSL_CONF=/dev/null ssh -F /dev/null -o BatchMode=yes \
       -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
       -o LogLevel=ERROR -i "$tmp/user_key" -p "$port" root@127.0.0.1 true

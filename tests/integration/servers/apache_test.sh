@@ -19,6 +19,7 @@
 #   apache_test.sh ACCELCRYPT_BINARY PROVIDER_MODULE
 # Exit 77 = skipped, with the reason.
 set -euo pipefail
+# shellcheck disable=SC2034  # cli and server_name: used by web_common.sh
 cli=$1
 module=$2
 apache=$(command -v apache2 || echo /usr/sbin/apache2)
@@ -32,6 +33,7 @@ done
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/accelcrypt-apache.XXXXXX")
 chmod 755 "$tmp"
 pidfile=$tmp/httpd.pid
+# shellcheck disable=SC2034
 server_name=apache2
 server_pid() { [ -s "$pidfile" ] && cat "$pidfile" || true; }
 server_log() { echo "$tmp/error.log"; }
@@ -40,7 +42,7 @@ server_log() { echo "$tmp/error.log"; }
 master=
 cleanup() {
   local pids=()
-  [ -n "$master" ] && pids=("$master" $(children_of "$master"))
+  [ -n "$master" ] && mapfile -t pids < <(echo "$master"; children_of "$master")
   [ "${#pids[@]}" -gt 0 ] && stop_pids "${pids[@]}"
   rm -rf "$tmp"
 }
@@ -119,7 +121,8 @@ CFG
         sleep 0.1
       done
       [ "$started" = 1 ] && break
-      stop_pids "$master" $(children_of "$master")
+      mapfile -t pids < <(echo "$master"; children_of "$master")
+      stop_pids "${pids[@]}"
       master=
     fi
   fi

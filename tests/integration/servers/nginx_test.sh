@@ -19,6 +19,7 @@
 #   nginx_test.sh ACCELCRYPT_BINARY PROVIDER_MODULE
 # Exit 77 = skipped, with the reason.
 set -euo pipefail
+# shellcheck disable=SC2034  # cli and server_name: used by web_common.sh
 cli=$1
 module=$2
 nginx=$(command -v nginx || echo /usr/sbin/nginx)
@@ -28,6 +29,7 @@ command -v curl >/dev/null || { echo "SKIP: curl not installed (scripts/deps.sh)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/accelcrypt-nginx.XXXXXX")
 chmod 755 "$tmp"
 pidfile=$tmp/nginx.pid
+# shellcheck disable=SC2034
 server_name=nginx
 server_pid() { [ -s "$pidfile" ] && cat "$pidfile" || true; }
 server_log() { echo "$tmp/error.log"; }
@@ -36,7 +38,7 @@ server_log() { echo "$tmp/error.log"; }
 master=
 cleanup() {
   local pids=()
-  [ -n "$master" ] && pids=("$master" $(children_of "$master"))
+  [ -n "$master" ] && mapfile -t pids < <(echo "$master"; children_of "$master")
   [ "${#pids[@]}" -gt 0 ] && stop_pids "${pids[@]}"
   rm -rf "$tmp"
 }

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash disable=SC2154  # cli, module, tmp, server_name: set by the sourcing test
 #
 # Shared by nginx_test.sh and apache_test.sh (sourced, not run): a web
 # server started by the test with the provider enabled only through the
@@ -233,8 +234,7 @@ for p in doc["per_process"]:
 
 # wait_gone PID SECONDS: true once PID has ended.
 wait_gone() {
-  local i
-  for i in $(seq 1 $(($2 * 10))); do
+  for _ in $(seq 1 $(($2 * 10))); do
     alive "$1" || return 0
     sleep 0.1
   done
