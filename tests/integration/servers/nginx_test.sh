@@ -17,7 +17,9 @@
 # signature (RSA-SIGN). After a graceful stop (SIGQUIT) the workers' files
 # are final (a clean teardown in each worker).
 #   nginx_test.sh ACCELCRYPT_BINARY PROVIDER_MODULE
-# Exit 77 = skipped, with the reason.
+# As root the workers drop to www-data (nobody without it), as packaged
+# servers do; as another user they keep that user. Exit 77 = skipped,
+# with the reason.
 set -euo pipefail
 # shellcheck disable=SC2034  # cli and server_name: used by web_common.sh
 cli=$1
