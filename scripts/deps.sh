@@ -31,6 +31,10 @@ ACCELCRYPT_DEBIAN_PACKAGES=(
   lintian            # scripts/package_deb.sh: 0 errors, 0 warnings on the .debs
   cpio               # packaging_svr4 test: an independent reader of the SVR4 datastream's archives
   openssh-server     # servers test: sshd serving scp through the provider
+  nginx              # servers_nginx: nginx's workers serving HTTPS through the provider (own config, random port)
+  apache2            # servers_apache: Apache httpd + mod_ssl serving HTTPS through the provider
+  curl               # servers_nginx/servers_apache: the TLS client (built against OpenSSL)
+  iproute2           # ss: the web server tests find a free port and the listening pid
 )
 
 # accelcrypt_as_root CMD...: runs CMD as root (directly when already root,
@@ -77,6 +81,33 @@ accelcrypt_install_deps() {
   # shellcheck disable=SC2086  # word splitting of the package list is wanted
   accelcrypt_as_root env DEBIAN_FRONTEND=noninteractive \
     apt-get install -y -q --no-install-recommends ${missing}
+  accelcrypt_quiet_services ${missing}
+}
+
+# accelcrypt_quiet_services PKG...: the web servers are here only for the
+# tests, which start their own instances from their own configuration: a
+# daemon that Debian's postinst just started (nginx, apache2 on port 80) is
+# stopped and disabled. Only the packages named (the ones this script has
+# just installed) are touched, never a web server that was there before.
+accelcrypt_quiet_services() {
+  local pkg svc
+  local -a services
+  for pkg in "$@"; do
+    case "$pkg" in
+      nginx) services=(nginx) ;;
+      apache2) services=(apache2 apache-htcacheclean) ;;
+      *) continue ;;
+    esac
+    for svc in "${services[@]}"; do
+      if [ -d /run/systemd/system ]; then
+        accelcrypt_as_root systemctl disable --now "$svc" >/dev/null 2>&1 || true
+      else
+        accelcrypt_as_root service "$svc" stop >/dev/null 2>&1 || true
+        accelcrypt_as_root update-rc.d "$svc" disable >/dev/null 2>&1 || true
+      fi
+    done
+    echo "== dependencies: $pkg is installed for the tests only; its system service is stopped and disabled"
+  done
 }
 
 # accelcrypt_served_version PKG VERSION: true when the archive still serves

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# Apache httpd (Debian's apache2, mpm_event, mod_ssl), with the provider
+# enabled only through the openssl.cnf its parent reads (OPENSSL_CONF in its
+# environment; mod_ssl initialises libcrypto in the parent, which forks the
+# children that serve), serves a 32 MiB file over HTTPS on 127.0.0.1 (port
+# chosen at run time; a minimal configuration of our own loading only the
+# modules needed, pid, mutex, socache and logs in a temporary directory:
+# /etc/apache2 and a system Apache are never touched). curl, which does
+# not load accelcrypt, downloads it under TLS 1.2
+# ECDHE-RSA-AES128-GCM-SHA256, TLS 1.3 TLS_AES_128_GCM_SHA256 and TLS 1.3
+# TLS_AES_256_GCM_SHA384 (the server offers only those). For each: the file
+# is byte-identical, and accelcrypt's live statistics show Apache's *child*
+# processes (parent: the master; the master itself serves nothing) serving
+# the cipher's bytes, at least the file size and at most 5% more, and the
+# handshake's RSA-2048 signature (RSA-SIGN). After a graceful stop
+# (SIGWINCH, apache2 -k graceful-stop) the children's statistics are final.
+#   apache_test.sh ACCELCRYPT_BINARY PROVIDER_MODULE
+# As root the workers drop to www-data (nobody without it), as packaged
+# servers do; as another user they keep that user. Exit 77 = skipped,
+# with the reason.
+set -euo pipefail
+# shellcheck disable=SC2034  # cli and server_name: used by web_common.sh
+cli=$1
+module=$2
+apache=$(command -v apache2 || echo /usr/sbin/apache2)
+[ -x "$apache" ] || { echo "SKIP: apache2 not installed (apache2, scripts/deps.sh)"; exit 77; }
+command -v curl >/dev/null || { echo "SKIP: curl not installed (scripts/deps.sh)"; exit 77; }
+[ -f "$module" ] || { echo "FAIL: provider $module not built"; exit 1; }
+mods=/usr/lib/apache2/modules
+for m in mpm_event authz_core mime socache_shmcb ssl; do
+  [ -f "$mods/mod_$m.so" ] || { echo "SKIP: $mods/mod_$m.so missing (apache2, scripts/deps.sh)"; exit 77; }
+done
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/accelcrypt-apache.XXXXXX")
+chmod 755 "$tmp"
+pidfile=$tmp/httpd.pid
+# shellcheck disable=SC2034
+server_name=apache2
+server_pid() { [ -s "$pidfile" ] && cat "$pidfile" || true; }
+server_log() { echo "$tmp/error.log"; }
+# shellcheck source=web_common.sh
+. "$(dirname "$0")/web_common.sh"
+master=
+cleanup() {
+  local pids=()
+  [ -n "$master" ] && mapfile -t pids < <(echo "$master"; children_of "$master")
+  [ "${#pids[@]}" -gt 0 ] && stop_pids "${pids[@]}"
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+web_setup
+user_lines=
+if [ "$(id -u)" -eq 0 ]; then
+  # Children drop root as a packaged Apache's do.
+  if id www-data >/dev/null 2>&1; then
+    user_lines=$'User www-data\nGroup www-data'
+  else
+    user_lines=$'User nobody\nGroup nogroup'
+  fi
+fi
+
+# listener_pid PORT: the pid of the process listening on 127.0.0.1:PORT.
+listener_pid() {
+  ss -Hltnp "sport = :$1" 2>/dev/null | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -1
+}
+
+started=0
+for _ in 1 2 3 4 5; do
+  port=$(free_port)
+  cat > "$tmp/httpd.conf" <<CFG
+ServerRoot $tmp
+ServerName 127.0.0.1
+LoadModule mpm_event_module $mods/mod_mpm_event.so
+LoadModule authz_core_module $mods/mod_authz_core.so
+LoadModule mime_module $mods/mod_mime.so
+LoadModule socache_shmcb_module $mods/mod_socache_shmcb.so
+LoadModule ssl_module $mods/mod_ssl.so
+$user_lines
+PidFile $pidfile
+DefaultRuntimeDir $tmp
+Mutex file:$tmp default
+ErrorLog $tmp/error.log
+LogLevel info
+TypesConfig /dev/null
+StartServers 2
+ServerLimit 2
+ThreadLimit 4
+ThreadsPerChild 4
+MaxRequestWorkers 8
+MinSpareThreads 1
+MaxSpareThreads 8
+GracefulShutdownTimeout 10
+Listen 127.0.0.1:$port https
+SSLSessionCache shmcb:$tmp/ssl_scache(512000)
+SSLRandomSeed startup builtin
+DocumentRoot $tmp/www
+<Directory $tmp/www>
+  Require all granted
+</Directory>
+<VirtualHost 127.0.0.1:$port>
+  SSLEngine on
+  SSLCertificateFile $tmp/cert.pem
+  SSLCertificateKeyFile $tmp/key.pem
+  SSLProtocol -all +TLSv1.2 +TLSv1.3
+  SSLCipherSuite ECDHE-RSA-AES128-GCM-SHA256
+  SSLCipherSuite TLSv1.3 TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384
+  SSLSessionTickets off
+</VirtualHost>
+CFG
+  rm -f "$pidfile"
+  # -k start detaches; the listening socket is opened by the detached
+  # parent, so success is the parent listening on the port.
+  if env -i PATH="$PATH" OPENSSL_CONF="$tmp/openssl.cnf" \
+       "$apache" -d "$tmp" -f "$tmp/httpd.conf" -k start 2>> "$tmp/error.log"; then
+    for _ in $(seq 1 50); do [ -s "$pidfile" ] && break; sleep 0.1; done
+    if [ -s "$pidfile" ]; then
+      master=$(cat "$pidfile")
+      for _ in $(seq 1 50); do
+        [ "$(listener_pid "$port")" = "$master" ] && { started=1; break; }
+        alive "$master" || break
+        sleep 0.1
+      done
+      [ "$started" = 1 ] && break
+      mapfile -t pids < <(echo "$master"; children_of "$master")
+      stop_pids "${pids[@]}"
+      master=
+    fi
+  fi
+done
+[ "$started" = 1 ] || fail "apache2 did not start"
+for _ in $(seq 1 50); do [ -n "$(children_of "$master")" ] && break; sleep 0.1; done
+
+fetch "$port" 1.2 ECDHE-RSA-AES128-GCM-SHA256 AES-128-GCM
+fetch "$port" 1.3 TLS_AES_128_GCM_SHA256 AES-128-GCM
+fetch "$port" 1.3 TLS_AES_256_GCM_SHA384 AES-256-GCM
+check_workers "$master"
+
+# Graceful stop (what apache2 -k graceful-stop sends): the children finish
+# and exit, the parent follows.
+mapfile -t workers < <(children_of "$master")
+kill -WINCH "$master"
+wait_gone "$master" 30 || fail "apache2 parent $master did not stop on SIGWINCH"
+for w in "${workers[@]}"; do
+  wait_gone "$w" 5 || fail "apache2 child $w still runs after the parent stopped"
+done
+master=
+check_final "${workers[@]}"
+echo "ok: apache2 stopped gracefully"

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# nginx, with the provider enabled only through the openssl.cnf its master
+# reads (OPENSSL_CONF in the master's environment; nginx clears its
+# workers' environment and no `env` directive is used: libcrypto reads the
+# configuration and loads the provider in the master, before the workers
+# are forked), serves a 32 MiB file over HTTPS on 127.0.0.1 (port chosen at
+# run time, own configuration, pid, lock, log and temp files in a temporary
+# directory: /etc/nginx and a system nginx are never touched). curl, which
+# does not load accelcrypt, downloads it under TLS 1.2
+# ECDHE-RSA-AES128-GCM-SHA256, TLS 1.3 TLS_AES_128_GCM_SHA256 and TLS 1.3
+# TLS_AES_256_GCM_SHA384. For each: the file is byte-identical, and
+# accelcrypt's live statistics show nginx's *worker* processes (parent: the
+# master; the master itself serves nothing) serving the cipher's bytes, at
+# least the file size and at most 5% more, and the handshake's RSA-2048
+# signature (RSA-SIGN). After a graceful stop (SIGQUIT) the workers' files
+# are final (a clean teardown in each worker).
+#   nginx_test.sh ACCELCRYPT_BINARY PROVIDER_MODULE
+# As root the workers drop to www-data (nobody without it), as packaged
+# servers do; as another user they keep that user. Exit 77 = skipped,
+# with the reason.
+set -euo pipefail
+# shellcheck disable=SC2034  # cli and server_name: used by web_common.sh
+cli=$1
+module=$2
+nginx=$(command -v nginx || echo /usr/sbin/nginx)
+[ -x "$nginx" ] || { echo "SKIP: nginx not installed (nginx, scripts/deps.sh)"; exit 77; }
+command -v curl >/dev/null || { echo "SKIP: curl not installed (scripts/deps.sh)"; exit 77; }
+[ -f "$module" ] || { echo "FAIL: provider $module not built"; exit 1; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/accelcrypt-nginx.XXXXXX")
+chmod 755 "$tmp"
+pidfile=$tmp/nginx.pid
+# shellcheck disable=SC2034
+server_name=nginx
+server_pid() { [ -s "$pidfile" ] && cat "$pidfile" || true; }
+server_log() { echo "$tmp/error.log"; }
+# shellcheck source=web_common.sh
+. "$(dirname "$0")/web_common.sh"
+master=
+cleanup() {
+  local pids=()
+  [ -n "$master" ] && mapfile -t pids < <(echo "$master"; children_of "$master")
+  [ "${#pids[@]}" -gt 0 ] && stop_pids "${pids[@]}"
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+web_setup
+user_line=
+if [ "$(id -u)" -eq 0 ]; then
+  # Workers drop root as a packaged nginx's do.
+  if id www-data >/dev/null 2>&1; then user_line="user www-data;"; else user_line="user nobody;"; fi
+fi
+
+started=0
+for _ in 1 2 3 4 5; do
+  port=$(free_port)
+  cat > "$tmp/nginx.conf" <<CFG
+$user_line
+worker_processes 2;
+pid $pidfile;
+lock_file $tmp/nginx.lock;
+error_log $tmp/error.log info;
+events { worker_connections 64; }
+http {
+  access_log $tmp/access.log;
+  client_body_temp_path $tmp/body;
+  proxy_temp_path $tmp/proxy;
+  fastcgi_temp_path $tmp/fastcgi;
+  uwsgi_temp_path $tmp/uwsgi;
+  scgi_temp_path $tmp/scgi;
+  default_type application/octet-stream;
+  server {
+    listen 127.0.0.1:$port ssl;
+    ssl_certificate $tmp/cert.pem;
+    ssl_certificate_key $tmp/key.pem;
+    ssl_protocols TLSv1.2 TLSv1.3;
+    ssl_ciphers ECDHE-RSA-AES128-GCM-SHA256;
+    ssl_conf_command Ciphersuites TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384;
+    ssl_session_cache off;
+    ssl_session_tickets off;
+    root $tmp/www;
+  }
+}
+CFG
+  rm -f "$pidfile"
+  # -e: the startup error log too (the built-in default is stderr).
+  if env -i PATH="$PATH" OPENSSL_CONF="$tmp/openssl.cnf" \
+       "$nginx" -p "$tmp" -c "$tmp/nginx.conf" -e "$tmp/error.log" 2>> "$tmp/error.log"; then
+    for _ in $(seq 1 50); do [ -s "$pidfile" ] && break; sleep 0.1; done
+    if [ -s "$pidfile" ]; then master=$(cat "$pidfile"); started=1; break; fi
+  fi
+done
+[ "$started" = 1 ] || fail "nginx did not start"
+for _ in $(seq 1 50); do [ -n "$(children_of "$master")" ] && break; sleep 0.1; done
+
+fetch "$port" 1.2 ECDHE-RSA-AES128-GCM-SHA256 AES-128-GCM
+fetch "$port" 1.3 TLS_AES_128_GCM_SHA256 AES-128-GCM
+fetch "$port" 1.3 TLS_AES_256_GCM_SHA384 AES-256-GCM
+check_workers "$master"
+
+# Graceful stop: the workers finish and exit, the master follows.
+mapfile -t workers < <(children_of "$master")
+kill -QUIT "$master"
+wait_gone "$master" 20 || fail "nginx master $master did not stop on SIGQUIT"
+for w in "${workers[@]}"; do
+  wait_gone "$w" 5 || fail "nginx worker $w still runs after the master stopped"
+done
+master=
+check_final "${workers[@]}"
+echo "ok: nginx stopped gracefully"
