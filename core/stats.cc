@@ -149,11 +149,30 @@ void ForkChild() {
   list.mu.unlock();
 }
 
+// ExitHook finishes every live Stats when the process exits normally
+// (exit(), return from main) even if nobody tears the cores down: Apache's
+// mod_ssl initialises OpenSSL with OPENSSL_INIT_NO_ATEXIT, so its children
+// leave through exit() without unloading the provider. A function-local
+// static constructed after libcrypto's own atexit registration, so it runs
+// before OpenSSL's cleanup; the cores' own teardown later finds their Stats
+// finished. Never runs after _exit or a signal: the live file then stays.
+struct ExitHook {
+  ~ExitHook() {
+    LiveList& list = Lives();
+    std::lock_guard<std::mutex> lock(list.mu);
+    for (Stats* s : list.items) {
+      if (s != nullptr) s->FinishLive();
+    }
+  }
+};
+
 void Enlist(Stats* s) {
   static std::once_flag once;
   std::call_once(once, [] {
     Lives();
     pthread_atfork(ForkPrepare, ForkParent, ForkChild);
+    static ExitHook hook;
+    (void)hook;
   });
   LiveList& list = Lives();
   std::lock_guard<std::mutex> lock(list.mu);
@@ -369,6 +388,10 @@ absl::Status Stats::StartLive(const std::string& dir) {
   return absl::OkStatus();
 }
 
+void Stats::FinishLive() {
+  if (live_ && !finished_) (void)Finish(live_dir_);
+}
+
 absl::Status Stats::Finish(const std::string& dir) {
   if (finished_) return absl::OkStatus();
   finished_ = true;
@@ -381,8 +404,13 @@ absl::Status Stats::Finish(const std::string& dir) {
       live_path_.substr(0, live_path_.size() - std::strlen(".stats")) + ".json";
   absl::Status st = WriteJsonFile(json_path, ToJson());
   if (absl::IsAlreadyExists(st)) st = WriteToDir(live_dir_);
-  if (!st.ok()) return st;  // the live file keeps the counts
+  // Either way the live file says the process ended cleanly. When the
+  // JSON cannot be written (a child forked before its parent dropped
+  // privileges: its file sits in the directory of the user it was forked
+  // as, which it can no longer write), the live file, still mapped and
+  // writable, keeps the final counts and the readers show it as ended.
   header_->state.store(kStatsEnded, std::memory_order_release);
+  if (!st.ok()) return st;
   unlink(live_path_.c_str());
   return absl::OkStatus();
 }
@@ -413,6 +441,9 @@ void Stats::RestartInChild() {
       // The file's cells are zero (ftruncate); the header is ours to fill.
       // The capacity was reserved by StartLive: assign does not allocate.
       live_path_.assign(path, len);
+      // The copied header may say "ended": a parent that exits right after
+      // fork (a daemon detaching) can finish between fork and this copy.
+      header_->state.store(kStatsLive, std::memory_order_relaxed);
       FillIdentity();
       return;
     }

@@ -123,6 +123,9 @@ class Stats {
   // name) in the live directory, or in `dir` when not live; empty `dir` and
   // not live writes nothing. Later calls do nothing.
   absl::Status Finish(const std::string& dir);
+  // FinishLive is Finish for a live Stats (no-op otherwise), for the
+  // process's exit hook.
+  void FinishLive();
   bool live() const { return live_; }
   const std::string& live_path() const { return live_path_; }
 
