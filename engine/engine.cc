@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The `accelcrypt` ENGINE (engines-3/accelcrypt.so): a bridge for OpenSSL
 // 3.0-3.5 applications on the legacy method paths (RSA_METHOD, DSA_METHOD,
-// engine digests, ciphers and RAND) into the same core and router as the
-// provider. Settings come from Config::FromEnvironment() ($ACCELCRYPT_CONF
+// engine digests) into the same core and router as the provider. Settings come from Config::FromEnvironment() ($ACCELCRYPT_CONF
 // and the ACCELCRYPT_* variables), then the engine's ctrl commands (from an
 // openssl.cnf engine section or ENGINE_ctrl_cmd_string), later ones
 // winning. One Core per ENGINE instance: created by init, destroyed by
@@ -171,7 +170,17 @@ int Ctrl(ENGINE* e, int cmd, long i, void* p, void (*f)(void)) {
   return 1;
 }
 
+int InitCore(ENGINE* e);
+
 int Init(ENGINE* e) {
+  try {
+    return InitCore(e);
+  } catch (...) {
+    return 0;
+  }
+}
+
+int InitCore(ENGINE* e) {
   EngineState* state = StateOf(e);
   if (state == nullptr) return 0;
   std::lock_guard<std::mutex> l(state->mu);
@@ -232,6 +241,11 @@ absl::Status StaticInit() {
                                    sizeof(kReasonStrings[0])];
     std::memcpy(strings, kReasonStrings, sizeof(kReasonStrings));
     ERR_load_strings(g_error_lib, strings);
+    // The library's own name is the entry (lib, 0, 0); a zero code ends a
+    // table, so it is packed here.
+    static ERR_STRING_DATA lib_name[] = {{0, "accelcrypt engine"}, {0, nullptr}};
+    lib_name[0].error = ERR_PACK(g_error_lib, 0, 0);
+    ERR_load_strings(g_error_lib, lib_name);
   });
   if (g_engine_index < 0) {
     return absl::ResourceExhaustedError("cannot allocate ENGINE ex_data");
@@ -262,8 +276,6 @@ int Bind(ENGINE* e, const char* id) {
       ENGINE_set_RSA(e, state->rsa_method) != 1 ||
       ENGINE_set_DSA(e, state->dsa_method) != 1 ||
       ENGINE_set_digests(e, DigestSelector) != 1 ||
-      ENGINE_set_ciphers(e, CipherSelector) != 1 ||
-      ENGINE_set_RAND(e, RandMethod()) != 1 ||
       ENGINE_set_ex_data(e, g_engine_index, state.get()) != 1) {
     FreePkeyMethods(state.get());
     return 0;
@@ -298,8 +310,14 @@ void SetActiveCore(Core* core) {
 
 extern "C" {
 #pragma GCC visibility push(default)
+// Nothing of ours throws; an allocation failure in a library must not
+// leave the object as an exception.
 static int accelcrypt_engine_bind(ENGINE* e, const char* id) {
-  return accelcrypt::engine::Bind(e, id);
+  try {
+    return accelcrypt::engine::Bind(e, id);
+  } catch (...) {
+    return 0;
+  }
 }
 IMPLEMENT_DYNAMIC_CHECK_FN()
 IMPLEMENT_DYNAMIC_BIND_FN(accelcrypt_engine_bind)

@@ -69,25 +69,21 @@ class EngineCallGuard {
 };
 
 // ActiveCore is the Core of the most recently initialised engine instance
-// (digests, ciphers and RAND have no per-method data to find theirs); null
+// (an EVP_MD has no per-method data to find its own); null
 // when none is initialised.
 Core* ActiveCore();
 void SetActiveCore(Core* core);
 
-// Method tables (pkey_methods.cc): built at bind, freed at destroy.
+// RSA and DSA method tables (pkey_methods.cc): built at bind, freed at
+// destroy.
 absl::Status BuildPkeyMethods(EngineState* state);
 void FreePkeyMethods(EngineState* state);
 // RegisterPkeyExData allocates the RSA and DSA ex_data indexes once.
 absl::Status RegisterPkeyExData();
 
-// ENGINE_set_digests and ENGINE_set_ciphers callbacks (digests.cc,
-// ciphers.cc). Their tables are built once per process and live as long as
-// it (the object is never unloaded).
+// The ENGINE_set_digests callback (digests.cc). Its EVP_MDs are built once
+// per process and live as long as it (the object is never unloaded).
 int DigestSelector(ENGINE* e, const EVP_MD** md, const int** nids, int nid);
-int CipherSelector(ENGINE* e, const EVP_CIPHER** cipher, const int** nids,
-                   int nid);
-// RAND (rand.cc).
-const RAND_METHOD* RandMethod();
 
 }  // namespace accelcrypt::engine
 

@@ -42,7 +42,54 @@ struct CachedOps {
   const BIGNUM* pub = nullptr;   // RSA n, DSA y
   const BIGNUM* priv = nullptr;  // RSA d, DSA x
   std::unique_ptr<PublicKeyOps> ops;  // null: the router cannot take it
+  // Which operations some loaded backend declares for this key's size
+  // with key import (the k* bits below): the rest go to OpenSSL directly, as
+  // the router would refuse them with a caller-error code.
+  uint32_t routable = 0;
 };
+
+// Routable bits.
+constexpr uint32_t kSignPkcs1 = 1u << 0;
+constexpr uint32_t kSignRaw = 1u << 1;
+constexpr uint32_t kCryptPkcs1 = 1u << 2;
+constexpr uint32_t kCryptOaep = 1u << 3;
+constexpr uint32_t kCryptRaw = 1u << 4;
+constexpr uint32_t kDsaSign = 1u << 5;
+
+uint32_t RoutableFor(Router& router, const KeyMaterial& key) {
+  const size_t bits = key.bits();
+  uint32_t out = 0;
+  auto declares = [&](accelcrypt_alg alg, uint32_t flags) {
+    for (size_t i = 0; i < router.num_slots(); ++i) {
+      const accelcrypt_capability* cap =
+          router.slot(i)->backend->Capability(alg);
+      if (cap != nullptr && bits >= cap->min_key_bits &&
+          bits <= cap->max_key_bits &&
+          (cap->flags & (flags | ACCELCRYPT_CAP_KEY_IMPORT)) ==
+              (flags | ACCELCRYPT_CAP_KEY_IMPORT)) {
+        return true;
+      }
+    }
+    return false;
+  };
+  if (key.type == KeyMaterial::Type::kDsa) {
+    return declares(ACCELCRYPT_ALG_DSA_SIGN, 0) ? kDsaSign : 0u;
+  }
+  if (declares(ACCELCRYPT_ALG_RSA_SIGN, ACCELCRYPT_CAP_RSA_PKCS1)) {
+    out |= kSignPkcs1;
+  }
+  if (declares(ACCELCRYPT_ALG_RSA_SIGN, ACCELCRYPT_CAP_RSA_RAW)) out |= kSignRaw;
+  if (declares(ACCELCRYPT_ALG_RSA_CRYPT, ACCELCRYPT_CAP_RSA_PKCS1)) {
+    out |= kCryptPkcs1;
+  }
+  if (declares(ACCELCRYPT_ALG_RSA_CRYPT, ACCELCRYPT_CAP_RSA_OAEP)) {
+    out |= kCryptOaep;
+  }
+  if (declares(ACCELCRYPT_ALG_RSA_CRYPT, ACCELCRYPT_CAP_RSA_RAW)) {
+    out |= kCryptRaw;
+  }
+  return out;
+}
 
 void FreeCachedOps(void* parent, void* ptr, CRYPTO_EX_DATA* ad, int idx,
                    long argl, void* argp) {
@@ -103,19 +150,24 @@ KeyMaterial DsaMaterial(const DSA* dsa) {
 // OpsFor returns the routed ops for a key, building and caching them on
 // first use. Null when the engine has no core or the router takes no
 // backend for this key: the caller falls back to OpenSSL.
+// `need` is the Routable bit of the operation: null when no backend
+// declares it for this key.
 template <typename Key, typename GetEx, typename SetEx, typename Material>
 PublicKeyOps* OpsFor(Key* key, int index, Core* core, const BIGNUM* pub,
-                     const BIGNUM* priv, GetEx get_ex, SetEx set_ex,
-                     Material material) {
+                     const BIGNUM* priv, uint32_t need, GetEx get_ex,
+                     SetEx set_ex, Material material) {
   if (core == nullptr || index < 0) return nullptr;
   auto matches = [&](const CachedOps* c) {
     return c != nullptr && c->core == core && c->pub == pub && c->priv == priv;
   };
+  auto serve = [need](const CachedOps* c) {
+    return (c->routable & need) != 0 ? c->ops.get() : nullptr;
+  };
   auto* cached = static_cast<CachedOps*>(get_ex(key, index));
-  if (matches(cached)) return cached->ops.get();
+  if (matches(cached)) return serve(cached);
   std::lock_guard<std::mutex> l(g_cache_mu);
   cached = static_cast<CachedOps*>(get_ex(key, index));
-  if (matches(cached)) return cached->ops.get();
+  if (matches(cached)) return serve(cached);
   if (cached != nullptr) {
     // The key's parts changed under a cached entry that another thread may
     // be using: leave it (freed with the key) and serve this key from
@@ -126,10 +178,14 @@ PublicKeyOps* OpsFor(Key* key, int index, Core* core, const BIGNUM* pub,
   fresh->core = core;
   fresh->pub = pub;
   fresh->priv = priv;
-  absl::StatusOr<std::unique_ptr<PublicKeyOps>> ops =
-      core->router().NewPublicKeyOps(material(key));
-  if (ops.ok()) fresh->ops = *std::move(ops);
-  PublicKeyOps* result = fresh->ops.get();
+  KeyMaterial m = material(key);
+  fresh->routable = RoutableFor(core->router(), m);
+  if (fresh->routable != 0) {
+    absl::StatusOr<std::unique_ptr<PublicKeyOps>> ops =
+        core->router().NewPublicKeyOps(std::move(m));
+    if (ops.ok()) fresh->ops = *std::move(ops);
+  }
+  PublicKeyOps* result = serve(fresh.get());
   if (set_ex(key, index, fresh.get()) == 1) fresh.release();
   return result;
 }
@@ -142,13 +198,13 @@ EngineState* DsaState(DSA* dsa) {
   return static_cast<EngineState*>(DSA_meth_get0_app_data(DSA_get_method(dsa)));
 }
 
-PublicKeyOps* RsaOps(RSA* rsa) {
+PublicKeyOps* RsaOps(RSA* rsa, uint32_t need) {
   EngineState* state = RsaState(rsa);
   Core* core = state != nullptr ? state->core.load() : nullptr;
   const BIGNUM *n, *e, *d;
   RSA_get0_key(rsa, &n, &e, &d);
-  return OpsFor(rsa, g_rsa_index, core, n, d, RSA_get_ex_data, RSA_set_ex_data,
-                RsaMaterial);
+  return OpsFor(rsa, g_rsa_index, core, n, d, need, RSA_get_ex_data,
+                RSA_set_ex_data, RsaMaterial);
 }
 
 PublicKeyOps* DsaOps(DSA* dsa) {
@@ -156,8 +212,8 @@ PublicKeyOps* DsaOps(DSA* dsa) {
   Core* core = state != nullptr ? state->core.load() : nullptr;
   const BIGNUM *y, *x;
   DSA_get0_key(dsa, &y, &x);
-  return OpsFor(dsa, g_dsa_index, core, y, x, DSA_get_ex_data, DSA_set_ex_data,
-                DsaMaterial);
+  return OpsFor(dsa, g_dsa_index, core, y, x, kDsaSign, DSA_get_ex_data,
+                DSA_set_ex_data, DsaMaterial);
 }
 
 // FallsBack is true for failures OpenSSL's own implementation may still
@@ -169,17 +225,20 @@ bool FallsBack(const absl::Status& status) {
          status.code() != absl::StatusCode::kOutOfRange;
 }
 
-// RsaParams maps an RSA_METHOD padding to core parameters; false for the
-// paddings we do not route (X9.31, SSLv23), which OpenSSL then serves.
-bool RsaParams(int padding, bool cipher, PkeyParams* out) {
+// RsaParams maps an RSA_METHOD padding to core parameters and the
+// Routable bit it needs; false for the paddings we do not route (X9.31,
+// SSLv23), which OpenSSL then serves.
+bool RsaParams(int padding, bool cipher, PkeyParams* out, uint32_t* need) {
   switch (padding) {
     case RSA_PKCS1_PADDING:
       // Signatures: the input is the DigestInfo (or the TLS 1.0 MD5+SHA1
       // concatenation) as RSA_sign made it; it is padded as it is.
       out->padding = ACCELCRYPT_PAD_PKCS1;
+      *need = cipher ? kCryptPkcs1 : kSignPkcs1;
       return true;
     case RSA_NO_PADDING:
       out->padding = ACCELCRYPT_PAD_NONE;
+      *need = cipher ? kCryptRaw : kSignRaw;
       return true;
     case RSA_PKCS1_OAEP_PADDING:
       // RSA_private_decrypt's OAEP is RFC 8017 section 7.1 with SHA-1, MGF1
@@ -188,6 +247,7 @@ bool RsaParams(int padding, bool cipher, PkeyParams* out) {
       out->padding = ACCELCRYPT_PAD_OAEP;
       out->md = ACCELCRYPT_ALG_SHA1;
       out->mgf1_md = ACCELCRYPT_ALG_SHA1;
+      *need = kCryptOaep;
       return true;
     default:
       return false;
@@ -202,10 +262,11 @@ int RsaPrivEnc(int flen, const unsigned char* from, unsigned char* to,
     return RSA_meth_get_priv_enc(OpenSslRsa())(flen, from, to, rsa, padding);
   };
   PkeyParams params;
-  if (InsideEngine() || flen < 0 || !RsaParams(padding, false, &params)) {
+  uint32_t need = 0;
+  if (InsideEngine() || flen < 0 || !RsaParams(padding, false, &params, &need)) {
     return fallback();
   }
-  PublicKeyOps* ops = RsaOps(rsa);
+  PublicKeyOps* ops = RsaOps(rsa, need);
   if (ops == nullptr) return fallback();
   EngineCallGuard guard;
   absl::StatusOr<size_t> n =
@@ -223,10 +284,11 @@ int RsaPrivDec(int flen, const unsigned char* from, unsigned char* to,
     return RSA_meth_get_priv_dec(OpenSslRsa())(flen, from, to, rsa, padding);
   };
   PkeyParams params;
-  if (InsideEngine() || flen < 0 || !RsaParams(padding, true, &params)) {
+  uint32_t need = 0;
+  if (InsideEngine() || flen < 0 || !RsaParams(padding, true, &params, &need)) {
     return fallback();
   }
-  PublicKeyOps* ops = RsaOps(rsa);
+  PublicKeyOps* ops = RsaOps(rsa, need);
   if (ops == nullptr) return fallback();
   EngineCallGuard guard;
   absl::StatusOr<size_t> n =
@@ -244,10 +306,11 @@ int RsaPubEnc(int flen, const unsigned char* from, unsigned char* to, RSA* rsa,
     return RSA_meth_get_pub_enc(OpenSslRsa())(flen, from, to, rsa, padding);
   };
   PkeyParams params;
-  if (InsideEngine() || flen < 0 || !RsaParams(padding, true, &params)) {
+  uint32_t need = 0;
+  if (InsideEngine() || flen < 0 || !RsaParams(padding, true, &params, &need)) {
     return fallback();
   }
-  PublicKeyOps* ops = RsaOps(rsa);
+  PublicKeyOps* ops = RsaOps(rsa, need);
   if (ops == nullptr) return fallback();
   EngineCallGuard guard;
   absl::StatusOr<size_t> n =
@@ -273,7 +336,7 @@ int RsaPubDec(int flen, const unsigned char* from, unsigned char* to, RSA* rsa,
       (padding != RSA_PKCS1_PADDING && padding != RSA_NO_PADDING)) {
     return fallback();
   }
-  PublicKeyOps* ops = RsaOps(rsa);
+  PublicKeyOps* ops = RsaOps(rsa, kCryptRaw);
   if (ops == nullptr) return fallback();
   // The signature as a modulus-sized integer (a shorter one has leading
   // zero bytes stripped).
