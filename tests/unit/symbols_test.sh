@@ -7,6 +7,7 @@
 #   LIB_DIR/accelcrypt/backends/*.so           accelcrypt_backend_entry
 #   LIB_DIR/accelcrypt/test-backends/*.so      accelcrypt_backend_entry
 #   LIB_DIR/*pkcs11*.so (when built)           C_GetFunctionList, C_*
+#   LIB_DIR/engines-3/*.so (when built)        bind_engine, v_check
 #   any other LIB_DIR/*.so                     fails: give it an allowlist
 # and, whatever the object, nothing from Abseil or the C++ standard library.
 set -u
@@ -52,6 +53,10 @@ fi
 for f in "$lib_dir"/accelcrypt/backends/*.so "$lib_dir"/accelcrypt/test-backends/*.so; do
   [ -f "$f" ] || continue
   check "$f" 'accelcrypt_backend_entry'
+done
+for f in "$lib_dir"/engines-3/*.so; do
+  [ -f "$f" ] || continue
+  check "$f" '(bind_engine|v_check)'
 done
 # Any other shared object at the top of LIB_DIR is shipped too: the PKCS#11
 # module exports the C_* functions; anything unknown must be added above.

@@ -7,7 +7,11 @@
 # received file is byte-identical, and accelcrypt's live statistics show the
 # *server's* processes (sshd's per-connection children, which leave with
 # _exit, and its seccomp-sandboxed preauth child) serving the cipher's bytes:
-# at least the file size, at most 5% more (packet framing).
+# at least the file size, at most 5% more (packet framing). When the ENGINE
+# bridge is built (engines-3/accelcrypt.so next to the provider), the same
+# openssl.cnf also makes it the default RSA engine, and the server's RSA
+# host-key signatures (OpenSSH's RSA_sign on OpenSSL 3.0-3.5) must show in
+# the statistics as RSA-SIGN.
 #   sshd_test.sh ACCELCRYPT_BINARY PROVIDER_MODULE
 # Exit 77 = skipped, with the reason.
 set -euo pipefail
@@ -17,6 +21,8 @@ sshd=$(command -v sshd || echo /usr/sbin/sshd)
 [ -x "$sshd" ] || { echo "SKIP: sshd not installed (openssh-server, scripts/deps.sh)"; exit 77; }
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: sshd's privilege separation needs root"; exit 77; }
 [ -f "$module" ] || { echo "FAIL: provider $module not built"; exit 1; }
+# sshd runs from /: every path it is given must be absolute.
+module=$(cd "$(dirname "$module")" && pwd)/$(basename "$module")
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/accelcrypt-sshd.XXXXXX")
 chmod 755 "$tmp"
 pidfile=$tmp/sshd.pid
@@ -35,6 +41,26 @@ stats=$tmp/stats
 mkdir "$stats"
 "$cli" config --module "$module" |
   sed "/^soft_load = 1/a stats_dir = $stats" > "$tmp/openssl.cnf"
+engine_so=$(dirname "$module")/engines-3/accelcrypt.so
+if [ -f "$engine_so" ]; then
+  sed -i "/^alg_section = /a engines = engine_sect" "$tmp/openssl.cnf"
+  cat >> "$tmp/openssl.cnf" <<CNF
+
+[engine_sect]
+accelcrypt = accelcrypt_engine_sect
+
+[accelcrypt_engine_sect]
+engine_id = accelcrypt
+dynamic_path = $engine_so
+# Settings first: default_algorithms initialises the engine, and a setting
+# after it is refused (which OpenSSH's config loading does not report).
+STATS_DIR = $stats
+default_algorithms = RSA
+init = 1
+CNF
+else
+  echo "NOTE: $engine_so not built: the engine's RSA host-key check is skipped"
+fi
 head -c $((64 << 20)) /dev/urandom > "$tmp/big"
 size=$(stat -c %s "$tmp/big")
 
@@ -54,6 +80,7 @@ KbdInteractiveAuthentication no
 UsePAM no
 Subsystem sftp internal-sftp
 Ciphers aes128-ctr,aes256-gcm@openssh.com,aes128-cbc
+HostKeyAlgorithms rsa-sha2-256
 CFG
   rm -f "$pidfile"
   if env -i PATH="$PATH" OPENSSL_CONF="$tmp/openssl.cnf" \
@@ -63,6 +90,13 @@ CFG
   fi
 done
 [ "$started" = 1 ] || fail "sshd did not start"
+
+# ops_of ALG: the operations of ALG the server's processes made through
+# accelcrypt (all backends).
+ops_of() {
+  "$cli" stats "$stats" |
+    awk -v a="$1" 'f && $2 == a { s += $3 } /^per backend and algorithm/ { f = 1 } END { print s + 0 }'
+}
 
 # bytes_of ALG: the bytes the server's processes served for ALG (all
 # backends), from `accelcrypt stats`.
@@ -102,3 +136,13 @@ if grep -q "terminated by signal" "$tmp/sshd.log"; then
   fail "an sshd child was killed (seccomp sandbox?)"
 fi
 echo "ok: sshd children served through accelcrypt and are seen in its statistics"
+if [ -f "$engine_so" ]; then
+  # One host-key signature per connection (three scp runs), made with
+  # OpenSSH's RSA_sign on the engine's RSA_METHOD.
+  signs=$(ops_of RSA-SIGN)
+  if [ "$signs" -lt 3 ]; then
+    cat "$tmp/report" >&2
+    fail "sshd made $signs RSA host-key signatures through accelcrypt's engine, expected >= 3"
+  fi
+  echo "ok: sshd made $signs RSA host-key signatures (rsa-sha2-256) through the accelcrypt engine"
+fi
