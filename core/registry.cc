@@ -143,7 +143,16 @@ absl::StatusOr<std::unique_ptr<Registry>> Registry::Create(
 
   for (accelcrypt_backend_entry_fn entry : internal::BuiltinBackends()) {
     const accelcrypt_backend_desc* desc = entry(ACCELCRYPT_ABI_VERSION);
-    if (excluded(desc)) continue;
+    if (excluded(desc)) {
+      // Kept out of routing, still the checker of offloaded results.
+      if (desc != nullptr && desc->name != nullptr &&
+          std::string_view(desc->name) == "software") {
+        absl::StatusOr<std::unique_ptr<Backend>> checker =
+            Backend::Create(desc, nullptr, &config, "built-in");
+        if (checker.ok()) registry->checker_ = *std::move(checker);
+      }
+      continue;
+    }
     add(Backend::Create(desc, nullptr, &config, "built-in"), "built-in");
   }
   for (const std::string& dir : registry->dirs_) {

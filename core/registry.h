@@ -55,6 +55,15 @@ class Registry {
   absl::Span<const std::string> backend_dirs() const { return dirs_; }
   SelfTestMode selftest_mode() const { return selftest_mode_; }
 
+  // checker is the CPU backend that checks offloaded RSA/DSA results: the
+  // software backend, also when `backends`/`disable` keep it from serving
+  // (it is then loaded for that alone and never routed). Null only when it
+  // cannot initialise.
+  const Backend* checker() const {
+    const Backend* b = Find("software");
+    return b != nullptr ? b : checker_.get();
+  }
+
   // SelfTest runs the built-in known-answer test for `alg` on `backend`.
   static absl::Status SelfTest(const Backend& backend, accelcrypt_alg alg);
 
@@ -64,6 +73,7 @@ class Registry {
   std::vector<LoadEvent> events_;
   std::vector<std::string> dirs_;
   SelfTestMode selftest_mode_ = SelfTestMode::kFirstUse;
+  std::unique_ptr<Backend> checker_;
 };
 
 }  // namespace accelcrypt

@@ -727,13 +727,20 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
                               absl::Span<const uint8_t> tbs,
                               absl::Span<uint8_t> out) override {
     size_t len = 0;
-    ACCELCRYPT_RETURN_IF_ERROR(Run(SignAlg(), params, tbs.size(),
-                                   /*private_op=*/true,
-                                   [&](const BackendKey& k) {
-                                     auto got = k.Sign(params, tbs, out);
-                                     if (got.ok()) len = *got;
-                                     return got.status();
-                                   }));
+    ACCELCRYPT_RETURN_IF_ERROR(Run(
+        SignAlg(), params, tbs.size(),
+        /*private_op=*/true,
+        [&](const BackendKey& k) {
+          auto got = k.Sign(params, tbs, out);
+          if (got.ok()) len = *got;
+          return got.status();
+        },
+        [&](Router::Slot* served) {
+          return CheckOnCpu(served, SignAlg(), [&](const BackendKey& cpu) {
+            return cpu.Verify(params, tbs, out.first(len));
+          });
+        },
+        out));
     return len;
   }
   absl::Status Verify(const PkeyParams& params, absl::Span<const uint8_t> tbs,
@@ -760,13 +767,40 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
                                  absl::Span<uint8_t> out) override {
     ACCELCRYPT_RETURN_IF_ERROR(CheckCrypt());
     size_t len = 0;
-    ACCELCRYPT_RETURN_IF_ERROR(
-        Run(*FindAlgorithm(ACCELCRYPT_ALG_RSA_CRYPT), params, in.size(),
-            /*private_op=*/true, [&](const BackendKey& k) {
-              auto got = k.Decrypt(params, in, out);
-              if (got.ok()) len = *got;
-              return got.status();
-            }));
+    const AlgorithmInfo& crypt = *FindAlgorithm(ACCELCRYPT_ALG_RSA_CRYPT);
+    ACCELCRYPT_RETURN_IF_ERROR(Run(
+        crypt, params, in.size(),
+        /*private_op=*/true,
+        [&](const BackendKey& k) {
+          auto got = k.Decrypt(params, in, out);
+          if (got.ok()) len = *got;
+          return got.status();
+        },
+        [&](Router::Slot* served) -> absl::Status {
+          // Raw RSA can be checked: the public operation on the result
+          // must give back the input. Padded decryption cannot (the
+          // padding is random and removed).
+          if (params.padding != ACCELCRYPT_PAD_NONE) return absl::OkStatus();
+          return CheckOnCpu(served, crypt, [&](const BackendKey& cpu) {
+            std::vector<uint8_t> back(in.size() + 1);
+            PkeyParams raw;
+            raw.padding = ACCELCRYPT_PAD_NONE;
+            absl::StatusOr<size_t> n =
+                cpu.Encrypt(raw, out.first(len), absl::MakeSpan(back));
+            if (!n.ok()) return n.status();
+            // Leading zero bytes may differ in length; compare as numbers.
+            absl::Span<const uint8_t> a = absl::MakeConstSpan(back).first(*n);
+            absl::Span<const uint8_t> b = in;
+            while (!a.empty() && a.front() == 0) a.remove_prefix(1);
+            while (!b.empty() && b.front() == 0) b.remove_prefix(1);
+            if (a.size() != b.size() ||
+                CRYPTO_memcmp(a.data(), b.data(), a.size()) != 0) {
+              return AuthFailedError("raw decryption check");
+            }
+            return absl::OkStatus();
+          });
+        },
+        out));
     return len;
   }
 
@@ -822,13 +856,121 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
     return raw;
   }
 
-  // Run tries `fn` on each candidate. `private_op` (sign, decrypt) with a
+  // Offloaded is true for a backend whose RSA/DSA results come from a
+  // device (a token, an accelerator): they are checked on the CPU before
+  // the caller sees them.
+  static bool Offloaded(const accelcrypt_capability& cap) {
+    return (cap.flags & (ACCELCRYPT_CAP_OFFLOAD | ACCELCRYPT_CAP_HARDWARE)) !=
+           0;
+  }
+
+  // CheckOnCpu runs `check` with this key prepared on the first CPU
+  // backend (not offloaded, not `served`) that takes it. A check that
+  // fails (the device's result is wrong) is a device error; no CPU backend
+  // to check with is one too: an unchecked result is never returned. A
+  // fault in an RSA-CRT signature reveals the private key to whoever sees
+  // the signature (Boneh, DeMillo, Lipton), so there is no switch.
+  template <typename Check>
+  absl::Status CheckOnCpu(Router::Slot* served, const AlgorithmInfo& info,
+                          Check&& check) {
+    const bool has_public = key_.type == KeyMaterial::Type::kRsa
+                                ? !key_.n.empty() && !key_.e.empty()
+                                : !key_.dsa_y.empty() && !key_.dsa_p.empty();
+    // A token key whose public half the token does not show: nothing to
+    // check with (DescribeTokenKey reads it whenever the token has it).
+    if (!has_public) return absl::OkStatus();
+    Router::SlotList order;
+    router_->PkeyOrder(info, key_.bits(), /*from_uri=*/false, &order);
+    std::vector<const Backend*> checkers;
+    for (Router::Slot* slot : order) {
+      if (slot == served) continue;
+      const accelcrypt_capability* cap = slot->backend->Capability(info.id);
+      if (cap != nullptr && !Offloaded(*cap)) checkers.push_back(slot->backend);
+    }
+    // The software backend checks even when it is kept from serving.
+    const Backend* fallback = router_->registry()->checker();
+    if (fallback != nullptr &&
+        std::find(checkers.begin(), checkers.end(), fallback) == checkers.end()) {
+      checkers.push_back(fallback);
+    }
+    absl::Status last;
+    for (const Backend* backend : checkers) {
+      auto prepared = PreparedPublic(backend, info);
+      if (!prepared.ok()) {
+        last = prepared.status();
+        continue;
+      }
+      if (*prepared == nullptr) continue;
+      absl::Status st;
+      {
+        BackendGuard guard(backend);
+        st = check(**prepared);
+      }
+      if (st.ok()) return st;
+      if (IsDeviceError(st) ||
+          st.code() == absl::StatusCode::kUnimplemented) {
+        last = st;
+        continue;  // the checker itself failed: try another
+      }
+      return absl::UnavailableError(absl::StrFormat(
+          "%s: %s returned a result that does not check on the CPU (%s): a "
+          "device fault, not returned",
+          info.name, served->backend->name(), st.message()));
+    }
+    return absl::UnavailableError(absl::StrFormat(
+        "%s: no CPU backend can check %s's result%s%s", info.name,
+        served->backend->name(), last.ok() ? "" : ": ", last.message()));
+  }
+
+  // PreparedPublic is Prepared with the key's public parts only (a CPU
+  // checker never needs the private key).
+  absl::StatusOr<const BackendKey*> PreparedPublic(const Backend* backend,
+                                                   const AlgorithmInfo& info) {
+    absl::MutexLock lock(&mu_);
+    auto index = std::make_pair(backend, info.id);
+    if (auto it = public_keys_.find(index); it != public_keys_.end()) {
+      return it->second.get();
+    }
+    KeyMaterial pub;
+    pub.type = key_.type;
+    pub.n = key_.n;
+    pub.e = key_.e;
+    pub.dsa_p = key_.dsa_p;
+    pub.dsa_q = key_.dsa_q;
+    pub.dsa_g = key_.dsa_g;
+    pub.dsa_y = key_.dsa_y;
+    absl::StatusOr<std::unique_ptr<BackendKey>> loaded;
+    {
+      BackendGuard guard(backend);
+      loaded = backend->LoadKey(info.id, pub);
+    }
+    if (!loaded.ok()) {
+      if (loaded.status().code() == absl::StatusCode::kUnimplemented) {
+        public_keys_.emplace(index, nullptr);
+        return static_cast<const BackendKey*>(nullptr);
+      }
+      return loaded.status();
+    }
+    const BackendKey* raw = loaded->get();
+    public_keys_.emplace(index, *std::move(loaded));
+    return raw;
+  }
+
+  struct NoCheck {
+    absl::Status operator()(Router::Slot*) const { return absl::OkStatus(); }
+  };
+
+  // Run tries `fn` on each candidate. On an offloaded backend a result
+  // `fn` produced is then put to `check` (a device error when it fails:
+  // counted, the breaker, the next backend); `out`, the caller's buffer, is
+  // wiped when a result is refused. `private_op` (sign, decrypt) with a
   // key whose private half exists only on a token: a backend holding just
   // the public parts cannot serve it (its "needs a private key" is skipped),
   // and when the token fails the caller gets the token's error.
-  template <typename Fn>
+  template <typename Fn, typename Check = NoCheck>
   absl::Status Run(const AlgorithmInfo& info, const PkeyParams& params,
-                   uint64_t n_bytes, bool private_op, Fn&& fn) {
+                   uint64_t n_bytes, bool private_op, Fn&& fn,
+                   Check&& check = Check(), absl::Span<uint8_t> out = {}) {
     const bool token_private =
         private_op && !key_.uri.empty() && !key_.has_private_material();
     Router::SlotList order;
@@ -854,8 +996,17 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
       } else if (*prepared == nullptr) {
         continue;  // this backend does not take this key
       } else {
-        BackendGuard guard(slot->backend);
-        st = fn(**prepared);
+        {
+          BackendGuard guard(slot->backend);
+          st = fn(**prepared);
+        }
+        if (st.ok() && Offloaded(*cap)) {
+          st = check(slot);
+          if (!st.ok()) {
+            OPENSSL_cleanse(out.data(), out.size());
+            if (!IsDeviceError(st)) st = absl::UnavailableError(st.message());
+          }
+        }
       }
       if (st.ok()) {
         counter.Add(n_bytes);
@@ -916,6 +1067,9 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
   std::map<std::pair<Router::Slot*, accelcrypt_alg>,
            std::unique_ptr<BackendKey>>
       keys_ ABSL_GUARDED_BY(mu_);
+  std::map<std::pair<const Backend*, accelcrypt_alg>,
+           std::unique_ptr<BackendKey>>
+      public_keys_ ABSL_GUARDED_BY(mu_);
   std::string last_backend_ ABSL_GUARDED_BY(mu_);
 };
 

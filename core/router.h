@@ -183,6 +183,7 @@ class Router {
   void RecordSuccess(Slot* slot);
   void RecordDeviceError(Slot* slot, const AlgorithmInfo& alg);
   Stats* stats() const { return stats_; }
+  const Registry* registry() const { return registry_; }
 
  private:
   Router() = default;

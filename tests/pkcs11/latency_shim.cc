@@ -11,6 +11,11 @@
 //   ACCELCRYPT_SHIM_DELAY   "CKM_RSA_PKCS=100,CKM_DSA=2000" (microseconds)
 //   control "fail=<CKR name or hex>,count=<n>": the next n C_Sign/C_Decrypt
 //   calls fail with that code (before reaching the real module).
+//   control "flip=<n>": from now on every n-th C_Sign/C_Decrypt result that
+//   the real module returned successfully gets one bit flipped (a faulty
+//   accelerator: an RSA-CRT fault leaks the key through one bad signature);
+//   "flip=0" stops. accelcrypt_shim_flipped() counts the flipped results.
+//   ACCELCRYPT_SHIM_FLIP_EVERY  the same as "flip=<n>" from the start.
 //   ACCELCRYPT_SHIM_LOGIN_LOG  file: every C_Login appends "<pid> <rv hex>"
 //   (one write(2) with O_APPEND, so concurrent processes do not mix lines).
 #include <p11-kit-1/p11-kit/pkcs11.h>
@@ -40,6 +45,22 @@ std::map<CK_MECHANISM_TYPE, long> g_delay_us;                     // g_mu
 std::atomic<CK_RV> g_fail_rv{CKR_OK};
 std::atomic<long> g_fail_count{0};
 std::atomic<long> g_calls{0};
+std::atomic<long> g_flip_every{0};
+std::atomic<long> g_flip_seen{0};
+std::atomic<long> g_flipped{0};
+
+// MaybeFlip flips one bit of a successful result, every g_flip_every-th.
+void MaybeFlip(CK_RV rv, CK_BYTE_PTR out, CK_ULONG_PTR len) {
+  const long every = g_flip_every.load();
+  if (rv != CKR_OK || every <= 0 || out == nullptr || len == nullptr ||
+      *len == 0) {
+    return;
+  }
+  const long n = g_flip_seen.fetch_add(1) + 1;
+  if (n % every != 0) return;
+  out[(n * 7) % *len] ^= static_cast<CK_BYTE>(1u << (n % 8));
+  g_flipped.fetch_add(1);
+}
 
 CK_MECHANISM_TYPE MechByName(const std::string& name) {
   if (name == "CKM_RSA_PKCS") return CKM_RSA_PKCS;
@@ -129,7 +150,9 @@ CK_RV ShimSign(CK_SESSION_HANDLE s, CK_BYTE_PTR d, CK_ULONG dl, CK_BYTE_PTR sig,
     }
     Delay(s);
   }
-  return g_real->C_Sign(s, d, dl, sig, sl);
+  CK_RV rv = g_real->C_Sign(s, d, dl, sig, sl);
+  if (sig != nullptr) MaybeFlip(rv, sig, sl);
+  return rv;
 }
 
 CK_RV ShimDecryptInit(CK_SESSION_HANDLE s, CK_MECHANISM_PTR m,
@@ -150,7 +173,9 @@ CK_RV ShimDecrypt(CK_SESSION_HANDLE s, CK_BYTE_PTR in, CK_ULONG il,
     }
     Delay(s);
   }
-  return g_real->C_Decrypt(s, in, il, out, ol);
+  CK_RV rv = g_real->C_Decrypt(s, in, il, out, ol);
+  if (out != nullptr) MaybeFlip(rv, out, ol);
+  return rv;
 }
 
 CK_RV ShimLogin(CK_SESSION_HANDLE s, CK_USER_TYPE user, CK_UTF8CHAR_PTR pin,
@@ -184,6 +209,9 @@ SHIM_EXPORT CK_RV C_GetFunctionList(CK_FUNCTION_LIST_PTR_PTR out) {
         dlsym(dl, "C_GetFunctionList"));
     if (get == nullptr || get(&g_real) != CKR_OK) return CKR_GENERAL_ERROR;
     ParseDelays(std::getenv("ACCELCRYPT_SHIM_DELAY"));
+    if (const char* f = std::getenv("ACCELCRYPT_SHIM_FLIP_EVERY")) {
+      g_flip_every = std::strtol(f, nullptr, 10);
+    }
     g_list = *g_real;  // everything else goes straight to the real module
     g_list.C_SignInit = ShimSignInit;
     g_list.C_Sign = ShimSign;
@@ -210,7 +238,12 @@ SHIM_EXPORT long accelcrypt_shim_control(const char* command) {
                          : std::strtol(c.c_str() + comma + 7, nullptr, 10);
     } else if (c.rfind("delay=", 0) == 0) {
       ParseDelays(c.c_str() + 6);
+    } else if (c.rfind("flip=", 0) == 0) {
+      g_flip_every = std::strtol(c.c_str() + 5, nullptr, 10);
     }
   }
   return g_calls.load();
 }
+
+// accelcrypt_shim_flipped returns how many results the shim corrupted.
+SHIM_EXPORT long accelcrypt_shim_flipped() { return g_flipped.load(); }

@@ -740,6 +740,93 @@ TEST_F(Pkcs11ClientTest, TokenFailuresFallBackAndTheBreakerReprobes) {
   EXPECT_EQ(tok.ops.load(), 4u);
 }
 
+// A faulty token (the latency shim flips one bit in every 4th C_Sign and
+// C_Decrypt result): every RSA and DSA signature and every raw RSA
+// decryption the router returns is right, because each result from the
+// token is checked on the CPU first; every corrupted one is counted as a
+// device error on the token and served again by software.
+TEST_F(Pkcs11ClientTest, FaultyTokenResultsAreCheckedAndNeverReturned) {
+  core_.reset();
+  setenv("ACCELCRYPT_SHIM_MODULE", g_hsm->module().c_str(), 1);
+  auto overrides = g_hsm->Overrides();
+  overrides["pkcs11.module"] = ACCELCRYPT_LATENCY_SHIM;
+  // Faults must not open the breaker: every operation asks the token.
+  overrides["breaker_threshold"] = "1000000";
+  auto core = MakeCore(overrides);
+  ASSERT_TRUE(core.ok()) << core.status();
+  ASSERT_NE((*core)->registry().Find("pkcs11"), nullptr) << LoadMessage(**core);
+  (*core)->router().SelfTestAll();  // the tests' own signatures first
+  void* shim = dlopen(ACCELCRYPT_LATENCY_SHIM, RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(shim, nullptr);
+  auto control = reinterpret_cast<long (*)(const char*)>(
+      dlsym(shim, "accelcrypt_shim_control"));
+  auto flipped = reinterpret_cast<long (*)()>(
+      dlsym(shim, "accelcrypt_shim_flipped"));
+  ASSERT_NE(control, nullptr);
+  ASSERT_NE(flipped, nullptr);
+  Stats& stats = (*core)->stats();
+  auto cell = [&](const char* backend, accelcrypt_alg alg) -> Counter& {
+    return stats.Cell(stats.RegisterBackend(backend), *FindAlgorithm(alg));
+  };
+  KeyMaterial rsa = RsaKey(2048);
+  KeyMaterial dsa = DsaKeyFromVectors();
+  auto rsa_ops = (*core)->router().NewPublicKeyOps(rsa);
+  auto dsa_ops = (*core)->router().NewPublicKeyOps(dsa);
+  ASSERT_TRUE(rsa_ops.ok() && dsa_ops.ok());
+  const Backend* software = (*core)->registry().Find("software");
+  auto rsa_check = software->LoadKey(ACCELCRYPT_ALG_RSA_SIGN, PublicOnly(rsa));
+  auto dsa_check = software->LoadKey(ACCELCRYPT_ALG_DSA_SIGN, PublicOnly(dsa));
+  ASSERT_TRUE(rsa_check.ok() && dsa_check.ok());
+  PkeyParams dsa_params;
+  dsa_params.md = ACCELCRYPT_ALG_SHA256;
+  PkeyParams raw;
+  raw.padding = ACCELCRYPT_PAD_NONE;
+  const long before = flipped();
+  control("flip=4");
+  int wrong = 0, token_served = 0;
+  constexpr int kRounds = 400;
+  for (int i = 0; i < kRounds; ++i) {
+    std::vector<uint8_t> digest = Digest("fault " + std::to_string(i));
+    std::vector<uint8_t> sig(256);
+    auto len = (*rsa_ops)->Sign(Pkcs1(), digest, absl::MakeSpan(sig));
+    ASSERT_TRUE(len.ok()) << len.status();
+    sig.resize(*len);
+    if (!(*rsa_check)->Verify(Pkcs1(), digest, sig).ok()) ++wrong;
+    if ((*rsa_ops)->last_backend() == "pkcs11") ++token_served;
+    if (i % 4 == 0) {
+      std::vector<uint8_t> dsig((*dsa_ops)->SignatureSize());
+      auto dlen = (*dsa_ops)->Sign(dsa_params, digest, absl::MakeSpan(dsig));
+      ASSERT_TRUE(dlen.ok()) << dlen.status();
+      dsig.resize(*dlen);
+      if (!(*dsa_check)->Verify(dsa_params, digest, dsig).ok()) ++wrong;
+      // Raw decryption of a known value: the check re-encrypts on the CPU.
+      std::vector<uint8_t> m(256, 0);
+      for (size_t j = 1; j < m.size(); ++j) m[j] = static_cast<uint8_t>(i + j);
+      std::vector<uint8_t> c(256), back(256);
+      auto clen = (*rsa_ops)->Encrypt(raw, m, absl::MakeSpan(c));
+      ASSERT_TRUE(clen.ok()) << clen.status();
+      auto plen = (*rsa_ops)->Decrypt(raw, c, absl::MakeSpan(back));
+      ASSERT_TRUE(plen.ok()) << plen.status();
+      back.resize(*plen);
+      if (back != m) ++wrong;
+    }
+  }
+  control("flip=0");
+  const long injected = flipped() - before;
+  EXPECT_EQ(wrong, 0) << "wrong results reached the caller";
+  EXPECT_GT(injected, kRounds / 8) << "the shim injected too few faults";
+  const uint64_t errors = cell("pkcs11", ACCELCRYPT_ALG_RSA_SIGN).errors.load() +
+                          cell("pkcs11", ACCELCRYPT_ALG_DSA_SIGN).errors.load() +
+                          cell("pkcs11", ACCELCRYPT_ALG_RSA_CRYPT).errors.load();
+  // Every injected fault was caught and counted as a device error (the raw
+  // decryptions may have gone to a CPU backend: then the token never saw
+  // them and nothing was flipped there).
+  EXPECT_EQ(errors, static_cast<uint64_t>(injected));
+  EXPECT_GT(token_served, kRounds / 2) << "the token should serve most";
+  EXPECT_GT(cell("software", ACCELCRYPT_ALG_RSA_SIGN).ops.load(), 0u)
+      << "software served the refused ones";
+}
+
 // A key generated on the token (pkcs11-tool, as an administrator would) is
 // used in place through its RFC 7512 URI: nothing is imported, software
 // cannot serve it, the token signs and verifies.
