@@ -162,16 +162,16 @@ int PssExport(void* k, int sel, OSSL_CALLBACK* cb, void* arg) {
   return internal::KeymgmtExport(Format(), k, sel, cb, arg, pss.params);
 }
 
-#define ACCELCRYPT_RSA_PSS_KEY_TYPES                                     \
-  OSSL_PARAM_BN(OSSL_PKEY_PARAM_RSA_N, nullptr, 0),                      \
-      OSSL_PARAM_BN(OSSL_PKEY_PARAM_RSA_E, nullptr, 0),                  \
-      OSSL_PARAM_BN(OSSL_PKEY_PARAM_RSA_D, nullptr, 0),                  \
-      OSSL_PARAM_BN(OSSL_PKEY_PARAM_RSA_FACTOR1, nullptr, 0),            \
-      OSSL_PARAM_BN(OSSL_PKEY_PARAM_RSA_FACTOR2, nullptr, 0),            \
-      OSSL_PARAM_BN(OSSL_PKEY_PARAM_RSA_EXPONENT1, nullptr, 0),          \
-      OSSL_PARAM_BN(OSSL_PKEY_PARAM_RSA_EXPONENT2, nullptr, 0),          \
-      OSSL_PARAM_BN(OSSL_PKEY_PARAM_RSA_COEFFICIENT1, nullptr, 0),       \
-      OSSL_PARAM_utf8_string(OSSL_PKEY_PARAM_RSA_DIGEST, nullptr, 0),    \
+#define ACCELCRYPT_RSA_PSS_KEY_TYPES                                       \
+  OSSL_PARAM_BN(OSSL_PKEY_PARAM_RSA_N, nullptr, 0),                        \
+      OSSL_PARAM_BN(OSSL_PKEY_PARAM_RSA_E, nullptr, 0),                    \
+      OSSL_PARAM_BN(OSSL_PKEY_PARAM_RSA_D, nullptr, 0),                    \
+      OSSL_PARAM_BN(OSSL_PKEY_PARAM_RSA_FACTOR1, nullptr, 0),              \
+      OSSL_PARAM_BN(OSSL_PKEY_PARAM_RSA_FACTOR2, nullptr, 0),              \
+      OSSL_PARAM_BN(OSSL_PKEY_PARAM_RSA_EXPONENT1, nullptr, 0),            \
+      OSSL_PARAM_BN(OSSL_PKEY_PARAM_RSA_EXPONENT2, nullptr, 0),            \
+      OSSL_PARAM_BN(OSSL_PKEY_PARAM_RSA_COEFFICIENT1, nullptr, 0),         \
+      OSSL_PARAM_utf8_string(OSSL_PKEY_PARAM_RSA_DIGEST, nullptr, 0),      \
       OSSL_PARAM_utf8_string(OSSL_PKEY_PARAM_RSA_MASKGENFUNC, nullptr, 0), \
       OSSL_PARAM_utf8_string(OSSL_PKEY_PARAM_RSA_MGF1_DIGEST, nullptr, 0), \
       OSSL_PARAM_int(OSSL_PKEY_PARAM_RSA_PSS_SALTLEN, nullptr)

@@ -509,9 +509,9 @@ absl::StatusOr<std::string> DigestInfoPrefix(accelcrypt_alg md) {
   int len = 0;
   if (X509_ALGOR_set0(algor, OBJ_txt2obj(oid.c_str(), 1), V_ASN1_NULL,
                       nullptr) == 1 &&
-      ASN1_OCTET_STRING_set(digest,
-                            reinterpret_cast<const unsigned char*>(zeros.data()),
-                            static_cast<int>(h_len)) == 1) {
+      ASN1_OCTET_STRING_set(
+          digest, reinterpret_cast<const unsigned char*>(zeros.data()),
+          static_cast<int>(h_len)) == 1) {
     len = i2d_X509_SIG(sig, &der);
   }
   X509_SIG_free(sig);

@@ -297,7 +297,7 @@ run_one() {  # run_one LABEL BACKENDS(empty = all)
   local rc=0
   # timeout: a hang (evp_test at exit) is a failure, not a stuck CI job.
   ACCELCRYPT_CONF="$settings" ACCELCRYPT_STATS_DIR="$stats" \
-    timeout 300 "$bld/evp_test" -config "$conf" "${files[@]}" > "$log" 2>&1 || rc=$?
+    timeout 120 "$bld/evp_test" -config "$conf" "${files[@]}" > "$log" 2>&1 || rc=$?
   check_log "$log" "$label backends" "$rc" || return 1
   accelcrypt_tests=$tests
   # The provider's own counters prove the work went through accelcrypt.
@@ -321,7 +321,7 @@ if [ "$pkey" = 1 ]; then
   log="$work/evp_test-default.log"
   echo "running (default provider only): evp_test -config $default_conf ${files[*]##*/}"
   rc=0
-  timeout 300 "$bld/evp_test" -config "$default_conf" "${files[@]}" > "$log" 2>&1 || rc=$?
+  timeout 120 "$bld/evp_test" -config "$default_conf" "${files[@]}" > "$log" 2>&1 || rc=$?
   check_log "$log" "default provider" "$rc" || exit 1
   if [ "$tests" -ne "$accelcrypt_tests" ]; then
     echo "evp_test FAILED: the default provider ran $tests tests, accelcrypt $accelcrypt_tests"
