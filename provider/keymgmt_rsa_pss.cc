@@ -9,6 +9,8 @@
 // restrictions live in the PkeyKey and the signature code enforces them.
 #include <openssl/core_dispatch.h>
 #include <openssl/core_names.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/obj_mac.h>
 #include <openssl/params.h>
 
@@ -47,24 +49,36 @@ absl::StatusOr<const char*> Utf8(const OSSL_PARAM* p) {
   return s;
 }
 
-absl::StatusOr<accelcrypt_alg> PssDigest(const OSSL_PARAM* p) {
-  ACCELCRYPT_ASSIGN_OR_RETURN(const char* name, Utf8(p));
-  absl::StatusOr<accelcrypt_alg> md = internal::DigestByName(name);
-  if (!md.ok()) {
-    return ProviderError(
-        Reason::kNotSupported, absl::StatusCode::kInvalidArgument,
-        absl::StrFormat("RSA-PSS: the key is restricted to %s %s, which "
-                        "accelcrypt does not offer (SHA-1, SHA-2 only)",
-                        p->key, name));
+// PssDigest reads a restriction digest into `id` and `name`: a digest
+// accelcrypt offers gets its id, any other that libcrypto knows (checked in
+// the private library context) id 0 and its name.
+absl::Status PssDigest(ProvCtx* prov, const OSSL_PARAM* p, accelcrypt_alg* id,
+                       std::string* name) {
+  ACCELCRYPT_ASSIGN_OR_RETURN(const char* given, Utf8(p));
+  absl::StatusOr<accelcrypt_alg> md = internal::DigestByName(given);
+  if (md.ok()) {
+    *id = *md;
+    *name = std::string(internal::DigestName(*md));
+    return absl::OkStatus();
   }
-  return *md;
+  OSSL_LIB_CTX* lib = prov->private_libctx();
+  EVP_MD* known = lib == nullptr ? nullptr : EVP_MD_fetch(lib, given, nullptr);
+  if (known == nullptr) {
+    ERR_clear_error();
+    return PssError(
+        absl::StrFormat("RSA-PSS: %s %s is not a known digest", p->key, given));
+  }
+  *name = EVP_MD_get0_name(known);
+  EVP_MD_free(known);
+  *id = 0;
+  return absl::OkStatus();
 }
 
 // ReadPss applies the restriction parameters present in `params` to `r`.
 // As ossl_rsa_pss_params_30_fromdata: the first one present starts from
 // RFC 4055's defaults (SHA-1, MGF1 with SHA-1, salt 20); only MGF1 is a
 // known mask generation function.
-absl::Status ReadPss(const OSSL_PARAM params[],
+absl::Status ReadPss(ProvCtx* prov, const OSSL_PARAM params[],
                      std::optional<PssRestrictions>* r) {
   if (params == nullptr) return absl::OkStatus();
   const OSSL_PARAM* md =
@@ -87,10 +101,11 @@ absl::Status ReadPss(const OSSL_PARAM params[],
     }
   }
   if (md != nullptr) {
-    ACCELCRYPT_ASSIGN_OR_RETURN(out.md, PssDigest(md));
+    ACCELCRYPT_RETURN_IF_ERROR(PssDigest(prov, md, &out.md, &out.md_name));
   }
   if (mgf1 != nullptr) {
-    ACCELCRYPT_ASSIGN_OR_RETURN(out.mgf1_md, PssDigest(mgf1));
+    ACCELCRYPT_RETURN_IF_ERROR(
+        PssDigest(prov, mgf1, &out.mgf1_md, &out.mgf1_name));
   }
   if (salt != nullptr && !OSSL_PARAM_get_int(salt, &out.min_salt_len)) {
     return PssError("RSA-PSS: saltlen is not an integer");
@@ -104,9 +119,7 @@ absl::Status ReadPss(const OSSL_PARAM params[],
 // restricted key (as ossl_rsa_pss_params_30_todata).
 struct PssParams {
   explicit PssParams(const PssRestrictions& r)
-      : md(internal::DigestName(r.md)),
-        mgf1(internal::DigestName(r.mgf1_md)),
-        salt(r.min_salt_len) {
+      : md(r.md_name), mgf1(r.mgf1_name), salt(r.min_salt_len) {
     if (r.md != ACCELCRYPT_ALG_SHA1) {
       params.push_back(OSSL_PARAM_construct_utf8_string(
           OSSL_PKEY_PARAM_RSA_DIGEST, md.data(), 0));
@@ -144,7 +157,7 @@ int PssImport(void* k, int sel, const OSSL_PARAM params[]) {
   return Guard(key->prov(), [&] {
     if ((sel & OSSL_KEYMGMT_SELECT_OTHER_PARAMETERS) == 0) return 1;
     std::optional<PssRestrictions> r = key->pss_restrictions();
-    absl::Status st = ReadPss(params, &r);
+    absl::Status st = ReadPss(key->prov(), params, &r);
     if (!st.ok()) return RaiseError(key->prov(), st);
     key->set_pss_restrictions(r);
     return 1;
@@ -210,7 +223,7 @@ int PssGetParams(void* k, OSSL_PARAM params[]) {
     // A restricted key has one digest: it is the default and mandatory
     // (EVP_PKEY_get_default_digest_name reports it as required).
     const PssRestrictions& r = *key->pss_restrictions();
-    std::string md(internal::DigestName(r.md));
+    const std::string& md = r.md_name;
     for (const char* name :
          {OSSL_PKEY_PARAM_DEFAULT_DIGEST, OSSL_PKEY_PARAM_MANDATORY_DIGEST}) {
       OSSL_PARAM* p = OSSL_PARAM_locate(params, name);
@@ -258,7 +271,7 @@ int PssGenSetParams(void* vctx, const OSSL_PARAM params[]) {
   auto* gen = static_cast<PssGenCtx*>(vctx);
   return Guard(gen->prov, [&] {
     absl::Status st = internal::RsaGenParams(params, &gen->bits, &gen->e);
-    if (st.ok()) st = ReadPss(params, &gen->restrictions);
+    if (st.ok()) st = ReadPss(gen->prov, params, &gen->restrictions);
     return st.ok() ? 1 : RaiseError(gen->prov, st);
   });
 }

@@ -324,6 +324,14 @@ absl::Status ApplyKey(SigCtx& ctx, Op op) {
   const std::optional<internal::PssRestrictions>& r =
       ctx.key->pss_restrictions();
   if (!r.has_value()) return absl::OkStatus();
+  if (r->md == 0 || r->mgf1_md == 0) {
+    return ProviderError(
+        Reason::kNotSupported, absl::StatusCode::kUnimplemented,
+        absl::StrFormat("the RSA-PSS key is restricted to digest %s with "
+                        "MGF1 %s; accelcrypt does not offer %s",
+                        r->md_name, r->mgf1_name,
+                        r->md == 0 ? r->md_name : r->mgf1_name));
+  }
   ctx.params.md = r->md;
   ctx.params.mgf1_md = r->mgf1_md;
   ctx.params.salt_len = r->min_salt_len;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -30,6 +31,11 @@ struct PssRestrictions {
   accelcrypt_alg md = ACCELCRYPT_ALG_SHA1;
   accelcrypt_alg mgf1_md = ACCELCRYPT_ALG_SHA1;
   int min_salt_len = 20;
+  // OpenSSL's names of the two digests. A digest accelcrypt does not offer
+  // (SHA-3, SHA-512/256) has id 0 and only its name: the key still loads,
+  // prints and exports, and signing with it is refused.
+  std::string md_name = "SHA1";
+  std::string mgf1_name = "SHA1";
 };
 
 // PkeyKey is the keydata object of the RSA and DSA keymgmt: a core
