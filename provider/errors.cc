@@ -51,6 +51,18 @@ const OSSL_ITEM kReasonStrings[] = {
     {static_cast<unsigned int>(Reason::kOperationFinished),
      (void*)"operation already finished"},
     {static_cast<unsigned int>(Reason::kBadSignature), (void*)"bad signature"},
+    {static_cast<unsigned int>(Reason::kInvalidSaltLength),
+     (void*)"invalid salt length"},
+    {static_cast<unsigned int>(Reason::kPssSaltlenTooSmall),
+     (void*)"pss saltlen too small"},
+    {static_cast<unsigned int>(Reason::kDigestNotAllowed),
+     (void*)"digest not allowed"},
+    {static_cast<unsigned int>(Reason::kIllegalPaddingMode),
+     (void*)"illegal or unsupported padding mode"},
+    {static_cast<unsigned int>(Reason::kInvalidPaddingMode),
+     (void*)"invalid padding mode"},
+    {static_cast<unsigned int>(Reason::kNotSupportedForKeyType),
+     (void*)"operation not supported for this keytype"},
     {0, nullptr},
 };
 

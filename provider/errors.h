@@ -37,6 +37,14 @@ enum class Reason : int {
   kBadDecrypt = 16,
   kOperationFinished = 17,
   kBadSignature = 18,
+  // As OpenSSL's default provider names them (PROV_R_*), so callers that
+  // match on the reason (evp_test's `Reason =`) see the same text.
+  kInvalidSaltLength = 19,
+  kPssSaltlenTooSmall = 20,
+  kDigestNotAllowed = 21,
+  kIllegalPaddingMode = 22,
+  kInvalidPaddingMode = 23,
+  kNotSupportedForKeyType = 24,
 };
 
 // ReasonStrings returns the OSSL_ITEM array (terminated by {0, NULL}) for

@@ -18,6 +18,7 @@
 #include "core/status.h"
 #include "provider/errors.h"
 #include "provider/internal/keymgmt_common.h"
+#include "provider/internal/keymgmt_rsa.h"
 #include "provider/internal/pkey_key.h"
 #include "provider/pkey.h"
 
@@ -110,28 +111,8 @@ struct RsaGenCtx {
 int RsaGenSetParams(void* vctx, const OSSL_PARAM params[]) {
   auto* gen = static_cast<RsaGenCtx*>(vctx);
   return Guard(gen->prov, [&] {
-    const OSSL_PARAM* p =
-        OSSL_PARAM_locate_const(params, OSSL_PKEY_PARAM_RSA_BITS);
-    if (p != nullptr && !OSSL_PARAM_get_size_t(p, &gen->bits)) {
-      return RaiseError(gen->prov,
-                        ProviderError(Reason::kBadParameter,
-                                      absl::StatusCode::kInvalidArgument,
-                                      "RSA keygen: bits is not a number"));
-    }
-    p = OSSL_PARAM_locate_const(params, OSSL_PKEY_PARAM_RSA_PRIMES);
-    if (p != nullptr) {
-      size_t primes = 0;
-      if (!OSSL_PARAM_get_size_t(p, &primes) || primes != 2) {
-        return RaiseError(gen->prov,
-                          ProviderError(Reason::kNotSupported,
-                                        absl::StatusCode::kInvalidArgument,
-                                        "RSA keygen: only two-prime keys"));
-      }
-    }
-    absl::StatusOr<bool> e =
-        internal::ParamBytes(params, OSSL_PKEY_PARAM_RSA_E, &gen->e);
-    if (!e.ok()) return RaiseError(gen->prov, e.status());
-    return 1;
+    absl::Status st = internal::RsaGenParams(params, &gen->bits, &gen->e);
+    return st.ok() ? 1 : RaiseError(gen->prov, st);
   });
 }
 
@@ -148,58 +129,14 @@ void* RsaGenInit(void* provctx, int selection, const OSSL_PARAM params[]) {
 
 const OSSL_PARAM* RsaGenSettable(void*, void*) { return kRsaGenSettable; }
 
-struct PkeyFree {
-  void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
-};
-struct PkeyCtxFree {
-  void operator()(EVP_PKEY_CTX* p) const { EVP_PKEY_CTX_free(p); }
-};
-
 void* RsaGen(void* vctx, OSSL_CALLBACK*, void*) {
   auto* gen = static_cast<RsaGenCtx*>(vctx);
   PkeyKey* out = nullptr;
   Guard(gen->prov, [&] {
-    OSSL_LIB_CTX* lib = gen->prov->private_libctx();
-    if (lib == nullptr) {
-      return RaiseError(gen->prov,
-                        absl::InternalError("RSA keygen: no private libctx"));
-    }
-    std::unique_ptr<EVP_PKEY_CTX, PkeyCtxFree> ctx(
-        EVP_PKEY_CTX_new_from_name(lib, "RSA", "provider=default"));
-    if (ctx == nullptr || EVP_PKEY_keygen_init(ctx.get()) != 1) {
-      return RaiseError(gen->prov,
-                        internal::LibcryptoError(absl::StatusCode::kInternal,
-                                                 "RSA keygen init"));
-    }
-    internal::ParamBuilder builder;
-    absl::Status st = builder.Add(OSSL_PKEY_PARAM_RSA_E, gen->e);
-    absl::StatusOr<OSSL_PARAM*> e_param =
-        st.ok() ? builder.Build() : absl::StatusOr<OSSL_PARAM*>(st);
-    if (!e_param.ok()) return RaiseError(gen->prov, e_param.status());
-    size_t bits = gen->bits;
-    OSSL_PARAM params[] = {
-        OSSL_PARAM_construct_size_t(OSSL_PKEY_PARAM_RSA_BITS, &bits),
-        OSSL_PARAM_END};
-    EVP_PKEY* raw = nullptr;
-    const bool generated = EVP_PKEY_CTX_set_params(ctx.get(), params) == 1 &&
-                           EVP_PKEY_CTX_set_params(ctx.get(), *e_param) == 1 &&
-                           EVP_PKEY_generate(ctx.get(), &raw) == 1;
-    OSSL_PARAM_free(*e_param);
-    if (!generated) {
-      return RaiseError(
-          gen->prov, internal::LibcryptoError(
-                         absl::StatusCode::kInvalidArgument,
-                         absl::StrFormat("RSA keygen (%u bits)", gen->bits)));
-    }
-    std::unique_ptr<EVP_PKEY, PkeyFree> pkey(raw);
-    auto* key = new PkeyKey(gen->prov, KeyMaterial::Type::kRsa);
-    st = internal::FromPkey(kRsa, pkey.get(), OSSL_KEYMGMT_SELECT_KEYPAIR,
-                            &key->mutable_material());
-    if (!st.ok()) {
-      PkeyKey::Unref(key);
-      return RaiseError(gen->prov, st);
-    }
-    out = key;
+    absl::StatusOr<PkeyKey*> key =
+        internal::GenerateRsaKey(gen->prov, gen->bits, gen->e);
+    if (!key.ok()) return RaiseError(gen->prov, key.status());
+    out = *key;
     return 1;
   });
   return out;
@@ -209,7 +146,79 @@ void RsaGenCleanup(void* vctx) { delete static_cast<RsaGenCtx*>(vctx); }
 
 using Fn = void (*)(void);
 
+struct PkeyFree {
+  void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }
+};
+struct PkeyCtxFree {
+  void operator()(EVP_PKEY_CTX* p) const { EVP_PKEY_CTX_free(p); }
+};
+
 }  // namespace
+
+namespace internal {
+
+const KeyFormat& RsaKeyFormat() { return kRsa; }
+
+absl::Status RsaGenParams(const OSSL_PARAM params[], size_t* bits,
+                          std::vector<uint8_t>* e) {
+  const OSSL_PARAM* p =
+      OSSL_PARAM_locate_const(params, OSSL_PKEY_PARAM_RSA_BITS);
+  if (p != nullptr && !OSSL_PARAM_get_size_t(p, bits)) {
+    return ProviderError(Reason::kBadParameter,
+                         absl::StatusCode::kInvalidArgument,
+                         "RSA keygen: bits is not a number");
+  }
+  p = OSSL_PARAM_locate_const(params, OSSL_PKEY_PARAM_RSA_PRIMES);
+  if (p != nullptr) {
+    size_t primes = 0;
+    if (!OSSL_PARAM_get_size_t(p, &primes) || primes != 2) {
+      return ProviderError(Reason::kNotSupported,
+                           absl::StatusCode::kInvalidArgument,
+                           "RSA keygen: only two-prime keys");
+    }
+  }
+  absl::StatusOr<bool> got = ParamBytes(params, OSSL_PKEY_PARAM_RSA_E, e);
+  return got.ok() ? absl::OkStatus() : got.status();
+}
+
+absl::StatusOr<PkeyKey*> GenerateRsaKey(ProvCtx* prov, size_t bits,
+                                        const std::vector<uint8_t>& e) {
+  OSSL_LIB_CTX* lib = prov->private_libctx();
+  if (lib == nullptr) {
+    return absl::InternalError("RSA keygen: no private libctx");
+  }
+  std::unique_ptr<EVP_PKEY_CTX, PkeyCtxFree> ctx(
+      EVP_PKEY_CTX_new_from_name(lib, "RSA", "provider=default"));
+  if (ctx == nullptr || EVP_PKEY_keygen_init(ctx.get()) != 1) {
+    return LibcryptoError(absl::StatusCode::kInternal, "RSA keygen init");
+  }
+  ParamBuilder builder;
+  ACCELCRYPT_RETURN_IF_ERROR(builder.Add(OSSL_PKEY_PARAM_RSA_E, e));
+  ACCELCRYPT_ASSIGN_OR_RETURN(OSSL_PARAM * e_param, builder.Build());
+  OSSL_PARAM params[] = {
+      OSSL_PARAM_construct_size_t(OSSL_PKEY_PARAM_RSA_BITS, &bits),
+      OSSL_PARAM_END};
+  EVP_PKEY* raw = nullptr;
+  const bool generated = EVP_PKEY_CTX_set_params(ctx.get(), params) == 1 &&
+                         EVP_PKEY_CTX_set_params(ctx.get(), e_param) == 1 &&
+                         EVP_PKEY_generate(ctx.get(), &raw) == 1;
+  OSSL_PARAM_free(e_param);
+  if (!generated) {
+    return LibcryptoError(absl::StatusCode::kInvalidArgument,
+                          absl::StrFormat("RSA keygen (%u bits)", bits));
+  }
+  std::unique_ptr<EVP_PKEY, PkeyFree> pkey(raw);
+  auto* key = new PkeyKey(prov, KeyMaterial::Type::kRsa);
+  absl::Status st = FromPkey(kRsa, pkey.get(), OSSL_KEYMGMT_SELECT_KEYPAIR,
+                             &key->mutable_material());
+  if (!st.ok()) {
+    PkeyKey::Unref(key);
+    return st;
+  }
+  return key;
+}
+
+}  // namespace internal
 
 const OSSL_DISPATCH kRsaKeymgmtFunctions[] = {
     {OSSL_FUNC_KEYMGMT_NEW, reinterpret_cast<Fn>(&RsaNew)},

@@ -14,6 +14,9 @@ namespace accelcrypt::provider {
 // internal::PkeyKey objects holding core KeyMaterial; operations run through
 // Router::NewPublicKeyOps.
 extern const OSSL_DISPATCH kRsaKeymgmtFunctions[];
+// RSA-PSS keys (id-RSASSA-PSS, with or without RSASSA-PSS-params
+// restrictions); their operations are the RSA signature's.
+extern const OSSL_DISPATCH kRsaPssKeymgmtFunctions[];
 extern const OSSL_DISPATCH kDsaKeymgmtFunctions[];
 extern const OSSL_DISPATCH kRsaSignatureFunctions[];
 extern const OSSL_DISPATCH kDsaSignatureFunctions[];

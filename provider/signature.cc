@@ -11,10 +11,13 @@
 #include <openssl/rsa.h>
 #include <openssl/x509.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
@@ -30,7 +33,7 @@ namespace {
 
 using internal::PkeyKey;
 
-enum class Op { kNone, kSign, kVerify };
+enum class Op { kNone, kSign, kVerify, kVerifyRecover };
 
 struct SigCtx {
   SigCtx(ProvCtx* p, bool r) : prov(p), rsa(r) {}
@@ -40,6 +43,10 @@ struct SigCtx {
   Op op = Op::kNone;
   PkeyKey* key = nullptr;
   PkeyParams params;
+  // Set from a restricted RSA-PSS key at init: its digests are the only
+  // ones allowed and min_salt the smallest salt (rsa_sig.c min_saltlen).
+  bool restricted = false;
+  int min_salt = -1;
   // digest_sign/verify: the routed streaming digest of the message.
   std::unique_ptr<Digest> digest;
   bool digest_op = false;
@@ -84,6 +91,8 @@ void* DupCtx(void* vctx) {
     auto copy = std::make_unique<SigCtx>(src->prov, src->rsa);
     copy->op = src->op;
     copy->params = src->params;
+    copy->restricted = src->restricted;
+    copy->min_salt = src->min_salt;
     copy->digest_op = src->digest_op;
     if (src->digest != nullptr) {
       absl::StatusOr<std::unique_ptr<Digest>> clone = src->digest->Clone();
@@ -100,17 +109,51 @@ void* DupCtx(void* vctx) {
   return dup;
 }
 
-absl::Status SetMd(SigCtx& ctx, const char* name, accelcrypt_alg* out) {
+absl::Status NotAllowed(std::string message) {
+  return ProviderError(Reason::kDigestNotAllowed,
+                       absl::StatusCode::kInvalidArgument, message);
+}
+absl::Status IllegalPadding(std::string message) {
+  return ProviderError(Reason::kIllegalPaddingMode,
+                       absl::StatusCode::kInvalidArgument, message);
+}
+absl::Status SaltTooSmall(int min, int salt) {
+  return ProviderError(
+      Reason::kPssSaltlenTooSmall, absl::StatusCode::kInvalidArgument,
+      absl::StrFormat("the RSA-PSS key requires a salt of at least %d bytes, "
+                      "this one would be %d",
+                      min, salt));
+}
+
+// SetMd sets the signature digest (`out` = &params.md) or the MGF1 digest
+// (`out` = &params.mgf1_md) in `next`; a restricted RSA-PSS key allows
+// only its own (rsa_sig.c rsa_check_padding).
+absl::Status SetMd(const SigCtx& ctx, const char* name, accelcrypt_alg* out,
+                   PkeyParams& next) {
   ACCELCRYPT_ASSIGN_OR_RETURN(accelcrypt_alg md, internal::DigestByName(name));
-  if (ctx.digest != nullptr && out == &ctx.params.md && md != ctx.params.md) {
+  const bool mgf1 = out == &next.mgf1_md;
+  if (!mgf1 && ctx.digest != nullptr && md != ctx.params.md) {
     return BadParam("the digest cannot change during digest_sign/verify");
+  }
+  if (ctx.restricted) {
+    const internal::PssRestrictions& r = *ctx.key->pss_restrictions();
+    const accelcrypt_alg allowed = mgf1 ? r.mgf1_md : r.md;
+    if (md != allowed) {
+      return NotAllowed(absl::StrFormat(
+          "the RSA-PSS key is restricted to %s %s, not %s",
+          mgf1 ? "MGF1 digest" : "digest", internal::DigestName(allowed),
+          name));
+    }
   }
   *out = md;
   return absl::OkStatus();
 }
 
+// ApplyParams follows rsa_sig.c rsa_set_ctx_params: the changes are
+// checked together and applied only when all are valid.
 absl::Status ApplyParams(SigCtx& ctx, const OSSL_PARAM params[]) {
   if (params == nullptr) return absl::OkStatus();
+  PkeyParams next = ctx.params;
   const OSSL_PARAM* p =
       OSSL_PARAM_locate_const(params, OSSL_SIGNATURE_PARAM_DIGEST);
   if (p != nullptr) {
@@ -118,12 +161,17 @@ absl::Status ApplyParams(SigCtx& ctx, const OSSL_PARAM params[]) {
     if (!OSSL_PARAM_get_utf8_string_ptr(p, &name)) {
       return BadParam("digest: not a string");
     }
-    ACCELCRYPT_RETURN_IF_ERROR(SetMd(ctx, name, &ctx.params.md));
+    ACCELCRYPT_RETURN_IF_ERROR(SetMd(ctx, name, &next.md, next));
   }
-  if (!ctx.rsa) return absl::OkStatus();
+  if (!ctx.rsa) {
+    ctx.params = next;
+    return absl::OkStatus();
+  }
+  const bool pss_key = ctx.key != nullptr && ctx.key->pss();
   p = OSSL_PARAM_locate_const(params, OSSL_SIGNATURE_PARAM_PAD_MODE);
   if (p != nullptr) {
     const PadMode* mode = nullptr;
+    std::string shown;
     if (p->data_type == OSSL_PARAM_UTF8_STRING) {
       const char* name = nullptr;
       if (!OSSL_PARAM_get_utf8_string_ptr(p, &name)) {
@@ -132,11 +180,7 @@ absl::Status ApplyParams(SigCtx& ctx, const OSSL_PARAM params[]) {
       for (const PadMode& m : kPadModes) {
         if (strcmp(m.name, name) == 0) mode = &m;
       }
-      if (mode == nullptr) {
-        return BadParam(absl::StrFormat(
-            "RSA signature: pad-mode %s is not supported (pkcs1, pss, none)",
-            name));
-      }
+      shown = name;
     } else {
       int value = 0;
       if (!OSSL_PARAM_get_int(p, &value))
@@ -144,24 +188,31 @@ absl::Status ApplyParams(SigCtx& ctx, const OSSL_PARAM params[]) {
       for (const PadMode& m : kPadModes) {
         if (m.openssl == value) mode = &m;
       }
-      if (mode == nullptr) {
-        return BadParam(absl::StrFormat(
-            "RSA signature: pad-mode %d is not supported (pkcs1, pss, none)",
-            value));
-      }
+      shown = std::to_string(value);
     }
-    ctx.params.padding = mode->ours;
-  }
-  p = OSSL_PARAM_locate_const(params, OSSL_SIGNATURE_PARAM_MGF1_DIGEST);
-  if (p != nullptr) {
-    const char* name = nullptr;
-    if (!OSSL_PARAM_get_utf8_string_ptr(p, &name)) {
-      return BadParam("mgf1-digest: not a string");
+    if (mode == nullptr) {
+      return IllegalPadding(absl::StrFormat(
+          "RSA signature: pad-mode %s is not supported (pkcs1, pss, none)",
+          shown));
     }
-    ACCELCRYPT_RETURN_IF_ERROR(SetMd(ctx, name, &ctx.params.mgf1_md));
+    if (mode->ours == ACCELCRYPT_PAD_PSS && ctx.op == Op::kVerifyRecover) {
+      return IllegalPadding(
+          "PSS padding only allowed for sign and verify operations");
+    }
+    if (mode->ours != ACCELCRYPT_PAD_PSS && pss_key) {
+      return IllegalPadding(absl::StrFormat(
+          "pad-mode %s is not allowed with an RSA-PSS key", mode->name));
+    }
+    next.padding = mode->ours;
   }
   p = OSSL_PARAM_locate_const(params, OSSL_SIGNATURE_PARAM_PSS_SALTLEN);
   if (p != nullptr) {
+    if (next.padding != ACCELCRYPT_PAD_PSS) {
+      return ProviderError(Reason::kNotSupported,
+                           absl::StatusCode::kInvalidArgument,
+                           "PSS saltlen can only be specified if PSS padding "
+                           "has been specified first");
+    }
     int salt = 0;
     if (p->data_type == OSSL_PARAM_UTF8_STRING) {
       const char* s = nullptr;
@@ -175,23 +226,128 @@ absl::Status ApplyParams(SigCtx& ctx, const OSSL_PARAM params[]) {
       } else if (strcmp(s, OSSL_PKEY_RSA_PSS_SALT_LEN_AUTO) == 0) {
         salt = ACCELCRYPT_PSS_SALT_AUTO;
       } else if (!absl::SimpleAtoi(s, &salt) || salt < 0) {
-        return BadParam(absl::StrFormat(
-            "saltlen %s: expected digest, max, auto or a byte count", s));
+        return ProviderError(
+            Reason::kInvalidSaltLength, absl::StatusCode::kInvalidArgument,
+            absl::StrFormat(
+                "saltlen %s: expected digest, max, auto or a byte count", s));
       }
     } else if (!OSSL_PARAM_get_int(p, &salt)) {
       return BadParam("saltlen: not an int");
     }
     if (salt < ACCELCRYPT_PSS_SALT_MAX) {
-      return BadParam(absl::StrFormat("saltlen %d is invalid", salt));
+      return ProviderError(Reason::kInvalidSaltLength,
+                           absl::StatusCode::kInvalidArgument,
+                           absl::StrFormat("saltlen %d is invalid", salt));
     }
-    ctx.params.salt_len = salt;
+    if (ctx.restricted) {
+      const int h_len = static_cast<int>(internal::DigestLen(ctx.params.md));
+      if (salt == ACCELCRYPT_PSS_SALT_AUTO && ctx.op == Op::kVerify) {
+        return ProviderError(Reason::kInvalidSaltLength,
+                             absl::StatusCode::kInvalidArgument,
+                             "Cannot use autodetected salt length with a "
+                             "restricted RSA-PSS key");
+      }
+      if (salt == ACCELCRYPT_PSS_SALT_DIGEST && ctx.min_salt > h_len) {
+        return SaltTooSmall(ctx.min_salt, h_len);
+      }
+      if (salt >= 0 && salt < ctx.min_salt) {
+        return SaltTooSmall(ctx.min_salt, salt);
+      }
+    }
+    next.salt_len = salt;
+  }
+  p = OSSL_PARAM_locate_const(params, OSSL_SIGNATURE_PARAM_MGF1_DIGEST);
+  if (p != nullptr) {
+    const char* name = nullptr;
+    if (!OSSL_PARAM_get_utf8_string_ptr(p, &name)) {
+      return BadParam("mgf1-digest: not a string");
+    }
+    if (next.padding != ACCELCRYPT_PAD_PSS) {
+      return BadParam("mgf1-digest needs pad-mode pss");
+    }
+    ACCELCRYPT_RETURN_IF_ERROR(SetMd(ctx, name, &next.mgf1_md, next));
   }
   // As OpenSSL's default provider (rsa_sig.c, RSA_DEFAULT_DIGEST_NAME): PSS
   // with no digest set uses SHA-1, kept in the context like a set digest;
   // the MGF1 digest follows it unless set (mgf1_md 0 = same as md).
-  if (ctx.params.padding == ACCELCRYPT_PAD_PSS && ctx.params.md == 0) {
-    ctx.params.md = ACCELCRYPT_ALG_SHA1;
+  if (next.padding == ACCELCRYPT_PAD_PSS && next.md == 0) {
+    next.md = ACCELCRYPT_ALG_SHA1;
   }
+  // Raw RSA signs the input itself: no digest (rsa_check_padding).
+  if (next.padding == ACCELCRYPT_PAD_NONE && next.md != 0) {
+    return ProviderError(Reason::kInvalidPaddingMode,
+                         absl::StatusCode::kInvalidArgument,
+                         "RSA pad-mode none takes no digest");
+  }
+  ctx.params = next;
+  return absl::OkStatus();
+}
+
+// PssSaltFor resolves the salt a PSS signature with `params` gets on this
+// key (rsa_sig.c rsa_pss_compute_saltlen) and checks a restricted key's
+// minimum.
+absl::StatusOr<int> PssSaltFor(const SigCtx& ctx, const PkeyParams& params) {
+  const int h_len = static_cast<int>(internal::DigestLen(params.md));
+  const size_t bits = ctx.key->material().bits();
+  int salt = params.salt_len;
+  if (salt == ACCELCRYPT_PSS_SALT_DIGEST) {
+    salt = h_len;
+  } else if (salt == ACCELCRYPT_PSS_SALT_MAX ||
+             salt == ACCELCRYPT_PSS_SALT_AUTO) {
+    salt = static_cast<int>((bits + 7) / 8) - h_len - 2;
+    if ((bits & 7) == 1) --salt;
+  }
+  if (salt < 0) {
+    return ProviderError(Reason::kInvalidSaltLength,
+                         absl::StatusCode::kInvalidArgument,
+                         "PSS salt does not fit this key and digest");
+  }
+  if (ctx.restricted && salt < ctx.min_salt) {
+    return SaltTooSmall(ctx.min_salt, salt);
+  }
+  return salt;
+}
+
+// ApplyKey sets the defaults an RSA-PSS key imposes (rsa_sig.c
+// rsa_signverify_init): PSS padding and, when restricted, its digests and
+// minimum salt as the salt.
+absl::Status ApplyKey(SigCtx& ctx, Op op) {
+  ctx.restricted = false;
+  ctx.min_salt = -1;
+  if (!ctx.rsa || !ctx.key->pss()) return absl::OkStatus();
+  if (op == Op::kVerifyRecover) {
+    return ProviderError(Reason::kNotSupportedForKeyType,
+                         absl::StatusCode::kInvalidArgument,
+                         "an RSA-PSS key cannot verify-recover");
+  }
+  ctx.params.padding = ACCELCRYPT_PAD_PSS;
+  const std::optional<internal::PssRestrictions>& r =
+      ctx.key->pss_restrictions();
+  if (!r.has_value()) return absl::OkStatus();
+  if (r->md == 0 || r->mgf1_md == 0) {
+    return ProviderError(
+        Reason::kNotSupported, absl::StatusCode::kUnimplemented,
+        absl::StrFormat("the RSA-PSS key is restricted to digest %s with "
+                        "MGF1 %s; accelcrypt does not offer %s",
+                        r->md_name, r->mgf1_name,
+                        r->md == 0 ? r->md_name : r->mgf1_name));
+  }
+  ctx.params.md = r->md;
+  ctx.params.mgf1_md = r->mgf1_md;
+  ctx.params.salt_len = r->min_salt_len;
+  const size_t bits = ctx.key->material().bits();
+  int max_salt = static_cast<int>((bits + 7) / 8) -
+                 static_cast<int>(internal::DigestLen(r->md));
+  if ((bits & 7) == 1) --max_salt;
+  if (r->min_salt_len < 0 || r->min_salt_len > max_salt) {
+    return ProviderError(
+        Reason::kInvalidSaltLength, absl::StatusCode::kInvalidArgument,
+        absl::StrFormat("the RSA-PSS key's minimum salt %d does not fit a "
+                        "%u-bit key with %s",
+                        r->min_salt_len, bits, internal::DigestName(r->md)));
+  }
+  ctx.restricted = true;
+  ctx.min_salt = r->min_salt_len;
   return absl::OkStatus();
 }
 
@@ -253,7 +409,10 @@ int Init(SigCtx* ctx, void* keydata, const OSSL_PARAM params[], Op op) {
       // from the signature when verifying.
       ctx->params.salt_len = ACCELCRYPT_PSS_SALT_AUTO;
     }
-    absl::Status st = ApplyParams(*ctx, params);
+    ctx->op = op;
+    absl::Status st = ApplyKey(*ctx, op);
+    if (st.ok()) st = ApplyParams(*ctx, params);
+    ctx->op = Op::kNone;
     if (!st.ok()) return RaiseError(ctx->prov, st);
     if (op == Op::kSign && !ctx->key->has_private()) {
       return RaiseError(ctx->prov,
@@ -285,8 +444,10 @@ int DoSign(SigCtx* ctx, unsigned char* sig, size_t* siglen, size_t sigsize,
   // ABI keeps ACCELCRYPT_PSS_SALT_AUTO for verification only, so a backend
   // (a token) that cannot recover a salt still takes the signature.
   PkeyParams params = ctx->params;
-  if (params.salt_len == ACCELCRYPT_PSS_SALT_AUTO) {
-    params.salt_len = ACCELCRYPT_PSS_SALT_MAX;
+  if (params.padding == ACCELCRYPT_PAD_PSS && ctx->rsa) {
+    absl::StatusOr<int> salt = PssSaltFor(*ctx, params);
+    if (!salt.ok()) return RaiseError(ctx->prov, salt.status());
+    params.salt_len = *salt;
   }
   absl::StatusOr<size_t> n = (*ops)->Sign(
       params, absl::MakeConstSpan(tbs, tbslen), absl::MakeSpan(sig, sigsize));
@@ -334,6 +495,131 @@ int Verify(void* vctx, const unsigned char* sig, size_t siglen,
   });
 }
 
+int VerifyRecoverInit(void* vctx, void* key, const OSSL_PARAM params[]) {
+  return Init(static_cast<SigCtx*>(vctx), key, params, Op::kVerifyRecover);
+}
+
+// DigestInfoPrefix is the DER DigestInfo (RFC 8017 section 9.2, parameters
+// NULL) of an `md` digest up to the digest bytes, which end it.
+absl::StatusOr<std::string> DigestInfoPrefix(accelcrypt_alg md) {
+  const AlgorithmInfo* info = FindAlgorithm(md);
+  const size_t h_len = internal::DigestLen(md);
+  if (info == nullptr || h_len == 0) return BadParam("unknown digest");
+  std::string_view names = info->openssl_names;
+  std::string oid(names.substr(names.rfind(':') + 1));
+  X509_SIG* sig = X509_SIG_new();
+  if (sig == nullptr) return absl::ResourceExhaustedError("X509_SIG");
+  X509_ALGOR* algor = nullptr;
+  ASN1_OCTET_STRING* digest = nullptr;
+  X509_SIG_getm(sig, &algor, &digest);
+  const std::string zeros(h_len, '\0');
+  unsigned char* der = nullptr;
+  int len = 0;
+  if (X509_ALGOR_set0(algor, OBJ_txt2obj(oid.c_str(), 1), V_ASN1_NULL,
+                      nullptr) == 1 &&
+      ASN1_OCTET_STRING_set(
+          digest, reinterpret_cast<const unsigned char*>(zeros.data()),
+          static_cast<int>(h_len)) == 1) {
+    len = i2d_X509_SIG(sig, &der);
+  }
+  X509_SIG_free(sig);
+  if (len <= static_cast<int>(h_len)) {
+    OPENSSL_free(der);
+    return absl::InternalError("DigestInfo encoding");
+  }
+  std::string out(reinterpret_cast<char*>(der), len - h_len);
+  OPENSSL_free(der);
+  return out;
+}
+
+absl::Status NotRecovered(std::string why) {
+  return ProviderError(Reason::kBadSignature,
+                       absl::StatusCode::kInvalidArgument,
+                       "RSA verify-recover: " + why);
+}
+
+// Recover applies the public key to `sig` (RSAVP1, RFC 8017 section 5.2.2)
+// and undoes the padding: none gives the whole representative, PKCS#1 v1.5
+// the encoded message T (EMSA-PKCS1-v1_5, section 9.2), and with a digest
+// set T must be that digest's DigestInfo, of which the digest is returned
+// (as RSA_verify recovering the digest in rsa_sig.c).
+absl::StatusOr<std::vector<uint8_t>> Recover(SigCtx* ctx,
+                                             absl::Span<const uint8_t> sig) {
+  ACCELCRYPT_ASSIGN_OR_RETURN(PublicKeyOps * ops, ctx->key->Ops());
+  const size_t k = ops->SignatureSize();
+  if (sig.size() > k) return NotRecovered("signature longer than the modulus");
+  std::vector<uint8_t> in(k, 0);
+  std::copy(sig.begin(), sig.end(), in.end() - sig.size());
+  std::vector<uint8_t> em(k);
+  PkeyParams raw;
+  raw.padding = ACCELCRYPT_PAD_NONE;
+  ACCELCRYPT_ASSIGN_OR_RETURN(size_t n,
+                              ops->Encrypt(raw, in, absl::MakeSpan(em)));
+  em.resize(n);
+  if (ctx->params.padding == ACCELCRYPT_PAD_NONE) return em;
+  // EM = 0x00 || 0x01 || PS (at least 8 bytes 0xff) || 0x00 || T.
+  size_t i = 2;
+  if (n < 11 || em[0] != 0x00 || em[1] != 0x01) {
+    return NotRecovered("not a PKCS#1 v1.5 signature block");
+  }
+  while (i < n && em[i] == 0xff) ++i;
+  if (i - 2 < 8 || i >= n || em[i] != 0x00) {
+    return NotRecovered("bad PKCS#1 v1.5 padding");
+  }
+  ++i;
+  std::vector<uint8_t> t(em.begin() + i, em.end());
+  if (ctx->params.md == 0) return t;
+  ACCELCRYPT_ASSIGN_OR_RETURN(std::string prefix,
+                              DigestInfoPrefix(ctx->params.md));
+  const size_t h_len = internal::DigestLen(ctx->params.md);
+  if (t.size() != prefix.size() + h_len ||
+      memcmp(t.data(), prefix.data(), prefix.size()) != 0) {
+    return NotRecovered(absl::StrFormat("the signature holds no %s DigestInfo",
+                                        internal::DigestName(ctx->params.md)));
+  }
+  return std::vector<uint8_t>(t.end() - h_len, t.end());
+}
+
+int VerifyRecover(void* vctx, unsigned char* rout, size_t* routlen,
+                  size_t routsize, const unsigned char* sig, size_t siglen) {
+  auto* ctx = static_cast<SigCtx*>(vctx);
+  return Guard(ctx->prov, [&] {
+    if (ctx->op != Op::kVerifyRecover || ctx->key == nullptr) {
+      return RaiseError(
+          ctx->prov,
+          ProviderError(Reason::kOutOfOrder,
+                        absl::StatusCode::kFailedPrecondition,
+                        "verify_recover without verify_recover_init"));
+    }
+    if (!ctx->key->has_public()) {
+      return RaiseError(ctx->prov,
+                        ProviderError(Reason::kNoKeySet,
+                                      absl::StatusCode::kFailedPrecondition,
+                                      "verify-recover needs a public key"));
+    }
+    absl::StatusOr<PublicKeyOps*> ops = ctx->key->Ops();
+    if (!ops.ok()) return RaiseError(ctx->prov, ops.status());
+    if (rout == nullptr) {
+      *routlen = (*ops)->SignatureSize();
+      return 1;
+    }
+    absl::StatusOr<std::vector<uint8_t>> out =
+        Recover(ctx, absl::MakeConstSpan(sig, siglen));
+    if (!out.ok()) return RaiseError(ctx->prov, out.status());
+    if (out->size() > routsize) {
+      OPENSSL_cleanse(out->data(), out->size());
+      return RaiseError(ctx->prov,
+                        ProviderError(Reason::kOutputBufferTooSmall,
+                                      absl::StatusCode::kOutOfRange,
+                                      "verify-recover output buffer"));
+    }
+    memcpy(rout, out->data(), out->size());
+    *routlen = out->size();
+    OPENSSL_cleanse(out->data(), out->size());
+    return 1;
+  });
+}
+
 int DigestInit(void* vctx, const char* mdname, void* key,
                const OSSL_PARAM params[], Op op) {
   auto* ctx = static_cast<SigCtx*>(vctx);
@@ -341,9 +627,13 @@ int DigestInit(void* vctx, const char* mdname, void* key,
   return Guard(ctx->prov, [&] {
     ctx->op = Op::kNone;
     absl::Status st = absl::OkStatus();
-    // No name: the key's default digest (keymgmt default-digest), SHA-256.
-    const char* name = (mdname != nullptr && *mdname != 0) ? mdname : "SHA256";
-    st = SetMd(*ctx, name, &ctx->params.md);
+    // No name: the key's default digest (keymgmt default-digest): a
+    // restricted RSA-PSS key's own, else SHA-256.
+    std::string name = (mdname != nullptr && *mdname != 0) ? mdname : "SHA256";
+    if ((mdname == nullptr || *mdname == 0) && ctx->restricted) {
+      name = internal::DigestName(ctx->key->pss_restrictions()->md);
+    }
+    st = SetMd(*ctx, name.c_str(), &ctx->params.md, ctx->params);
     if (!st.ok()) return RaiseError(ctx->prov, st);
     absl::StatusOr<std::unique_ptr<Digest>> digest =
         ctx->prov->core().router().NewDigest(ctx->params.md);
@@ -651,6 +941,10 @@ using Fn = void (*)(void);
 const OSSL_DISPATCH kRsaSignatureFunctions[] = {
     {OSSL_FUNC_SIGNATURE_NEWCTX, reinterpret_cast<Fn>(&RsaNewCtx)},
     ACCELCRYPT_SIGNATURE_COMMON,
+    {OSSL_FUNC_SIGNATURE_VERIFY_RECOVER_INIT,
+     reinterpret_cast<Fn>(&VerifyRecoverInit)},
+    {OSSL_FUNC_SIGNATURE_VERIFY_RECOVER,
+     reinterpret_cast<Fn>(&VerifyRecover)},
     {OSSL_FUNC_SIGNATURE_GETTABLE_CTX_PARAMS,
      reinterpret_cast<Fn>(&RsaGettable)},
     {OSSL_FUNC_SIGNATURE_SETTABLE_CTX_PARAMS,

@@ -187,7 +187,8 @@ absl::StatusOr<OSSL_PARAM*> ToParams(const KeyFormat& format,
 }
 
 int KeymgmtExport(const KeyFormat& format, void* keydata, int selection,
-                  OSSL_CALLBACK* param_cb, void* cbarg) {
+                  OSSL_CALLBACK* param_cb, void* cbarg,
+                  absl::Span<const OSSL_PARAM> extra) {
   auto* key = static_cast<PkeyKey*>(keydata);
   if (key == nullptr || param_cb == nullptr) return 0;
   return Guard(key->prov(), [&] {
@@ -204,7 +205,19 @@ int KeymgmtExport(const KeyFormat& format, void* keydata, int selection,
     absl::StatusOr<OSSL_PARAM*> params =
         ToParams(format, key->material(), selection);
     if (!params.ok()) return RaiseError(key->prov(), params.status());
-    const int ok = param_cb(*params, cbarg);
+    if (extra.empty()) {
+      const int ok = param_cb(*params, cbarg);
+      ClearFreeParams(*params);
+      return ok;
+    }
+    // One array: the built integers (still owned by *params), then extra.
+    std::vector<OSSL_PARAM> all;
+    for (const OSSL_PARAM* p = *params; p->key != nullptr; ++p) {
+      all.push_back(*p);
+    }
+    all.insert(all.end(), extra.begin(), extra.end());
+    all.push_back(OSSL_PARAM_construct_end());
+    const int ok = param_cb(all.data(), cbarg);
     ClearFreeParams(*params);
     return ok;
   });

@@ -45,8 +45,12 @@ int KeymgmtMatch(const KeyFormat& format, const void* keydata1,
                  const void* keydata2, int selection);
 int KeymgmtImport(const KeyFormat& format, void* keydata, int selection,
                   const OSSL_PARAM params[]);
+// KeymgmtExport hands the key's integers in `selection`, followed by
+// `extra` (parameters the caller built, e.g. RSA-PSS restrictions; their
+// data must outlive the call), to `param_cb`.
 int KeymgmtExport(const KeyFormat& format, void* keydata, int selection,
-                  OSSL_CALLBACK* param_cb, void* cbarg);
+                  OSSL_CALLBACK* param_cb, void* cbarg,
+                  absl::Span<const OSSL_PARAM> extra = {});
 void* KeymgmtDup(const KeyFormat& format, const void* keydata, int selection);
 // KeymgmtLoad takes over the PkeyKey a reference points at (the STORE's
 // object reference: a PkeyKey* whose slot is cleared).

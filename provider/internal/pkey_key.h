@@ -9,6 +9,8 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -20,6 +22,21 @@
 #include "provider/provider_ctx.h"
 
 namespace accelcrypt::provider::internal {
+
+// PssRestrictions are the RSASSA-PSS-params an RSA-PSS key carries (RFC
+// 4055 section 3.1, RFC 8017 A.2.3; OpenSSL's RSA_PSS_PARAMS_30): the one
+// digest and MGF1 digest its signatures may use and the smallest salt. A
+// key that names any of them gets RFC 4055's defaults for the others.
+struct PssRestrictions {
+  accelcrypt_alg md = ACCELCRYPT_ALG_SHA1;
+  accelcrypt_alg mgf1_md = ACCELCRYPT_ALG_SHA1;
+  int min_salt_len = 20;
+  // OpenSSL's names of the two digests. A digest accelcrypt does not offer
+  // (SHA-3, SHA-512/256) has id 0 and only its name: the key still loads,
+  // prints and exports, and signing with it is refused.
+  std::string md_name = "SHA1";
+  std::string mgf1_name = "SHA1";
+};
 
 // PkeyKey is the keydata object of the RSA and DSA keymgmt: a core
 // KeyMaterial plus the routed PublicKeyOps made from it on first use.
@@ -48,6 +65,18 @@ class PkeyKey {
   }
   const KeyMaterial& material() const { return material_; }
 
+  // An RSA-PSS key (id-RSASSA-PSS, keymgmt "RSA-PSS") signs with PSS only
+  // and, when restricted, only as its restrictions allow. Set, like the
+  // material, only while the key is private to one keymgmt call.
+  bool pss() const { return pss_; }
+  void set_pss(bool pss) { pss_ = pss; }
+  const std::optional<PssRestrictions>& pss_restrictions() const {
+    return pss_restrictions_;
+  }
+  void set_pss_restrictions(std::optional<PssRestrictions> r) {
+    pss_restrictions_ = r;
+  }
+
   bool has_public() const;
   bool has_private() const;
   bool has_domain() const;  // DSA p, q, g (RSA has none: always true)
@@ -67,6 +96,8 @@ class PkeyKey {
   ProvCtx* const prov_;
   std::atomic<int> refs_{1};
   KeyMaterial material_;
+  bool pss_ = false;
+  std::optional<PssRestrictions> pss_restrictions_;
   absl::Mutex mu_;
   std::unique_ptr<PublicKeyOps> ops_ ABSL_GUARDED_BY(mu_);
   std::atomic<int> security_bits_{-1};
