@@ -832,27 +832,40 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
     return absl::OkStatus();
   }
 
+  // Keys prepared per backend and algorithm; null for a backend that
+  // declined the key.
+  using PreparedKeys = std::map<std::pair<const Backend*, accelcrypt_alg>,
+                                std::unique_ptr<BackendKey>>;
+
   // Prepared returns this object's prepared key on `slot` for `info`,
   // loading it on first use; null when the backend declined the key.
   absl::StatusOr<const BackendKey*> Prepared(Router::Slot* slot,
                                              const AlgorithmInfo& info) {
+    return PrepareOn(slot->backend, info, key_, keys_);
+  }
+
+  // PrepareOn loads `material` on `backend` once, caching it in `cache`.
+  absl::StatusOr<const BackendKey*> PrepareOn(const Backend* backend,
+                                              const AlgorithmInfo& info,
+                                              const KeyMaterial& material,
+                                              PreparedKeys& cache) {
     absl::MutexLock lock(&mu_);
-    auto index = std::make_pair(slot, info.id);
-    if (auto it = keys_.find(index); it != keys_.end()) return it->second.get();
+    auto index = std::make_pair(backend, info.id);
+    if (auto it = cache.find(index); it != cache.end()) return it->second.get();
     absl::StatusOr<std::unique_ptr<BackendKey>> loaded;
     {
-      BackendGuard guard(slot->backend);
-      loaded = slot->backend->LoadKey(info.id, key_);
+      BackendGuard guard(backend);
+      loaded = backend->LoadKey(info.id, material);
     }
     if (!loaded.ok()) {
       if (loaded.status().code() == absl::StatusCode::kUnimplemented) {
-        keys_.emplace(index, nullptr);
+        cache.emplace(index, nullptr);
         return static_cast<const BackendKey*>(nullptr);
       }
       return loaded.status();
     }
     const BackendKey* raw = loaded->get();
-    keys_.emplace(index, *std::move(loaded));
+    cache.emplace(index, *std::move(loaded));
     return raw;
   }
 
@@ -926,11 +939,6 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
   // checker never needs the private key).
   absl::StatusOr<const BackendKey*> PreparedPublic(const Backend* backend,
                                                    const AlgorithmInfo& info) {
-    absl::MutexLock lock(&mu_);
-    auto index = std::make_pair(backend, info.id);
-    if (auto it = public_keys_.find(index); it != public_keys_.end()) {
-      return it->second.get();
-    }
     KeyMaterial pub;
     pub.type = key_.type;
     pub.n = key_.n;
@@ -939,21 +947,7 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
     pub.dsa_q = key_.dsa_q;
     pub.dsa_g = key_.dsa_g;
     pub.dsa_y = key_.dsa_y;
-    absl::StatusOr<std::unique_ptr<BackendKey>> loaded;
-    {
-      BackendGuard guard(backend);
-      loaded = backend->LoadKey(info.id, pub);
-    }
-    if (!loaded.ok()) {
-      if (loaded.status().code() == absl::StatusCode::kUnimplemented) {
-        public_keys_.emplace(index, nullptr);
-        return static_cast<const BackendKey*>(nullptr);
-      }
-      return loaded.status();
-    }
-    const BackendKey* raw = loaded->get();
-    public_keys_.emplace(index, *std::move(loaded));
-    return raw;
+    return PrepareOn(backend, info, pub, public_keys_);
   }
 
   struct NoCheck {
@@ -1064,12 +1058,8 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
   Router* router_;
   const KeyMaterial key_;
   mutable absl::Mutex mu_;
-  std::map<std::pair<Router::Slot*, accelcrypt_alg>,
-           std::unique_ptr<BackendKey>>
-      keys_ ABSL_GUARDED_BY(mu_);
-  std::map<std::pair<const Backend*, accelcrypt_alg>,
-           std::unique_ptr<BackendKey>>
-      public_keys_ ABSL_GUARDED_BY(mu_);
+  PreparedKeys keys_ ABSL_GUARDED_BY(mu_);
+  PreparedKeys public_keys_ ABSL_GUARDED_BY(mu_);
   std::string last_backend_ ABSL_GUARDED_BY(mu_);
 };
 

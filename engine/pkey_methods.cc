@@ -256,70 +256,63 @@ bool RsaParams(int padding, bool cipher, PkeyParams* out, uint32_t* need) {
 
 const RSA_METHOD* OpenSslRsa() { return RSA_PKCS1_OpenSSL(); }
 
-int RsaPrivEnc(int flen, const unsigned char* from, unsigned char* to,
-               RSA* rsa, int padding) {
-  auto fallback = [&] {
-    return RSA_meth_get_priv_enc(OpenSslRsa())(flen, from, to, rsa, padding);
-  };
+using RsaMethodFn = int (*)(int, const unsigned char*, unsigned char*, RSA*,
+                            int);
+
+// RouteRsa serves one RSA_METHOD call (`cipher`: an encryption or
+// decryption, else a signature) with `op` on the routed ops; what no
+// backend takes, and failures OpenSSL may still serve, go to OpenSSL's own
+// `openssl` function.
+template <typename Op>
+int RouteRsa(int flen, const unsigned char* from, unsigned char* to, RSA* rsa,
+             int padding, bool cipher, RsaMethodFn openssl, Op&& op) {
+  auto fallback = [&] { return openssl(flen, from, to, rsa, padding); };
   PkeyParams params;
   uint32_t need = 0;
-  if (InsideEngine() || flen < 0 || !RsaParams(padding, false, &params, &need)) {
+  if (InsideEngine() || flen < 0 ||
+      !RsaParams(padding, cipher, &params, &need)) {
     return fallback();
   }
   PublicKeyOps* ops = RsaOps(rsa, need);
   if (ops == nullptr) return fallback();
   EngineCallGuard guard;
   absl::StatusOr<size_t> n =
-      ops->Sign(params, absl::MakeConstSpan(from, flen),
-                absl::MakeSpan(to, static_cast<size_t>(RSA_size(rsa))));
+      op(*ops, params, absl::MakeConstSpan(from, flen),
+         absl::MakeSpan(to, static_cast<size_t>(RSA_size(rsa))));
   if (n.ok()) return static_cast<int>(*n);
   if (FallsBack(n.status())) return fallback();
   RaiseError(kReasonOperationFailed, n.status());
   return -1;
+}
+
+int RsaPrivEnc(int flen, const unsigned char* from, unsigned char* to,
+               RSA* rsa, int padding) {
+  return RouteRsa(flen, from, to, rsa, padding, /*cipher=*/false,
+                  RSA_meth_get_priv_enc(OpenSslRsa()),
+                  [](PublicKeyOps& ops, const PkeyParams& p,
+                     absl::Span<const uint8_t> in, absl::Span<uint8_t> out) {
+                    return ops.Sign(p, in, out);
+                  });
 }
 
 int RsaPrivDec(int flen, const unsigned char* from, unsigned char* to,
                RSA* rsa, int padding) {
-  auto fallback = [&] {
-    return RSA_meth_get_priv_dec(OpenSslRsa())(flen, from, to, rsa, padding);
-  };
-  PkeyParams params;
-  uint32_t need = 0;
-  if (InsideEngine() || flen < 0 || !RsaParams(padding, true, &params, &need)) {
-    return fallback();
-  }
-  PublicKeyOps* ops = RsaOps(rsa, need);
-  if (ops == nullptr) return fallback();
-  EngineCallGuard guard;
-  absl::StatusOr<size_t> n =
-      ops->Decrypt(params, absl::MakeConstSpan(from, flen),
-                   absl::MakeSpan(to, static_cast<size_t>(RSA_size(rsa))));
-  if (n.ok()) return static_cast<int>(*n);
-  if (FallsBack(n.status())) return fallback();
-  RaiseError(kReasonOperationFailed, n.status());
-  return -1;
+  return RouteRsa(flen, from, to, rsa, padding, /*cipher=*/true,
+                  RSA_meth_get_priv_dec(OpenSslRsa()),
+                  [](PublicKeyOps& ops, const PkeyParams& p,
+                     absl::Span<const uint8_t> in, absl::Span<uint8_t> out) {
+                    return ops.Decrypt(p, in, out);
+                  });
 }
 
 int RsaPubEnc(int flen, const unsigned char* from, unsigned char* to, RSA* rsa,
               int padding) {
-  auto fallback = [&] {
-    return RSA_meth_get_pub_enc(OpenSslRsa())(flen, from, to, rsa, padding);
-  };
-  PkeyParams params;
-  uint32_t need = 0;
-  if (InsideEngine() || flen < 0 || !RsaParams(padding, true, &params, &need)) {
-    return fallback();
-  }
-  PublicKeyOps* ops = RsaOps(rsa, need);
-  if (ops == nullptr) return fallback();
-  EngineCallGuard guard;
-  absl::StatusOr<size_t> n =
-      ops->Encrypt(params, absl::MakeConstSpan(from, flen),
-                   absl::MakeSpan(to, static_cast<size_t>(RSA_size(rsa))));
-  if (n.ok()) return static_cast<int>(*n);
-  if (FallsBack(n.status())) return fallback();
-  RaiseError(kReasonOperationFailed, n.status());
-  return -1;
+  return RouteRsa(flen, from, to, rsa, padding, /*cipher=*/true,
+                  RSA_meth_get_pub_enc(OpenSslRsa()),
+                  [](PublicKeyOps& ops, const PkeyParams& p,
+                     absl::Span<const uint8_t> in, absl::Span<uint8_t> out) {
+                    return ops.Encrypt(p, in, out);
+                  });
 }
 
 // RsaPubDec recovers the signed block (RSA_verify's path): the raw public

@@ -59,8 +59,6 @@ batch_ms() {
       printf "%.3f\n", (u[1] * 60 + u[2] + s[1] * 60 + s[2]) * 1000 }'
 }
 
-# mean_ms CNF: per-process mean over $runs runs, taken in 5 batches
-# interleaved by the caller.
 # The provider must really load, or the figure means nothing.
 if ! OPENSSL_CONF=$tmp/accelcrypt.cnf openssl list -providers | grep -q accelcrypt; then
   echo "bench_load.sh: openssl did not load $module" >&2

@@ -33,18 +33,8 @@ chmod 755 "$tmp"
 pidfile=$tmp/nginx.pid
 # shellcheck disable=SC2034
 server_name=nginx
-server_pid() { [ -s "$pidfile" ] && cat "$pidfile" || true; }
-server_log() { echo "$tmp/error.log"; }
 # shellcheck source=web_common.sh
 . "$(dirname "$0")/web_common.sh"
-master=
-cleanup() {
-  local pids=()
-  [ -n "$master" ] && mapfile -t pids < <(echo "$master"; children_of "$master")
-  [ "${#pids[@]}" -gt 0 ] && stop_pids "${pids[@]}"
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
 
 web_setup
 user_line=

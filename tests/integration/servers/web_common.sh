@@ -7,14 +7,29 @@
 # 32 MiB file from it over TLS 1.2 and TLS 1.3, and the checks on
 # accelcrypt's live statistics of the server's worker processes.
 #
-# The sourcing script sets: cli, module, tmp (a 0755 directory it owns and
-# removes), server_name (the process name the statistics show), and defines
-# server_pid (prints the master's pid, or nothing) and server_log (the log
-# to show on failure).
+# The sourcing script sets: cli, module, tmp (a 0755 directory, removed at
+# exit with the server stopped), pidfile (where the server writes its
+# master's pid), server_name (the process name the statistics show), and
+# `master` once the server runs. The server logs to $tmp/error.log.
 
-# Per worker pid, from check_workers for check_final: the uid it runs as,
-# and whether its live file already said "ended" while it ran.
-declare -A worker_euid=() worker_state_wrong=()
+# Per worker pid, from check_workers for check_final: the uid it runs as.
+declare -A worker_euid=()
+
+# server_pid prints the master's pid, or nothing; server_log the log to
+# show on failure.
+server_pid() { [ -s "$pidfile" ] && cat "$pidfile" || true; }
+server_log() { echo "$tmp/error.log"; }
+
+master=
+# cleanup stops the master and its children, whatever state the test left,
+# and removes $tmp.
+cleanup() {
+  local pids=()
+  [ -n "$master" ] && mapfile -t pids < <(echo "$master"; children_of "$master")
+  [ "${#pids[@]}" -gt 0 ] && stop_pids "${pids[@]}"
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
 
 fail() {
   echo "FAIL: $*" >&2
