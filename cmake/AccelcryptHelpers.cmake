@@ -96,6 +96,9 @@ function(accelcrypt_shared_object target version_script)
     target_link_options(${target} PRIVATE "LINKER:-M,${_mapfile}")
     set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS ${_mapfile})
   endif()
+  if(ACCELCRYPT_STATIC_CXX_RUNTIME)
+    target_link_options(${target} PRIVATE -static-libstdc++ -static-libgcc)
+  endif()
 endfunction()
 
 # accelcrypt_backend_module(TARGET NAME [TEST_ONLY]): a backend shared object

@@ -67,52 +67,11 @@ fi
 # --- 2. The matching source (cached) ----------------------------------------
 src="$cache/openssl-$upstream"
 
-# add_deb_src derives deb-src entries from the machine's own `deb` entries
-# (deb822 *.sources stanzas and one-line *.list / sources.list entries). Only
-# Debian-archive entries are copied: deb822 stanzas signed with the Debian
-# archive keyring (or unsigned ones), so third-party repositories are left
-# alone.
-add_deb_src() {
-  local out822=/etc/apt/sources.list.d/accelcrypt-deb-src.sources
-  local outlist=/etc/apt/sources.list.d/accelcrypt-deb-src.list
-  local tmp822 tmplist f
-  tmp822=$(mktemp); tmplist=$(mktemp)
-  for f in /etc/apt/sources.list.d/*.sources; do
-    [ -f "$f" ] || continue
-    [ "$f" = "$out822" ] && continue
-    awk '
-      function flush() {
-        if (n > 0 && types ~ /(^|[ \t])deb([ \t]|$)/ && !enabled_no && (signed == "" || signed ~ /debian-archive-keyring/)) {
-          print "Types: deb-src"
-          for (i = 1; i <= n; i++) print body[i]
-          print ""
-        }
-        n = 0; types = ""; signed = ""; enabled_no = 0
-      }
-      /^[ \t]*$/ { flush(); next }
-      /^[ \t]*#/ { next }
-      /^Types:/ { types = $0; sub(/^Types:[ \t]*/, "", types); next }
-      /^Signed-By:/ { signed = $0 }
-      /^Enabled:[ \t]*no/ { enabled_no = 1 }
-      { body[++n] = $0 }
-      END { flush() }' "$f" >> "$tmp822"
-  done
-  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-    [ -f "$f" ] || continue
-    [ "$f" = "$outlist" ] && continue
-    sed -n 's/^[ \t]*deb[ \t]\+/deb-src /p' "$f" >> "$tmplist"
-  done
-  if [ ! -s "$tmp822" ] && [ ! -s "$tmplist" ]; then
-    rm -f "$tmp822" "$tmplist"
-    echo "run_evp_test.sh: no apt 'deb' entries to derive deb-src entries from" >&2
-    return 1
-  fi
-  echo "adding deb-src entries derived from this machine's apt sources"
-  [ -s "$tmp822" ] && as_root install -m 0644 "$tmp822" "$out822"
-  [ -s "$tmplist" ] && as_root install -m 0644 "$tmplist" "$outlist"
-  rm -f "$tmp822" "$tmplist"
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q || true
-}
+# add_deb_src: scripts/deps.sh's accelcrypt_add_deb_src (shared with
+# scripts/abseil_pic.sh).
+# shellcheck source=scripts/deps.sh
+. "$here/../../../scripts/deps.sh"
+add_deb_src() { accelcrypt_add_deb_src; }
 
 source_available() {
   apt-cache showsrc openssl 2>/dev/null | grep -qx "Version: $pkg_version"
