@@ -501,6 +501,16 @@ struct TokenStore::Impl {
       active_ = true;
       return absl::OkStatus();
     }
+    // BeginHoldingWriters starts a read transaction that keeps other
+    // connections from writing until it ends (BEGIN IMMEDIATE); the
+    // caller writes nothing in it.
+    absl::Status BeginHoldingWriters()
+        ABSL_EXCLUSIVE_LOCKS_REQUIRED(impl_->mu) {
+      write_ = false;
+      ACCELCRYPT_RETURN_IF_ERROR(impl_->Exec("BEGIN IMMEDIATE"));
+      active_ = true;
+      return absl::OkStatus();
+    }
     absl::Status Commit() ABSL_EXCLUSIVE_LOCKS_REQUIRED(impl_->mu) {
       uint64_t stamp = 0;
       if (write_) {
@@ -1297,24 +1307,36 @@ absl::StatusOr<std::vector<TokenStore::StoredObject>> TokenStore::LoadObjects(
     const SecretBytes* dek, uint64_t* stamp) {
   ACCELCRYPT_RETURN_IF_ERROR(impl_->CheckPid());
   Impl::Locked lock(impl_.get());
-  Impl::Txn txn(impl_.get());
-  ACCELCRYPT_RETURN_IF_ERROR(txn.Begin(false));
-  if (dek != nullptr) ACCELCRYPT_RETURN_IF_ERROR(impl_->CheckDek(dek));
-  if (stamp != nullptr) {
-    ACCELCRYPT_ASSIGN_OR_RETURN(*stamp, impl_->StoredStamp());
+  // A snapshot whose stored stamp is behind the shared one was read while a
+  // writer was committing, or after a writer died between moving the
+  // shared stamp and committing. Read again holding writers off (BEGIN
+  // IMMEDIATE, nothing written): then no writer is between the two, so a
+  // shared stamp still ahead belongs to a dead writer and is this
+  // snapshot's stamp; without that, readers would re-read on every check
+  // until the next write.
+  for (bool hold_writers : {false, true}) {
+    Impl::Txn txn(impl_.get());
+    ACCELCRYPT_RETURN_IF_ERROR(hold_writers ? txn.BeginHoldingWriters()
+                                            : txn.Begin(false));
+    if (dek != nullptr) ACCELCRYPT_RETURN_IF_ERROR(impl_->CheckDek(dek));
+    ACCELCRYPT_ASSIGN_OR_RETURN(uint64_t stored, impl_->StoredStamp());
+    const uint64_t shared = ChangeStamp();
+    if (stamp != nullptr && stored < shared && !hold_writers) continue;
+    if (stamp != nullptr) *stamp = std::max(stored, shared);
+    ACCELCRYPT_ASSIGN_OR_RETURN(
+        Stmt s, impl_->Prepare("SELECT id, is_private, format, iv, data FROM "
+                               "objects ORDER BY id"));
+    std::vector<StoredObject> out;
+    while (true) {
+      ACCELCRYPT_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      ACCELCRYPT_ASSIGN_OR_RETURN(StoredObject obj, impl_->Unseal(s, dek));
+      out.push_back(std::move(obj));
+    }
+    ACCELCRYPT_RETURN_IF_ERROR(txn.Commit());
+    return out;
   }
-  ACCELCRYPT_ASSIGN_OR_RETURN(
-      Stmt s, impl_->Prepare("SELECT id, is_private, format, iv, data FROM "
-                             "objects ORDER BY id"));
-  std::vector<StoredObject> out;
-  while (true) {
-    ACCELCRYPT_ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row) break;
-    ACCELCRYPT_ASSIGN_OR_RETURN(StoredObject obj, impl_->Unseal(s, dek));
-    out.push_back(std::move(obj));
-  }
-  ACCELCRYPT_RETURN_IF_ERROR(txn.Commit());
-  return out;
+  return CkError(CKR_GENERAL_ERROR, "unreachable");
 }
 
 absl::StatusOr<TokenStore::StoredObject> TokenStore::LoadObject(

@@ -28,12 +28,13 @@ namespace accelcrypt::p11 {
 // shared copy in <dir>/token.changes (8 bytes, memory-mapped by every
 // process using the store), in both places. ChangeStamp reads the shared
 // copy (one atomic load, no lock, no system call); LoadObjects returns the
-// stored value of the snapshot it read. A reader that keeps the stamp of
-// what it read and compares ChangeStamp with it misses no commit: the
-// shared copy moves before the commit is visible, and a writer killed
-// after moving it (before or after committing) only makes readers re-read
-// until the next write. Stores written by a version without the counter
-// read as stamp 0.
+// stamp of the snapshot it read. A reader that keeps the stamp of what it
+// read and compares ChangeStamp with it misses no commit: the shared copy
+// moves before the commit is visible, and a writer killed after moving it
+// (before or after committing) costs one more re-read. Stores written by a
+// version without the counter read as stamp 0 (and such a version's
+// writes are not seen by this check: do not mix versions on one token
+// while processes use it).
 //
 // PINs and encryption at rest: the token has a random 256-bit data key
 // (the DEK). It is stored twice, wrapped (AES-256-GCM) under a key derived
@@ -165,7 +166,11 @@ class TokenStore {
   // given (else locked). A private object that fails to decrypt is an
   // error naming its id (CKR_DEVICE_ERROR), never silently dropped; a
   // stale `dek` is CKR_USER_NOT_LOGGED_IN. Ordered by id. `stamp` (may be
-  // null) receives the change counter of the snapshot read.
+  // null) receives the change counter of the snapshot read; when the
+  // shared counter is ahead of it, the objects are read again with writers
+  // held off (waiting up to the busy timeout for a commit in progress), so
+  // a writer that died after moving the shared counter does not leave
+  // every later check re-reading.
   absl::StatusOr<std::vector<StoredObject>> LoadObjects(
       const SecretBytes* dek, uint64_t* stamp = nullptr);
   // LoadObject returns one object (CKR_OBJECT_HANDLE_INVALID when gone).
