@@ -324,34 +324,62 @@ absl::Status Module::SetAttributeValue(CK_SESSION_HANDLE h,
   ACCELCRYPT_RETURN_IF_ERROR(CheckTemplateArg(tmpl, count));
   ACCELCRYPT_ASSIGN_OR_RETURN(
       ObjectRef ref, LookupObject(*s, object, CKR_OBJECT_HANDLE_INVALID));
-  const Object& o = *ref.object;
-  ACCELCRYPT_RETURN_IF_ERROR(CheckWritable(*s, o.is_token, o.is_private));
+  ACCELCRYPT_RETURN_IF_ERROR(CheckWritable(*s, ref.object->is_token,
+                                           ref.object->is_private));
   ACCELCRYPT_ASSIGN_OR_RETURN(AttributeMap given, ParseTemplate(tmpl, count));
-  auto updated = std::make_shared<AttributeMap>(*ref.attrs);
-  ACCELCRYPT_RETURN_IF_ERROR(SetAttributes(updated.get(), given));
-  if (o.is_token) {
-    Token* token = o.token;
+  if (!ref.object->is_token) {
+    auto updated = std::make_shared<AttributeMap>(*ref.attrs);
+    ACCELCRYPT_RETURN_IF_ERROR(SetAttributes(updated.get(), given));
+    MutexLock l(&objects_mu_);
+    ACCELCRYPT_RETURN_IF_ERROR(l.status());
+    ref.object->attrs = std::move(updated);
+    ref.object->prepared.reset();
+    return absl::OkStatus();
+  }
+  // A token object: the template is applied to the attributes read and
+  // written only if the store still holds those (compare-and-set), so a
+  // change another process made meanwhile (CKA_ENCRYPT turned off, say) is
+  // never silently undone; on a conflict the object is read again and the
+  // template applied to what is there now.
+  Token* token = ref.object->token;
+  constexpr int kAttempts = 5;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    const Object& o = *ref.object;
+    ACCELCRYPT_RETURN_IF_ERROR(CheckWritable(*s, o.is_token, o.is_private));
+    auto updated = std::make_shared<AttributeMap>(*ref.attrs);
+    ACCELCRYPT_RETURN_IF_ERROR(SetAttributes(updated.get(), given));
     MutexLock tl(&token->mu);
     ACCELCRYPT_RETURN_IF_ERROR(tl.status());
     ACCELCRYPT_RETURN_IF_ERROR(CheckWritable(*s, o.is_token, o.is_private));
     ACCELCRYPT_ASSIGN_OR_RETURN(TokenStore * store, OpenStore(token));
-      ACCELCRYPT_RETURN_IF_ERROR(
-        store->UpdateObject(o.store_id, *updated, o.is_private,
-                            o.is_private ? &token->dek : nullptr));
-    {
-      MutexLock l(&objects_mu_);
-      ACCELCRYPT_RETURN_IF_ERROR(l.status());
-      ref.object->attrs = std::move(updated);
-      ref.object->prepared.reset();
+    absl::Status st = store->UpdateObject(
+        o.store_id, *updated, o.is_private,
+        o.is_private ? &token->dek : nullptr, ref.attrs.get());
+    if (st.code() != absl::StatusCode::kAborted) {
+      ACCELCRYPT_RETURN_IF_ERROR(st);
+      {
+        MutexLock l(&objects_mu_);
+        ACCELCRYPT_RETURN_IF_ERROR(l.status());
+        ref.object->attrs = std::move(updated);
+        ref.object->prepared.reset();
+      }
+      NoteOwnWrite(token, store);
+      return absl::OkStatus();
     }
-    NoteOwnWrite(token, store);
-    return absl::OkStatus();
+    ACCELCRYPT_RETURN_IF_ERROR(SyncTokenObjects(token));
+    ReaderMutexLock l(&objects_mu_);
+    ACCELCRYPT_RETURN_IF_ERROR(l.status());
+    auto it = objects_.find(object);
+    if (it == objects_.end() || !Visible(*it->second, *s)) {
+      return CkError(CKR_OBJECT_HANDLE_INVALID,
+                     absl::StrFormat("no object %d", object));
+    }
+    ref = ObjectRef{it->second, it->second->attrs};
   }
-  MutexLock l(&objects_mu_);
-  ACCELCRYPT_RETURN_IF_ERROR(l.status());
-  ref.object->attrs = std::move(updated);
-  ref.object->prepared.reset();
-  return absl::OkStatus();
+  return CkError(CKR_FUNCTION_FAILED,
+                 absl::StrFormat("object %d kept changing in other processes "
+                                 "during C_SetAttributeValue",
+                                 object));
 }
 
 absl::Status Module::FindObjectsInit(CK_SESSION_HANDLE h, CK_ATTRIBUTE_PTR tmpl,

@@ -1265,7 +1265,8 @@ absl::StatusOr<uint64_t> TokenStore::CreateObject(
 
 absl::Status TokenStore::UpdateObject(uint64_t id,
                                       const AttributeMap& attributes,
-                                      bool is_private, const SecretBytes* dek) {
+                                      bool is_private, const SecretBytes* dek,
+                                      const AttributeMap* expected) {
   ACCELCRYPT_RETURN_IF_ERROR(impl_->CheckPid());
   Impl::Locked lock(impl_.get());
   Impl::Txn txn(impl_.get());
@@ -1276,12 +1277,31 @@ absl::Status TokenStore::UpdateObject(uint64_t id,
     ACCELCRYPT_RETURN_IF_ERROR(impl_->RequireInitialized());
   }
   ACCELCRYPT_ASSIGN_OR_RETURN(
-      Stmt s, impl_->Prepare("SELECT 1 FROM objects WHERE id = ?1"));
+      Stmt s, impl_->Prepare("SELECT id, is_private, format, iv, data FROM "
+                             "objects WHERE id = ?1"));
   ACCELCRYPT_ASSIGN_OR_RETURN(bool row,
                               s.Bind(1, static_cast<int64_t>(id)).Step());
   if (!row) {
     return CkError(CKR_OBJECT_HANDLE_INVALID,
                    absl::StrFormat("token object %d does not exist", id));
+  }
+  if (expected != nullptr) {
+    // Compare-and-set under the write lock: another process's change
+    // since the caller read the object is never overwritten.
+    ACCELCRYPT_ASSIGN_OR_RETURN(StoredObject now, impl_->Unseal(s, dek));
+    if (now.locked) {
+      return CkError(CKR_USER_NOT_LOGGED_IN,
+                     "private objects need a login (no data key)");
+    }
+    std::vector<uint8_t> a = now.attributes.Serialize();
+    std::vector<uint8_t> b = expected->Serialize();
+    const bool same = a == b;
+    OPENSSL_cleanse(a.data(), a.size());
+    OPENSSL_cleanse(b.data(), b.size());
+    if (!same) {
+      return absl::AbortedError(absl::StrFormat(
+          "token object %d was changed by another process", id));
+    }
   }
   ACCELCRYPT_RETURN_IF_ERROR(
       impl_->WriteObject(id, attributes, is_private, dek));

@@ -157,9 +157,13 @@ class TokenStore {
                                         bool is_private,
                                         const SecretBytes* dek);
   // UpdateObject replaces an object's attributes (CKR_OBJECT_HANDLE_INVALID
-  // when `id` is gone).
+  // when `id` is gone). With `expected`, only if the stored attributes
+  // still equal it, checked in the writing transaction: otherwise
+  // kAborted and nothing is written (another process changed the object
+  // since the caller read it; read again and retry).
   absl::Status UpdateObject(uint64_t id, const AttributeMap& attributes,
-                            bool is_private, const SecretBytes* dek);
+                            bool is_private, const SecretBytes* dek,
+                            const AttributeMap* expected = nullptr);
   // DestroyObject removes it (CKR_OBJECT_HANDLE_INVALID when gone).
   absl::Status DestroyObject(uint64_t id);
   // LoadObjects returns every object, private ones decrypted when `dek` is

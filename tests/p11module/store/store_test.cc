@@ -471,6 +471,38 @@ TEST_F(TokenStoreTest, SuccessfulLoginWritesNothing) {
   EXPECT_EQ(info.user_failures, 1u);
 }
 
+// UpdateObject with `expected` is a compare-and-set: a change another
+// connection made since the caller read the object is not overwritten.
+TEST_F(TokenStoreTest, UpdateObjectWithExpectedNeverUndoesAnotherChange) {
+  auto a = InitializedStore();
+  ASSERT_NE(a, nullptr);
+  auto b = OpenStore();
+  ASSERT_NE(b, nullptr);
+  ASSERT_OK_AND_ASSIGN(SecretBytes dek, a->Login(User::kUser, kUserPin));
+  AttributeMap read = PrivateAttrs(RandomBytes(16));
+  read.SetBool(CKA_ENCRYPT, true);
+  ASSERT_OK_AND_ASSIGN(uint64_t id, a->CreateObject(read, true, &dek));
+  // b turns CKA_ENCRYPT off.
+  AttributeMap revoked = read;
+  revoked.SetBool(CKA_ENCRYPT, false);
+  ASSERT_OK(b->UpdateObject(id, revoked, true, &dek, &read));
+  // a, still holding what it read, relabels the object: refused.
+  AttributeMap relabelled = read;
+  relabelled.SetString(CKA_LABEL, "renamed");
+  EXPECT_EQ(a->UpdateObject(id, relabelled, true, &dek, &read).code(),
+            absl::StatusCode::kAborted);
+  ASSERT_OK_AND_ASSIGN(TokenStore::StoredObject now, a->LoadObject(id, &dek));
+  EXPECT_FALSE(now.attributes.BoolOr(CKA_ENCRYPT, true));
+  EXPECT_EQ(now.attributes.GetString(CKA_LABEL), "secret");
+  // Applied to what is there now, it goes through.
+  relabelled = now.attributes;
+  relabelled.SetString(CKA_LABEL, "renamed");
+  ASSERT_OK(a->UpdateObject(id, relabelled, true, &dek, &now.attributes));
+  ASSERT_OK_AND_ASSIGN(now, b->LoadObject(id, &dek));
+  EXPECT_FALSE(now.attributes.BoolOr(CKA_ENCRYPT, true));
+  EXPECT_EQ(now.attributes.GetString(CKA_LABEL), "renamed");
+}
+
 // The change stamp (the shared counter every process maps) moves with
 // every commit of any connection, before the commit is visible; the stamp
 // LoadObjects returns is the stored one of the snapshot it read.
