@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/cord.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace accelcrypt::pkcs11_client {
@@ -96,8 +97,6 @@ absl::Status FromCkRv(CK_RV rv, std::string_view what) {
     case CKR_TEMPLATE_INCOMPLETE:
     case CKR_KEY_TYPE_INCONSISTENT:
       return absl::InvalidArgumentError(msg);
-    case CKR_BUFFER_TOO_SMALL:
-      return absl::OutOfRangeError(msg);
     case CKR_MECHANISM_INVALID:
     case CKR_FUNCTION_NOT_SUPPORTED:
     case CKR_KEY_SIZE_RANGE:
@@ -106,12 +105,48 @@ absl::Status FromCkRv(CK_RV rv, std::string_view what) {
     case CKR_DEVICE_MEMORY:
     case CKR_SESSION_COUNT:
       return absl::ResourceExhaustedError(msg);
+    case CKR_BUFFER_TOO_SMALL:
+      // The buffer given was of the full result size: the token is wrong.
+      return absl::UnavailableError(absl::StrCat(
+          msg, " for a buffer of the full result size (a token fault)"));
     default:
       // Device and token failures (CKR_DEVICE_*, CKR_TOKEN_*, CKR_SESSION_*,
       // CKR_GENERAL_ERROR, CKR_FUNCTION_FAILED, stale handles, login state):
       // the token cannot serve now; another backend can.
       return absl::UnavailableError(msg);
   }
+}
+
+namespace {
+
+struct QuirkEntry {
+  const char* manufacturer;
+  const char* model;
+  bool decrypt_failure_is_general_error;
+  // Where the behaviour was seen.
+  const char* source;
+};
+
+// Token models that misreport caller errors. An entry is added only for
+// behaviour observed on the model (tests/pkcs11 shows it for SoftHSMv2).
+constexpr QuirkEntry kQuirks[] = {
+    {"SoftHSM project", "SoftHSM v2", true,
+     "SoftHSMv2 2.6.1: AsymDecrypt returns CKR_GENERAL_ERROR when the "
+     "PKCS#1 v1.5 or OAEP unpadding fails"},
+};
+
+}  // namespace
+
+TokenQuirks QuirksFor(std::string_view manufacturer, std::string_view model) {
+  TokenQuirks q;
+  for (const QuirkEntry& e : kQuirks) {
+    if (manufacturer != e.manufacturer || model != e.model) continue;
+    if (e.decrypt_failure_is_general_error) {
+      q.decrypt_failure_is_general_error = true;
+      q.names = "decrypt_failure_is_general_error";
+    }
+  }
+  return q;
 }
 
 accelcrypt_status WriteAbiError(accelcrypt_status code, std::string_view message,

@@ -80,10 +80,14 @@ bool StaleHandle(CK_RV rv) {
 }
 
 bool SessionBroken(CK_RV rv) {
+  // CKR_BUFFER_TOO_SMALL leaves the operation active (v2.40 5.2): the
+  // session is not handed out again with it.
   return rv == CKR_SESSION_HANDLE_INVALID || rv == CKR_SESSION_CLOSED ||
          rv == CKR_DEVICE_ERROR || rv == CKR_DEVICE_REMOVED ||
          rv == CKR_TOKEN_NOT_PRESENT || rv == CKR_GENERAL_ERROR ||
-         rv == CKR_OPERATION_ACTIVE || rv == CKR_USER_NOT_LOGGED_IN;
+         rv == CKR_OPERATION_ACTIVE || rv == CKR_USER_NOT_LOGGED_IN ||
+         rv == CKR_BUFFER_TOO_SMALL || rv == CKR_DEVICE_MEMORY ||
+         rv == CKR_FUNCTION_FAILED;
 }
 
 // A mechanism or its parameters refused at C_*Init is the token's limit
@@ -91,6 +95,11 @@ bool SessionBroken(CK_RV rv) {
 // with a vendor code that Run turns into kUnimplemented, so the router
 // asks the next backend.
 constexpr CK_RV kParamsUnsupported = CKR_VENDOR_DEFINED | 0x4143u;
+
+// A C_Decrypt failure that the token's quirk (TokenQuirks) says is the
+// caller's bad ciphertext, though the token reported a device error: Run
+// turns it into kInvalidArgument, and the session stays in the pool.
+constexpr CK_RV kBadCiphertext = CKR_VENDOR_DEFINED | 0x4144u;
 
 CK_RV InitFailed(CK_RV rv) {
   if (rv == CKR_ARGUMENTS_BAD || rv == CKR_MECHANISM_PARAM_INVALID ||
@@ -482,6 +491,10 @@ absl::Status PkeyPkcs11Client::Run(const char* what, Fn&& fn) {
   if (rv == kParamsUnsupported) {
     return absl::UnimplementedError(absl::StrFormat(
         "pkcs11: %s: the token refuses these mechanism parameters", what));
+  }
+  if (rv == kBadCiphertext) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "pkcs11: %s: decryption failed (bad ciphertext or padding)", what));
   }
   return FromCkRv(rv, what);
 }
@@ -1101,12 +1114,18 @@ absl::Status PkeyPkcs11Client::Decrypt(const accelcrypt_pkey_params& params,
   }
   std::vector<uint8_t> scratch(mod_len_);
   CK_ULONG len = scratch.size();
+  const bool padded = mech.mechanism != CKM_RSA_X_509;
+  const bool quirk = token_->quirks().decrypt_failure_is_general_error;
   absl::Status st = Run("C_Decrypt", [&](CK_SESSION_HANDLE s,
                                          const KeyObjects& o) {
     CK_RV rv = token_->fl()->C_DecryptInit(s, &mech, o.priv);
     if (rv != CKR_OK) return InitFailed(rv);
-    return token_->fl()->C_Decrypt(s, const_cast<uint8_t*>(in), in_len,
-                                   scratch.data(), &len);
+    rv = token_->fl()->C_Decrypt(s, const_cast<uint8_t*>(in), in_len,
+                                 scratch.data(), &len);
+    // The ciphertext's padding failed on a token that says so with
+    // CKR_GENERAL_ERROR: the caller's error, never a fallback.
+    if (rv == CKR_GENERAL_ERROR && padded && quirk) rv = kBadCiphertext;
+    return rv;
   });
   if (st.ok()) {
     if (out == nullptr || *out_len < len) {

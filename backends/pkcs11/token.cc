@@ -316,6 +316,7 @@ absl::Status Token::FindSlot() {
                              Padded(info.manufacturerID,
                                     sizeof(info.manufacturerID)),
                              Padded(info.model, sizeof(info.model)));
+    quirks_ = QuirksFor(identity_.manufacturer, identity_.model);
     return absl::OkStatus();
   }
   return absl::UnavailableError(absl::StrFormat(
@@ -386,10 +387,11 @@ const MechInfo& Token::mech(CK_MECHANISM_TYPE m) const {
 std::string Token::Describe() const {
   absl::MutexLock lock(&mu_);
   return absl::StrFormat(
-      "PKCS#11 client: token '%s' (%s, serial %s) via %s; %s; "
+      "PKCS#11 client: token '%s' (%s, serial %s) via %s; %s; %s"
       "objects_created=%d cached_keys=%d/%d sessions_opened=%d "
       "idle_sessions=%d reinit=%d",
       label_, model_, identity_.serial, config_.module, LoginState(),
+      quirks_.names.empty() ? "" : "quirks=" + quirks_.names + "; ",
       objects_created(), cache_.size(), config_.key_cache_size,
       sessions_opened_.load(), idle_.size(), reinitialisations());
 }

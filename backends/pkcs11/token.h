@@ -22,6 +22,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "accelcrypt/backend.h"
+#include "backends/pkcs11/ck_status.h"
 #include "backends/pkcs11/pin_marker.h"
 
 namespace accelcrypt::pkcs11_client {
@@ -93,6 +94,9 @@ class Token {
   const MechInfo& mech(CK_MECHANISM_TYPE m) const;
   CK_FUNCTION_LIST* fl() const { return fl_; }
   const std::string& label() const { return label_; }
+  // quirks are the token model's known misreported result codes (the
+  // quirk table in ck_status.cc), fixed once the token is found.
+  const TokenQuirks& quirks() const { return quirks_; }
   std::string Describe() const;
 
   // Session is a leased session handle; give it back with Release.
@@ -198,6 +202,7 @@ class Token {
   CK_FUNCTION_LIST* fl_ = nullptr;
   bool we_initialised_ = false;
   std::string label_, model_;
+  TokenQuirks quirks_;  // set by FindSlot
   TokenIdentity identity_;  // set by FindSlot
 
   mutable absl::Mutex mu_;

@@ -129,22 +129,37 @@ absl::Status Module::CachedKey(const Session& session, CK_OBJECT_HANDLE handle,
   // (`prepared` is reset whenever `attrs` is replaced, both under the
   // exclusive lock). Anything else is a miss for PreparedKeyFor's full
   // path, which gives the precise error.
-  ReaderMutexLock l(&objects_mu_);
-  ACCELCRYPT_RETURN_IF_ERROR(l.status());
-  auto it = objects_.find(handle);
-  if (it == objects_.end()) return absl::OkStatus();
-  const Object& o = *it->second;
-  const bool visible =
-      o.token == session.token &&
-      (!o.is_private || session.token->login.load() == LoginState::kUser);
-  if (!visible || o.prepared == nullptr) return absl::OkStatus();
-  // A prepared object is a key whose attributes did not change since
-  // (replacing `attrs` resets `prepared`), so its usage bits answer.
-  const uint32_t bit = UseBit(usage);
-  if (bit == 0 || (o.prepared_uses & bit) == 0) {
-    ACCELCRYPT_RETURN_IF_ERROR(CheckKeyUse(*o.attrs, usage));
+  std::shared_ptr<PreparedKey> prepared;
+  bool is_token = false;
+  {
+    ReaderMutexLock l(&objects_mu_);
+    ACCELCRYPT_RETURN_IF_ERROR(l.status());
+    auto it = objects_.find(handle);
+    if (it == objects_.end()) return absl::OkStatus();
+    const Object& o = *it->second;
+    const bool visible =
+        o.token == session.token &&
+        (!o.is_private || session.token->login.load() == LoginState::kUser);
+    if (!visible || o.prepared == nullptr) return absl::OkStatus();
+    is_token = o.is_token;
+    // A prepared object is a key whose attributes did not change since
+    // (replacing `attrs` resets `prepared`), so its usage bits answer.
+    const uint32_t bit = UseBit(usage);
+    if (bit == 0 || (o.prepared_uses & bit) == 0) {
+      // A token key's attributes may be stale (another process may have
+      // allowed the use since): the full path decides, after re-reading.
+      if (is_token) return absl::OkStatus();
+      ACCELCRYPT_RETURN_IF_ERROR(CheckKeyUse(*o.attrs, usage));
+    }
+    prepared = o.prepared;
   }
-  *out = o.prepared;
+  if (is_token) {
+    // Another process may have destroyed the key or changed its
+    // attributes since the handle table was read: any change to the store
+    // sends the call down the full path, which re-reads it.
+    if (!TokenFresh(session.token)) return absl::OkStatus();
+  }
+  *out = std::move(prepared);
   return absl::OkStatus();
 }
 

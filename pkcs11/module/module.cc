@@ -69,6 +69,7 @@ Module::~Module() {
   for (auto& token : tokens_) {
     MutexLock l(&token->mu);
     token->dek.Wipe();
+    token->open_store.store(nullptr);
     token->store.reset();
   }
   mechanisms_.reset();
@@ -112,6 +113,7 @@ void Module::ReleaseStoresAfterFork() {
   // state, so a store reopened in the child takes real file locks.
   for (auto& token : tokens_) {
     token->dek.Wipe();
+    token->open_store.store(nullptr);
     token->store.reset();
   }
 }
@@ -191,6 +193,7 @@ absl::StatusOr<TokenStore*> Module::OpenStore(Token* token) {
       return store.status();
     }
     token->store = *std::move(store);
+    token->open_store.store(token->store.get(), std::memory_order_release);
   }
   return token->store.get();
 }
@@ -248,9 +251,10 @@ absl::Status Module::GetTokenInfo(CK_SLOT_ID slot, CK_TOKEN_INFO_PTR info) {
     ACCELCRYPT_ASSIGN_OR_RETURN(TokenStore * store, OpenStore(token));
     ACCELCRYPT_ASSIGN_OR_RETURN(ti, store->Info());
   }
-  // Otherwise the token was never used: it reads as uninitialised (blank
-  // label and serial, no flags but the fixed ones) and nothing is created,
-  // so listing slots never writes (C_InitToken or a session creates it).
+  // Otherwise the token was never initialised: it reads as uninitialised
+  // (blank label and serial, no flags but the fixed ones) and nothing is
+  // created, so listing slots never writes (only C_InitToken creates the
+  // store).
   *info = CK_TOKEN_INFO{};
   Pad(ti.label, info->label, sizeof(info->label));
   Pad("accelcrypt", info->manufacturerID, sizeof(info->manufacturerID));
@@ -397,6 +401,16 @@ absl::Status Module::OpenSession(CK_SLOT_ID slot, CK_FLAGS flags,
   const bool rw = (flags & CKF_RW_SESSION) != 0;
   MutexLock l(&token->mu);
   ACCELCRYPT_RETURN_IF_ERROR(l.status());
+  // A token never initialised has no store, and opening a session must
+  // not make one (nor its directory): only C_InitToken creates it. v2.40
+  // has no code of its own for an uninitialised token; C_OpenSession's
+  // CKR_TOKEN_NOT_RECOGNIZED is the one SoftHSMv2 gives too.
+  if (token->store == nullptr && TokenStore::Absent(token->dir)) {
+    return CkError(CKR_TOKEN_NOT_RECOGNIZED,
+                   absl::StrFormat("token in slot %d is not initialised (no "
+                                   "store in %s; C_InitToken makes one)",
+                                   token->id, token->dir));
+  }
   ACCELCRYPT_ASSIGN_OR_RETURN(TokenStore * store, OpenStore(token));
   ACCELCRYPT_ASSIGN_OR_RETURN(TokenStore::TokenInfo ti, store->Info());
   if (!ti.initialized) {

@@ -49,10 +49,18 @@ struct Token {
   uint32_t ro_sessions ABSL_GUARDED_BY(mu) = 0;
   uint32_t rw_sessions ABSL_GUARDED_BY(mu) = 0;
   // Token objects in the handle table are the store's as of
-  // `data_version`; private ones only while `private_loaded`.
+  // `data_version` (TokenStore's change stamp of the snapshot read);
+  // private ones only while `private_loaded`.
   bool objects_loaded ABSL_GUARDED_BY(mu) = false;
   bool private_loaded ABSL_GUARDED_BY(mu) = false;
   uint64_t data_version ABSL_GUARDED_BY(mu) = 0;
+  // `store` once opened, and `data_version` while `objects_loaded` (else
+  // kNotSynced): read without `mu` by the freshness check of every keyed
+  // C_*Init and object call (Module::TokenFresh). Written under `mu`; the
+  // store is never replaced while sessions exist.
+  static constexpr uint64_t kNotSynced = ~uint64_t{0};
+  std::atomic<TokenStore*> open_store{nullptr};
+  std::atomic<uint64_t> synced_version{kNotSynced};
   absl::flat_hash_map<uint64_t, CK_OBJECT_HANDLE> handles ABSL_GUARDED_BY(mu);
 };
 
@@ -313,9 +321,24 @@ class Module {
     std::shared_ptr<Object> object;
     std::shared_ptr<const AttributeMap> attrs;
   };
+  // TokenFresh is true when the token objects in the handle table are the
+  // store's current ones: no process (this one included) committed a
+  // change since they were read (TokenStore::ChangeStamp: one atomic load
+  // from the shared counter; no lock, no system call). True when no store
+  // is open (then the token has no object handles).
+  bool TokenFresh(Token* token);
+  // NoteOwnWrite, after this process committed a change of a token object
+  // (under `mu`) and applied it to the handle table itself, keeps the
+  // table counted as current when that commit was the only change since
+  // the table was read; otherwise the next freshness check re-reads.
+  void NoteOwnWrite(Token* token, TokenStore* store)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(token->mu);
   // LookupObject finds a handle visible to `session` (same token; private
   // ones only while the user is logged in), re-reading the store on a
-  // miss. Not found: CkError(`invalid_rv`).
+  // miss and, for a token object, when the store changed since the table
+  // was read (TokenFresh): an object another process destroyed is not
+  // found, one it changed has its new attributes. Not found:
+  // CkError(`invalid_rv`).
   absl::StatusOr<ObjectRef> LookupObject(const Session& session,
                                          CK_OBJECT_HANDLE handle,
                                          CK_RV invalid_rv);
@@ -337,8 +360,10 @@ class Module {
   // CachedKey is PreparedKeyFor's fast path (handle table reader lock
   // only; may be called with the session's lock held): `*out` is the
   // cached prepared key of a visible object that allows `usage`, or stays
-  // null on any miss; an error only for a visible cached key without
-  // `usage` (the same error PreparedKeyFor gives).
+  // null on any miss (a token key also when the store changed since the
+  // handle table was read, see TokenFresh); an error only for a visible
+  // cached session key without `usage` (the same error PreparedKeyFor
+  // gives).
   absl::Status CachedKey(const Session& session, CK_OBJECT_HANDLE handle,
                          CK_ATTRIBUTE_TYPE usage,
                          std::shared_ptr<PreparedKey>* out);

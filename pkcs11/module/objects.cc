@@ -2,6 +2,7 @@
 // The object functions of the PKCS#11 module (v2.40 section 5.7) and the
 // handle table that mirrors the token stores.
 #include <algorithm>
+#include <optional>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
@@ -56,15 +57,15 @@ void Module::EraseObject(CK_OBJECT_HANDLE handle) {
 
 absl::Status Module::SyncTokenObjects(Token* token) {
   ACCELCRYPT_ASSIGN_OR_RETURN(TokenStore * store, OpenStore(token));
-  ACCELCRYPT_ASSIGN_OR_RETURN(uint64_t version, store->DataVersion());
   const bool want_private = token->login.load() == LoginState::kUser;
-  if (token->objects_loaded && version == token->data_version &&
+  if (token->objects_loaded && store->ChangeStamp() == token->data_version &&
       token->private_loaded == want_private) {
     return absl::OkStatus();
   }
+  uint64_t version = 0;
   ACCELCRYPT_ASSIGN_OR_RETURN(
       std::vector<TokenStore::StoredObject> stored,
-      store->LoadObjects(want_private ? &token->dek : nullptr));
+      store->LoadObjects(want_private ? &token->dek : nullptr, &version));
   absl::flat_hash_set<uint64_t> seen;
   MutexLock l(&objects_mu_);
   ACCELCRYPT_RETURN_IF_ERROR(l.status());
@@ -106,7 +107,25 @@ absl::Status Module::SyncTokenObjects(Token* token) {
   token->objects_loaded = true;
   token->private_loaded = want_private;
   token->data_version = version;
+  token->synced_version.store(version, std::memory_order_release);
   return absl::OkStatus();
+}
+
+bool Module::TokenFresh(Token* token) {
+  TokenStore* store = token->open_store.load(std::memory_order_acquire);
+  if (store == nullptr) return true;
+  return store->ChangeStamp() ==
+         token->synced_version.load(std::memory_order_acquire);
+}
+
+void Module::NoteOwnWrite(Token* token, TokenStore* store) {
+  // Our commit set the stamp to one more than the largest it found; any
+  // other process's commit (or a writer that died) since the table was
+  // read makes it larger.
+  const uint64_t written = store->LastWriteStamp();
+  if (!token->objects_loaded || written != token->data_version + 1) return;
+  token->data_version = written;
+  token->synced_version.store(written, std::memory_order_release);
 }
 
 void Module::ForgetTokenObjects(Token* token, bool private_only) {
@@ -120,7 +139,10 @@ void Module::ForgetTokenObjects(Token* token, bool private_only) {
     if (oit != objects_.end()) objects_.erase(oit);
     token->handles.erase(it++);
   }
-  if (!private_only) token->objects_loaded = false;
+  if (!private_only) {
+    token->objects_loaded = false;
+    token->synced_version.store(Token::kNotSynced, std::memory_order_release);
+  }
   token->private_loaded = false;
 }
 
@@ -128,18 +150,28 @@ absl::StatusOr<Module::ObjectRef> Module::LookupObject(const Session& session,
                                                        CK_OBJECT_HANDLE handle,
                                                        CK_RV invalid_rv) {
   for (int attempt = 0; attempt < 2; ++attempt) {
+    std::optional<ObjectRef> token_object;
     {
       ReaderMutexLock l(&objects_mu_);
       ACCELCRYPT_RETURN_IF_ERROR(l.status());
       auto it = objects_.find(handle);
       if (it != objects_.end()) {
         if (!Visible(*it->second, session)) break;
-        return ObjectRef{it->second, it->second->attrs};
+        ObjectRef ref{it->second, it->second->attrs};
+        // A session object, or a token object just re-read: current.
+        if (!it->second->is_token || attempt > 0) return ref;
+        token_object = std::move(ref);
       }
+    }
+    if (token_object.has_value()) {
+      // Another process may have destroyed or changed it: the store's
+      // version tells (cheap); re-read only when it moved.
+      if (TokenFresh(session.token)) return *std::move(token_object);
     }
     if (attempt == 0) {
       // A miss may be an object another process made or the first use of
-      // the store: bring the handle table up to date once.
+      // the store; a stale token object may be gone or changed: bring the
+      // handle table up to date once.
       Token* token = session.token;
       MutexLock tl(&token->mu);
       ACCELCRYPT_RETURN_IF_ERROR(tl.status());
@@ -189,6 +221,7 @@ absl::StatusOr<CK_OBJECT_HANDLE> Module::AddObject(const Session& session,
   uint64_t id = o->store_id;
   CK_OBJECT_HANDLE handle = InsertObject(std::move(o));
   token->handles[id] = handle;
+  NoteOwnWrite(token, store);
   return handle;
 }
 
@@ -206,6 +239,7 @@ absl::Status Module::DestroyHandle(const ObjectRef& ref) {
   // Gone from the store either way (destroyed now or by another process).
   token->handles.erase(o.store_id);
   EraseObject(o.handle);
+  if (st.ok()) NoteOwnWrite(token, store);
   return st;
 }
 
@@ -290,26 +324,62 @@ absl::Status Module::SetAttributeValue(CK_SESSION_HANDLE h,
   ACCELCRYPT_RETURN_IF_ERROR(CheckTemplateArg(tmpl, count));
   ACCELCRYPT_ASSIGN_OR_RETURN(
       ObjectRef ref, LookupObject(*s, object, CKR_OBJECT_HANDLE_INVALID));
-  const Object& o = *ref.object;
-  ACCELCRYPT_RETURN_IF_ERROR(CheckWritable(*s, o.is_token, o.is_private));
+  ACCELCRYPT_RETURN_IF_ERROR(CheckWritable(*s, ref.object->is_token,
+                                           ref.object->is_private));
   ACCELCRYPT_ASSIGN_OR_RETURN(AttributeMap given, ParseTemplate(tmpl, count));
-  auto updated = std::make_shared<AttributeMap>(*ref.attrs);
-  ACCELCRYPT_RETURN_IF_ERROR(SetAttributes(updated.get(), given));
-  if (o.is_token) {
-    Token* token = o.token;
+  if (!ref.object->is_token) {
+    auto updated = std::make_shared<AttributeMap>(*ref.attrs);
+    ACCELCRYPT_RETURN_IF_ERROR(SetAttributes(updated.get(), given));
+    MutexLock l(&objects_mu_);
+    ACCELCRYPT_RETURN_IF_ERROR(l.status());
+    ref.object->attrs = std::move(updated);
+    ref.object->prepared.reset();
+    return absl::OkStatus();
+  }
+  // A token object: the template is applied to the attributes read and
+  // written only if the store still holds those (compare-and-set), so a
+  // change another process made meanwhile (CKA_ENCRYPT turned off, say) is
+  // never silently undone; on a conflict the object is read again and the
+  // template applied to what is there now.
+  Token* token = ref.object->token;
+  constexpr int kAttempts = 5;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    const Object& o = *ref.object;
+    ACCELCRYPT_RETURN_IF_ERROR(CheckWritable(*s, o.is_token, o.is_private));
+    auto updated = std::make_shared<AttributeMap>(*ref.attrs);
+    ACCELCRYPT_RETURN_IF_ERROR(SetAttributes(updated.get(), given));
     MutexLock tl(&token->mu);
     ACCELCRYPT_RETURN_IF_ERROR(tl.status());
     ACCELCRYPT_RETURN_IF_ERROR(CheckWritable(*s, o.is_token, o.is_private));
     ACCELCRYPT_ASSIGN_OR_RETURN(TokenStore * store, OpenStore(token));
-    ACCELCRYPT_RETURN_IF_ERROR(
-        store->UpdateObject(o.store_id, *updated, o.is_private,
-                            o.is_private ? &token->dek : nullptr));
+    absl::Status st = store->UpdateObject(
+        o.store_id, *updated, o.is_private,
+        o.is_private ? &token->dek : nullptr, ref.attrs.get());
+    if (st.code() != absl::StatusCode::kAborted) {
+      ACCELCRYPT_RETURN_IF_ERROR(st);
+      {
+        MutexLock l(&objects_mu_);
+        ACCELCRYPT_RETURN_IF_ERROR(l.status());
+        ref.object->attrs = std::move(updated);
+        ref.object->prepared.reset();
+      }
+      NoteOwnWrite(token, store);
+      return absl::OkStatus();
+    }
+    ACCELCRYPT_RETURN_IF_ERROR(SyncTokenObjects(token));
+    ReaderMutexLock l(&objects_mu_);
+    ACCELCRYPT_RETURN_IF_ERROR(l.status());
+    auto it = objects_.find(object);
+    if (it == objects_.end() || !Visible(*it->second, *s)) {
+      return CkError(CKR_OBJECT_HANDLE_INVALID,
+                     absl::StrFormat("no object %d", object));
+    }
+    ref = ObjectRef{it->second, it->second->attrs};
   }
-  MutexLock l(&objects_mu_);
-  ACCELCRYPT_RETURN_IF_ERROR(l.status());
-  ref.object->attrs = std::move(updated);
-  ref.object->prepared.reset();
-  return absl::OkStatus();
+  return CkError(CKR_FUNCTION_FAILED,
+                 absl::StrFormat("object %d kept changing in other processes "
+                                 "during C_SetAttributeValue",
+                                 object));
 }
 
 absl::Status Module::FindObjectsInit(CK_SESSION_HANDLE h, CK_ATTRIBUTE_PTR tmpl,

@@ -12,10 +12,12 @@
 #include <openssl/provider.h>
 #include <openssl/rand.h>
 #include <sqlite3.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <climits>
@@ -49,6 +51,8 @@ constexpr uint64_t kMaxIterations = 100000000;
 // another process changed it in between, start over (bounded).
 constexpr int kVerifyAttempts = 5;
 constexpr char kDekCheckLabel[] = "accelcrypt-p11 dek check v1";
+// <dir>/token.changes: the shared change counter at offset 0.
+constexpr off_t kStampFileLen = 4096;
 
 constexpr char kSchemaSql[] = R"sql(
 CREATE TABLE meta(key TEXT PRIMARY KEY NOT NULL, value);
@@ -456,10 +460,10 @@ struct TokenStore::Impl {
 
   absl::Mutex mu;
   sqlite3* db ABSL_GUARDED_BY(mu) = nullptr;
-  // DataVersion's value: bumped on each of our commits and each change of
-  // PRAGMA data_version (other connections' commits).
-  uint64_t version ABSL_GUARDED_BY(mu) = 1;
-  int64_t last_data_version ABSL_GUARDED_BY(mu) = -1;
+  // The shared change counter (<dir>/token.changes, mapped MAP_SHARED);
+  // set by Open, unmapped by the destructor.
+  uint64_t* shared_stamp = nullptr;
+  uint64_t last_write_stamp ABSL_GUARDED_BY(mu) = 0;
   // True while a thread uses the connection; read by the destructor in a
   // forked child, which must not take `mu` (it may have been copied held).
   std::atomic<bool> db_active{false};
@@ -497,7 +501,23 @@ struct TokenStore::Impl {
       active_ = true;
       return absl::OkStatus();
     }
+    // BeginHoldingWriters starts a read transaction that keeps other
+    // connections from writing until it ends (BEGIN IMMEDIATE); the
+    // caller writes nothing in it.
+    absl::Status BeginHoldingWriters()
+        ABSL_EXCLUSIVE_LOCKS_REQUIRED(impl_->mu) {
+      write_ = false;
+      ACCELCRYPT_RETURN_IF_ERROR(impl_->Exec("BEGIN IMMEDIATE"));
+      active_ = true;
+      return absl::OkStatus();
+    }
     absl::Status Commit() ABSL_EXCLUSIVE_LOCKS_REQUIRED(impl_->mu) {
+      uint64_t stamp = 0;
+      if (write_) {
+        // Published before the commit becomes visible (see the class
+        // comment): a reader never sees the change with an old stamp.
+        ACCELCRYPT_ASSIGN_OR_RETURN(stamp, impl_->BumpStamp());
+      }
       // Statements still positioned on a row would make COMMIT fail; every
       // statement of this connection is ours and done by now.
       for (sqlite3_stmt* s = sqlite3_next_stmt(impl_->db, nullptr);
@@ -506,7 +526,7 @@ struct TokenStore::Impl {
       }
       ACCELCRYPT_RETURN_IF_ERROR(impl_->Exec("COMMIT"));
       active_ = false;
-      if (write_) ++impl_->version;
+      if (write_) impl_->last_write_stamp = stamp;
       return absl::OkStatus();
     }
 
@@ -565,6 +585,15 @@ struct TokenStore::Impl {
     return absl::OkStatus();
   }
   absl::Status EnsureSchema() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // StoredStamp reads the change counter of the current transaction's
+  // snapshot (0 when never written).
+  absl::StatusOr<uint64_t> StoredStamp() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // BumpStamp, inside a write transaction, sets the change counter to one
+  // more than the larger of the stored and the shared value, in both, and
+  // returns it.
+  absl::StatusOr<uint64_t> BumpStamp() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // MapSharedStamp creates (mode 0600) and maps <dir>/token.changes.
+  absl::Status MapSharedStamp();
   absl::Status CheckSchemaVersion() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   absl::StatusOr<AuthState> ReadAuthState(User user)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
@@ -589,6 +618,63 @@ struct TokenStore::Impl {
                            bool is_private, const SecretBytes* dek)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
 };
+
+absl::StatusOr<uint64_t> TokenStore::Impl::StoredStamp() {
+  ACCELCRYPT_ASSIGN_OR_RETURN(
+      Stmt s, Prepare("SELECT value FROM meta WHERE key = 'change_counter'"));
+  ACCELCRYPT_ASSIGN_OR_RETURN(bool row, s.Step());
+  const int64_t v = row ? s.Int(0) : 0;
+  return v > 0 ? static_cast<uint64_t>(v) : 0;
+}
+
+absl::StatusOr<uint64_t> TokenStore::Impl::BumpStamp() {
+  ACCELCRYPT_ASSIGN_OR_RETURN(uint64_t stored, StoredStamp());
+  std::atomic_ref<uint64_t> shared(*shared_stamp);
+  // Writers are serialised by SQLite's write lock (held here), so a plain
+  // store suffices; the shared value may be ahead of the stored one after
+  // a writer died between the two.
+  const uint64_t next =
+      std::max(stored, shared.load(std::memory_order_acquire)) + 1;
+  if (next > static_cast<uint64_t>(INT64_MAX)) {
+    return CkError(CKR_DEVICE_ERROR,
+                   absl::StrFormat("token store %s: change counter "
+                                   "exhausted",
+                                   path));
+  }
+  ACCELCRYPT_ASSIGN_OR_RETURN(
+      Stmt s, Prepare("INSERT OR REPLACE INTO meta(key, value) VALUES "
+                      "('change_counter', ?1)"));
+  ACCELCRYPT_RETURN_IF_ERROR(s.Bind(1, static_cast<int64_t>(next)).Run());
+  shared.store(next, std::memory_order_seq_cst);
+  return next;
+}
+
+absl::Status TokenStore::Impl::MapSharedStamp() {
+  const std::string file = dir + "/token.changes";
+  int fd = open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    return CkError(CKR_DEVICE_ERROR,
+                   absl::StrFormat("token store: cannot open %s: %s", file,
+                                   std::strerror(errno)));
+  }
+  struct stat st;
+  // A fresh file is extended to one zeroed page; concurrent openers doing
+  // the same leave the same contents.
+  bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+            (st.st_size >= kStampFileLen || ftruncate(fd, kStampFileLen) == 0);
+  void* map = ok ? mmap(nullptr, kStampFileLen, PROT_READ | PROT_WRITE,
+                        MAP_SHARED, fd, 0)
+                 : MAP_FAILED;
+  const int err = errno;
+  close(fd);
+  if (map == MAP_FAILED) {
+    return CkError(CKR_DEVICE_ERROR,
+                   absl::StrFormat("token store: cannot map %s: %s", file,
+                                   std::strerror(err)));
+  }
+  shared_stamp = static_cast<uint64_t*>(map);
+  return absl::OkStatus();
+}
 
 absl::Status TokenStore::Impl::CheckSchemaVersion() {
   ACCELCRYPT_ASSIGN_OR_RETURN(
@@ -933,6 +1019,10 @@ TokenStore::~TokenStore() {
   Impl::Locked lock(impl_.get());
   sqlite3_close_v2(impl_->db);
   impl_->db = nullptr;
+  if (impl_->shared_stamp != nullptr) {
+    munmap(impl_->shared_stamp, kStampFileLen);
+    impl_->shared_stamp = nullptr;
+  }
 }
 
 bool TokenStore::Absent(const std::string& dir) {
@@ -957,6 +1047,7 @@ absl::StatusOr<std::unique_ptr<TokenStore>> TokenStore::Open(
   impl->pid = getpid();
   ACCELCRYPT_RETURN_IF_ERROR(MakeDirs(impl->dir));
   ACCELCRYPT_RETURN_IF_ERROR(CreateFile(impl->path));
+  ACCELCRYPT_RETURN_IF_ERROR(impl->MapSharedStamp());
   ACCELCRYPT_ASSIGN_OR_RETURN(impl->crypto, Crypto::Create(options.libctx));
 
   std::unique_ptr<TokenStore> store(new TokenStore(std::move(impl)));
@@ -1008,9 +1099,6 @@ absl::StatusOr<std::unique_ptr<TokenStore>> TokenStore::Open(
   ACCELCRYPT_RETURN_IF_ERROR(im->Exec("PRAGMA secure_delete = ON"));
   ACCELCRYPT_RETURN_IF_ERROR(im->EnsureSchema());
   ACCELCRYPT_RETURN_IF_ERROR(im->CheckJournalMode("PRAGMA journal_mode"));
-  ACCELCRYPT_ASSIGN_OR_RETURN(Stmt dv, im->Prepare("PRAGMA data_version"));
-  ACCELCRYPT_ASSIGN_OR_RETURN(bool row, dv.Step());
-  im->last_data_version = row ? dv.Int(0) : -1;
   return store;
 }
 
@@ -1177,7 +1265,8 @@ absl::StatusOr<uint64_t> TokenStore::CreateObject(
 
 absl::Status TokenStore::UpdateObject(uint64_t id,
                                       const AttributeMap& attributes,
-                                      bool is_private, const SecretBytes* dek) {
+                                      bool is_private, const SecretBytes* dek,
+                                      const AttributeMap* expected) {
   ACCELCRYPT_RETURN_IF_ERROR(impl_->CheckPid());
   Impl::Locked lock(impl_.get());
   Impl::Txn txn(impl_.get());
@@ -1188,12 +1277,31 @@ absl::Status TokenStore::UpdateObject(uint64_t id,
     ACCELCRYPT_RETURN_IF_ERROR(impl_->RequireInitialized());
   }
   ACCELCRYPT_ASSIGN_OR_RETURN(
-      Stmt s, impl_->Prepare("SELECT 1 FROM objects WHERE id = ?1"));
+      Stmt s, impl_->Prepare("SELECT id, is_private, format, iv, data FROM "
+                             "objects WHERE id = ?1"));
   ACCELCRYPT_ASSIGN_OR_RETURN(bool row,
                               s.Bind(1, static_cast<int64_t>(id)).Step());
   if (!row) {
     return CkError(CKR_OBJECT_HANDLE_INVALID,
                    absl::StrFormat("token object %d does not exist", id));
+  }
+  if (expected != nullptr) {
+    // Compare-and-set under the write lock: another process's change
+    // since the caller read the object is never overwritten.
+    ACCELCRYPT_ASSIGN_OR_RETURN(StoredObject now, impl_->Unseal(s, dek));
+    if (now.locked) {
+      return CkError(CKR_USER_NOT_LOGGED_IN,
+                     "private objects need a login (no data key)");
+    }
+    std::vector<uint8_t> a = now.attributes.Serialize();
+    std::vector<uint8_t> b = expected->Serialize();
+    const bool same = a == b;
+    OPENSSL_cleanse(a.data(), a.size());
+    OPENSSL_cleanse(b.data(), b.size());
+    if (!same) {
+      return absl::AbortedError(absl::StrFormat(
+          "token object %d was changed by another process", id));
+    }
   }
   ACCELCRYPT_RETURN_IF_ERROR(
       impl_->WriteObject(id, attributes, is_private, dek));
@@ -1216,24 +1324,39 @@ absl::Status TokenStore::DestroyObject(uint64_t id) {
 }
 
 absl::StatusOr<std::vector<TokenStore::StoredObject>> TokenStore::LoadObjects(
-    const SecretBytes* dek) {
+    const SecretBytes* dek, uint64_t* stamp) {
   ACCELCRYPT_RETURN_IF_ERROR(impl_->CheckPid());
   Impl::Locked lock(impl_.get());
-  Impl::Txn txn(impl_.get());
-  ACCELCRYPT_RETURN_IF_ERROR(txn.Begin(false));
-  if (dek != nullptr) ACCELCRYPT_RETURN_IF_ERROR(impl_->CheckDek(dek));
-  ACCELCRYPT_ASSIGN_OR_RETURN(
-      Stmt s, impl_->Prepare("SELECT id, is_private, format, iv, data FROM "
-                             "objects ORDER BY id"));
-  std::vector<StoredObject> out;
-  while (true) {
-    ACCELCRYPT_ASSIGN_OR_RETURN(bool row, s.Step());
-    if (!row) break;
-    ACCELCRYPT_ASSIGN_OR_RETURN(StoredObject obj, impl_->Unseal(s, dek));
-    out.push_back(std::move(obj));
+  // A snapshot whose stored stamp is behind the shared one was read while a
+  // writer was committing, or after a writer died between moving the
+  // shared stamp and committing. Read again holding writers off (BEGIN
+  // IMMEDIATE, nothing written): then no writer is between the two, so a
+  // shared stamp still ahead belongs to a dead writer and is this
+  // snapshot's stamp; without that, readers would re-read on every check
+  // until the next write.
+  for (bool hold_writers : {false, true}) {
+    Impl::Txn txn(impl_.get());
+    ACCELCRYPT_RETURN_IF_ERROR(hold_writers ? txn.BeginHoldingWriters()
+                                            : txn.Begin(false));
+    if (dek != nullptr) ACCELCRYPT_RETURN_IF_ERROR(impl_->CheckDek(dek));
+    ACCELCRYPT_ASSIGN_OR_RETURN(uint64_t stored, impl_->StoredStamp());
+    const uint64_t shared = ChangeStamp();
+    if (stamp != nullptr && stored < shared && !hold_writers) continue;
+    if (stamp != nullptr) *stamp = std::max(stored, shared);
+    ACCELCRYPT_ASSIGN_OR_RETURN(
+        Stmt s, impl_->Prepare("SELECT id, is_private, format, iv, data FROM "
+                               "objects ORDER BY id"));
+    std::vector<StoredObject> out;
+    while (true) {
+      ACCELCRYPT_ASSIGN_OR_RETURN(bool row, s.Step());
+      if (!row) break;
+      ACCELCRYPT_ASSIGN_OR_RETURN(StoredObject obj, impl_->Unseal(s, dek));
+      out.push_back(std::move(obj));
+    }
+    ACCELCRYPT_RETURN_IF_ERROR(txn.Commit());
+    return out;
   }
-  ACCELCRYPT_RETURN_IF_ERROR(txn.Commit());
-  return out;
+  return CkError(CKR_GENERAL_ERROR, "unreachable");
 }
 
 absl::StatusOr<TokenStore::StoredObject> TokenStore::LoadObject(
@@ -1257,22 +1380,14 @@ absl::StatusOr<TokenStore::StoredObject> TokenStore::LoadObject(
   return obj;
 }
 
-absl::StatusOr<uint64_t> TokenStore::DataVersion() {
-  ACCELCRYPT_RETURN_IF_ERROR(impl_->CheckPid());
+uint64_t TokenStore::ChangeStamp() const {
+  return std::atomic_ref<uint64_t>(*impl_->shared_stamp)
+      .load(std::memory_order_seq_cst);
+}
+
+uint64_t TokenStore::LastWriteStamp() {
   Impl::Locked lock(impl_.get());
-  // PRAGMA data_version changes only for other connections' commits; our
-  // own commits bump `version` in Txn::Commit.
-  ACCELCRYPT_ASSIGN_OR_RETURN(Stmt s, impl_->Prepare("PRAGMA data_version"));
-  ACCELCRYPT_ASSIGN_OR_RETURN(bool row, s.Step());
-  if (!row) {
-    return CkError(CKR_DEVICE_ERROR, "token store: no data_version");
-  }
-  int64_t dv = s.Int(0);
-  if (dv != impl_->last_data_version) {
-    impl_->last_data_version = dv;
-    ++impl_->version;
-  }
-  return impl_->version;
+  return impl_->last_write_stamp;
 }
 
 }  // namespace accelcrypt::p11

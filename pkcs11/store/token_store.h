@@ -19,8 +19,22 @@ namespace accelcrypt::p11 {
 // TokenStore is one token's persistent state in one SQLite database
 // (<dir>/token.sqlite, WAL journal, busy timeout, every change in one
 // transaction), shared safely by concurrent processes: each sees the
-// others' committed changes (DataVersion tells when to reload), none can
+// others' committed changes (ChangeStamp tells when to reload), none can
 // corrupt it, a process killed mid-write leaves the last committed state.
+//
+// Change stamps: every write transaction, while it holds SQLite's write
+// lock and before it commits, sets the token's change counter to one more
+// than the larger of its stored value (`meta` row change_counter) and a
+// shared copy in <dir>/token.changes (8 bytes, memory-mapped by every
+// process using the store), in both places. ChangeStamp reads the shared
+// copy (one atomic load, no lock, no system call); LoadObjects returns the
+// stamp of the snapshot it read. A reader that keeps the stamp of what it
+// read and compares ChangeStamp with it misses no commit: the shared copy
+// moves before the commit is visible, and a writer killed after moving it
+// (before or after committing) costs one more re-read. Stores written by a
+// version without the counter read as stamp 0 (and such a version's
+// writes are not seen by this check: do not mix versions on one token
+// while processes use it).
 //
 // PINs and encryption at rest: the token has a random 256-bit data key
 // (the DEK). It is stored twice, wrapped (AES-256-GCM) under a key derived
@@ -38,7 +52,8 @@ namespace accelcrypt::p11 {
 // Login runs outside the lock).
 //
 // On disk: <dir>/token.sqlite (mode 0600, its -wal/-shm files inherit the
-// mode), a `meta` table with the schema version (a store written by a newer
+// mode), <dir>/token.changes (mode 0600, the shared change counter), a
+// `meta` table with the schema version (a store written by a newer
 // schema is refused with CKR_TOKEN_NOT_RECOGNIZED, never modified). The
 // DEK wraps use AAD naming the PIN's owner; a private object's ciphertext
 // (12-byte random IV, 16-byte tag) uses AAD = object id (8 bytes LE) ||
@@ -142,22 +157,39 @@ class TokenStore {
                                         bool is_private,
                                         const SecretBytes* dek);
   // UpdateObject replaces an object's attributes (CKR_OBJECT_HANDLE_INVALID
-  // when `id` is gone).
+  // when `id` is gone). With `expected`, only if the stored attributes
+  // still equal it, checked in the writing transaction: otherwise
+  // kAborted and nothing is written (another process changed the object
+  // since the caller read it; read again and retry).
   absl::Status UpdateObject(uint64_t id, const AttributeMap& attributes,
-                            bool is_private, const SecretBytes* dek);
+                            bool is_private, const SecretBytes* dek,
+                            const AttributeMap* expected = nullptr);
   // DestroyObject removes it (CKR_OBJECT_HANDLE_INVALID when gone).
   absl::Status DestroyObject(uint64_t id);
   // LoadObjects returns every object, private ones decrypted when `dek` is
   // given (else locked). A private object that fails to decrypt is an
   // error naming its id (CKR_DEVICE_ERROR), never silently dropped; a
-  // stale `dek` is CKR_USER_NOT_LOGGED_IN. Ordered by id.
-  absl::StatusOr<std::vector<StoredObject>> LoadObjects(const SecretBytes* dek);
+  // stale `dek` is CKR_USER_NOT_LOGGED_IN. Ordered by id. `stamp` (may be
+  // null) receives the change counter of the snapshot read; when the
+  // shared counter is ahead of it, the objects are read again with writers
+  // held off (waiting up to the busy timeout for a commit in progress), so
+  // a writer that died after moving the shared counter does not leave
+  // every later check re-reading.
+  absl::StatusOr<std::vector<StoredObject>> LoadObjects(
+      const SecretBytes* dek, uint64_t* stamp = nullptr);
   // LoadObject returns one object (CKR_OBJECT_HANDLE_INVALID when gone).
   absl::StatusOr<StoredObject> LoadObject(uint64_t id, const SecretBytes* dek);
 
-  // DataVersion changes whenever any connection (this or another process)
-  // commits a change; cheap (no disk read beyond SQLite's own check).
-  absl::StatusOr<uint64_t> DataVersion();
+  // ChangeStamp is the token's change counter as last published by any
+  // process (see above): it differs from the stamp LoadObjects returned
+  // whenever a change was committed (or a writer died) since. Lock-free;
+  // safe to call from any thread, also concurrently with writes.
+  uint64_t ChangeStamp() const;
+  // LastWriteStamp is the change counter this store's last committed write
+  // set (0 before any). With the caller serialising its own writes, a
+  // value of (stamp of its last LoadObjects) + 1 means no other process
+  // changed the token in between.
+  uint64_t LastWriteStamp();
 
   const std::string& path() const;
 

@@ -18,6 +18,12 @@
 //   ACCELCRYPT_SHIM_FLIP_EVERY  the same as "flip=<n>" from the start.
 //   ACCELCRYPT_SHIM_LOGIN_LOG  file: every C_Login appends "<pid> <rv hex>"
 //   (one write(2) with O_APPEND, so concurrent processes do not mix lines).
+//   ACCELCRYPT_SHIM_MANUFACTURER  C_GetTokenInfo reports this manufacturerID
+//   (and model "latency shim") instead of the real token's, so a client's
+//   per-model quirks for the real token do not apply.
+//   Injected failures name any CKR_* below or a number; an injected
+//   CKR_BUFFER_TOO_SMALL also reports a needed size one byte larger than
+//   the buffer given (a token that miscounts).
 #include <p11-kit-1/p11-kit/pkcs11.h>
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -26,6 +32,7 @@
 
 #include <cstdio>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -72,12 +79,29 @@ CK_MECHANISM_TYPE MechByName(const std::string& name) {
 }
 
 CK_RV RvByName(const std::string& name) {
-  if (name == "CKR_DEVICE_REMOVED") return CKR_DEVICE_REMOVED;
-  if (name == "CKR_DEVICE_ERROR") return CKR_DEVICE_ERROR;
-  if (name == "CKR_SESSION_HANDLE_INVALID") return CKR_SESSION_HANDLE_INVALID;
-  if (name == "CKR_GENERAL_ERROR") return CKR_GENERAL_ERROR;
-  if (name == "CKR_OK") return CKR_OK;
+  static const std::map<std::string, CK_RV> kNames = {
+      {"CKR_OK", CKR_OK},
+      {"CKR_DEVICE_REMOVED", CKR_DEVICE_REMOVED},
+      {"CKR_DEVICE_ERROR", CKR_DEVICE_ERROR},
+      {"CKR_DEVICE_MEMORY", CKR_DEVICE_MEMORY},
+      {"CKR_SESSION_HANDLE_INVALID", CKR_SESSION_HANDLE_INVALID},
+      {"CKR_GENERAL_ERROR", CKR_GENERAL_ERROR},
+      {"CKR_FUNCTION_FAILED", CKR_FUNCTION_FAILED},
+      {"CKR_BUFFER_TOO_SMALL", CKR_BUFFER_TOO_SMALL},
+      {"CKR_DATA_LEN_RANGE", CKR_DATA_LEN_RANGE},
+      {"CKR_ENCRYPTED_DATA_INVALID", CKR_ENCRYPTED_DATA_INVALID},
+      {"CKR_ENCRYPTED_DATA_LEN_RANGE", CKR_ENCRYPTED_DATA_LEN_RANGE},
+  };
+  auto it = kNames.find(name);
+  if (it != kNames.end()) return it->second;
   return std::strtoul(name.c_str(), nullptr, 0);
+}
+
+// InjectedResult reports an injected failure `fail` for a call whose
+// output length is `*len`.
+CK_RV InjectedResult(CK_RV fail, CK_ULONG_PTR len) {
+  if (fail == CKR_BUFFER_TOO_SMALL && len != nullptr) *len += 1;
+  return fail;
 }
 
 void ParseDelays(const char* spec) {
@@ -146,7 +170,7 @@ CK_RV ShimSign(CK_SESSION_HANDLE s, CK_BYTE_PTR d, CK_ULONG dl, CK_BYTE_PTR sig,
       CK_BYTE scratch[1024];
       CK_ULONG len = sizeof(scratch);
       g_real->C_Sign(s, d, dl, scratch, &len);
-      return fail;
+      return InjectedResult(fail, sl);
     }
     Delay(s);
   }
@@ -169,12 +193,26 @@ CK_RV ShimDecrypt(CK_SESSION_HANDLE s, CK_BYTE_PTR in, CK_ULONG il,
       CK_BYTE scratch[1024];
       CK_ULONG len = sizeof(scratch);
       g_real->C_Decrypt(s, in, il, scratch, &len);
-      return fail;
+      return InjectedResult(fail, ol);
     }
     Delay(s);
   }
   CK_RV rv = g_real->C_Decrypt(s, in, il, out, ol);
   if (out != nullptr) MaybeFlip(rv, out, ol);
+  return rv;
+}
+
+CK_RV ShimGetTokenInfo(CK_SLOT_ID slot, CK_TOKEN_INFO_PTR info) {
+  CK_RV rv = g_real->C_GetTokenInfo(slot, info);
+  const char* manufacturer = std::getenv("ACCELCRYPT_SHIM_MANUFACTURER");
+  if (rv == CKR_OK && info != nullptr && manufacturer != nullptr) {
+    std::memset(info->manufacturerID, ' ', sizeof(info->manufacturerID));
+    std::memcpy(info->manufacturerID, manufacturer,
+                std::min(std::strlen(manufacturer),
+                         sizeof(info->manufacturerID)));
+    std::memset(info->model, ' ', sizeof(info->model));
+    std::memcpy(info->model, "latency shim", 12);
+  }
   return rv;
 }
 
@@ -218,6 +256,7 @@ SHIM_EXPORT CK_RV C_GetFunctionList(CK_FUNCTION_LIST_PTR_PTR out) {
     g_list.C_DecryptInit = ShimDecryptInit;
     g_list.C_Decrypt = ShimDecrypt;
     g_list.C_Login = ShimLogin;
+    g_list.C_GetTokenInfo = ShimGetTokenInfo;
   }
   *out = &g_list;
   return CKR_OK;

@@ -4,13 +4,16 @@
 // (accelcrypt-pkcs11.so) and SoftHSMv2 in the same process, with ratios.
 // Both modules are dlopen'ed and C_Initialize'd (CKF_OS_LOCKING_OK), each
 // gets a fresh token in its own temp dir (C_InitToken, C_InitPIN, C_Login),
-// an imported AES-128 key and a generated RSA-2048 key pair (session
-// objects). Before timing, each module's results are checked (AES-CBC and
+// an imported AES-128 key (a session object and a token object with the
+// same value) and a generated RSA-2048 key pair (session objects). Before timing, each module's results are checked (AES-CBC and
 // SHA-256 against libcrypto, the RSA signature with C_Verify), so a module
 // that is fast but wrong cannot win.
 //
 // Cases (one session per thread, every iteration a complete operation):
 //   aes-128-cbc/N   C_EncryptInit(CKM_AES_CBC) + C_Encrypt, N = 16, 1024, 8192
+//   aes-128-cbc-token-key/16  the same with a token object key (CKA_TOKEN
+//                   true, private): a module that checks the key is still
+//                   current in its store on every C_EncryptInit pays here
 //   sha-256/N       C_DigestInit(CKM_SHA256) + C_Digest, same sizes
 //   rsa-2048-sign   C_SignInit(CKM_SHA256_RSA_PKCS) + C_Sign (32 bytes)
 //   random/32       C_GenerateRandom of 32 bytes
@@ -38,6 +41,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <thread>
@@ -157,6 +161,7 @@ class Module {
   const std::string& path() const { return path_; }
   CK_FUNCTION_LIST* f() const { return f_; }
   CK_OBJECT_HANDLE aes_key() const { return aes_key_; }
+  CK_OBJECT_HANDLE aes_token_key() const { return aes_token_key_; }
   CK_OBJECT_HANDLE rsa_private() const { return rsa_private_; }
   CK_OBJECT_HANDLE rsa_public() const { return rsa_public_; }
   const std::vector<uint8_t>& aes_key_value() const { return aes_value_; }
@@ -303,6 +308,14 @@ class Module {
     };
     P11_CALL(f_, C_CreateObject, main_session_, aes_tmpl,
              sizeof(aes_tmpl) / sizeof(aes_tmpl[0]), &aes_key_);
+    aes_tmpl[2].pValue = &yes;  // CKA_TOKEN
+    CK_ATTRIBUTE aes_token_tmpl[8];
+    std::copy(std::begin(aes_tmpl), std::end(aes_tmpl), aes_token_tmpl);
+    aes_token_tmpl[6] = {CKA_PRIVATE, &yes, sizeof(yes)};
+    aes_token_tmpl[7] = {CKA_SENSITIVE, &yes, sizeof(yes)};
+    P11_CALL(f_, C_CreateObject, main_session_, aes_token_tmpl,
+             sizeof(aes_token_tmpl) / sizeof(aes_token_tmpl[0]),
+             &aes_token_key_);
 
     CK_ULONG bits = 2048;
     CK_BYTE exponent[] = {0x01, 0x00, 0x01};
@@ -336,6 +349,7 @@ class Module {
   std::vector<CK_SESSION_HANDLE> sessions_;
   std::vector<uint8_t> aes_value_;
   CK_OBJECT_HANDLE aes_key_ = CK_INVALID_HANDLE;
+  CK_OBJECT_HANDLE aes_token_key_ = CK_INVALID_HANDLE;
   CK_OBJECT_HANDLE rsa_public_ = CK_INVALID_HANDLE;
   CK_OBJECT_HANDLE rsa_private_ = CK_INVALID_HANDLE;
 };
@@ -350,14 +364,22 @@ struct Worker {
 
 CK_BYTE kIv[16] = {0};
 
-absl::Status EncryptAesCbc(Worker& w, size_t len) {
+absl::Status EncryptAesCbcWith(Worker& w, CK_OBJECT_HANDLE key, size_t len) {
   CK_FUNCTION_LIST* f = w.module->f();
   CK_MECHANISM mech{CKM_AES_CBC, kIv, sizeof(kIv)};
-  P11_CALL(f, C_EncryptInit, w.session, &mech, w.module->aes_key());
+  P11_CALL(f, C_EncryptInit, w.session, &mech, key);
   CK_ULONG out_len = w.out.size();
   P11_CALL(f, C_Encrypt, w.session, w.in.data(), len, w.out.data(), &out_len);
   if (out_len != len) return absl::InternalError("C_Encrypt: wrong length");
   return absl::OkStatus();
+}
+
+absl::Status EncryptAesCbc(Worker& w, size_t len) {
+  return EncryptAesCbcWith(w, w.module->aes_key(), len);
+}
+
+absl::Status EncryptAesCbcTokenKey(Worker& w, size_t len) {
+  return EncryptAesCbcWith(w, w.module->aes_token_key(), len);
 }
 
 absl::Status DigestSha256(Worker& w, size_t len) {
@@ -410,6 +432,11 @@ absl::Status Check(Module& m) {
   if (n1 + n2 != 8192 || memcmp(want.data(), w.out.data(), 8192) != 0) {
     return absl::DataLossError(m.name() +
                                ": AES-128-CBC output differs from libcrypto");
+  }
+  ACCELCRYPT_RETURN_IF_ERROR(EncryptAesCbcTokenKey(w, 8192));
+  if (memcmp(want.data(), w.out.data(), 8192) != 0) {
+    return absl::DataLossError(
+        m.name() + ": AES-128-CBC with the token key differs from libcrypto");
   }
   // SHA-256 against libcrypto.
   ACCELCRYPT_RETURN_IF_ERROR(DigestSha256(w, 8192));
@@ -552,6 +579,8 @@ int Run(const Options& opt) {
        1, 0},
       {"aes-128-cbc/8192", "C_Encrypt AES-128-CBC 8 KiB", EncryptAesCbc, 8192,
        1, 2.0},
+      {"aes-128-cbc-token-key/16", "C_Encrypt AES-128-CBC 16 B, token key",
+       EncryptAesCbcTokenKey, 16, 1, 0},
       {"sha-256/16", "C_Digest SHA-256 16 B", DigestSha256, 16, 1, 5.0},
       {"sha-256/1024", "C_Digest SHA-256 1 KiB", DigestSha256, 1024, 1, 0},
       {"sha-256/8192", "C_Digest SHA-256 8 KiB", DigestSha256, 8192, 1, 0},

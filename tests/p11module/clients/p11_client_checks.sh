@@ -176,6 +176,11 @@ check_pkcs11_tool() {
     expect_out "token state: +uninitialized" "missing directory reads as uninitialised"
     ACCELCRYPT_PKCS11_TOKEN_DIR=$tmp/missing/dir run p11 -M
     [ ! -e "$tmp/missing" ] || fail "pkcs11-tool -L/-M created $(find "$tmp/missing")"
+    # Opening a session (-O lists objects) on the uninitialised token is
+    # refused and creates nothing either: only C_InitToken makes a store.
+    ACCELCRYPT_PKCS11_TOKEN_DIR=$tmp/missing/dir run_fails p11 -O
+    expect_out "CKR_TOKEN_NOT_RECOGNIZED" "C_OpenSession on an uninitialised token"
+    [ ! -e "$tmp/missing" ] || fail "pkcs11-tool -O created $(find "$tmp/missing")"
     step "a token directory that is a file is reported on stderr once"
     : > "$tmp/not-a-dir"
     # pkcs11-tool -L exits 0 after a failed C_GetTokenInfo; the output says it.

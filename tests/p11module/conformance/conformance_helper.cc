@@ -17,6 +17,15 @@
 //   p11_conformance_helper MODULE check LABEL PIN PREFIX COUNT
 //     finds PREFIX-0 .. PREFIX-<COUNT-1>, each exactly once, with its value;
 //     exit 0 when all match, 1 otherwise (each problem printed).
+// The cross-process coherence tests change what another process holds
+// handles to (exit 0 on success, 2 with "error ..." otherwise):
+//   p11_conformance_helper MODULE destroy LABEL PIN OBJECT 1
+//     destroys the one object whose CKA_LABEL is OBJECT.
+//   p11_conformance_helper MODULE set-false LABEL PIN OBJECT ATTRIBUTE
+//     sets the CK_BBOOL attribute ATTRIBUTE (a number, e.g. 0x104 for
+//     CKA_ENCRYPT) of the one object labelled OBJECT to CK_FALSE.
+//   p11_conformance_helper MODULE set-pin LABEL PIN NEW_PIN 0
+//     changes the user PIN from PIN to NEW_PIN (C_SetPIN, user logged in).
 #include <p11-kit-1/p11-kit/pkcs11.h>
 #include <unistd.h>
 
@@ -49,8 +58,8 @@ int Fail(const char* what, CK_RV rv) {
 int main(int argc, char** argv) {
   if (argc != 7 && argc != 8) {
     std::fprintf(stderr,
-                 "usage: %s MODULE create|check LABEL PIN PREFIX COUNT "
-                 "[GO_FILE]\n",
+                 "usage: %s MODULE create|check|destroy|set-false|set-pin "
+                 "LABEL PIN PREFIX COUNT [GO_FILE]\n",
                  argv[0]);
     return 64;
   }
@@ -84,6 +93,37 @@ int main(int argc, char** argv) {
       if (std::chrono::steady_clock::now() > deadline) return Fail("go", 0);
       usleep(1000);
     }
+  }
+  if (mode == "destroy" || mode == "set-false" || mode == "set-pin") {
+    if (mode == "set-pin") {
+      rv = f->C_SetPIN(
+          h, reinterpret_cast<CK_UTF8CHAR*>(const_cast<char*>(pin.data())),
+          pin.size(),
+          reinterpret_cast<CK_UTF8CHAR*>(const_cast<char*>(prefix.data())),
+          prefix.size());
+      if (rv != CKR_OK) return Fail("C_SetPIN", rv);
+    } else {
+      Template t;
+      t.Str(CKA_LABEL, prefix);
+      std::vector<CK_OBJECT_HANDLE> found;
+      rv = accelcrypt::p11test::FindObjects(f, h, t, &found);
+      if (rv != CKR_OK) return Fail("find", rv);
+      if (found.size() != 1) return Fail("not exactly one object", 0);
+      if (mode == "destroy") {
+        rv = f->C_DestroyObject(h, found[0]);
+        if (rv != CKR_OK) return Fail("C_DestroyObject", rv);
+      } else {
+        CK_BBOOL no = CK_FALSE;
+        CK_ATTRIBUTE a = {std::strtoul(argv[6], nullptr, 0), &no, sizeof(no)};
+        rv = f->C_SetAttributeValue(h, found[0], &a, 1);
+        if (rv != CKR_OK) return Fail("C_SetAttributeValue", rv);
+      }
+    }
+    f->C_Logout(h);
+    f->C_CloseSession(h);
+    rv = f->C_Finalize(nullptr);
+    if (rv != CKR_OK) return Fail("C_Finalize", rv);
+    return 0;
   }
   int status = 0;
   for (int i = 0; i < count; ++i) {

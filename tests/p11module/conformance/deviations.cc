@@ -19,6 +19,12 @@ const Deviation kDeviations[] = {
     {ModuleKind::kSoftHsm2, "logout.not_logged_in",
      "C_Logout returns CKR_OK when no user is logged in (before a login and "
      "on a second logout); base spec 5.6.8 lists CKR_USER_NOT_LOGGED_IN"},
+    {ModuleKind::kSoftHsm2, "setpin.elsewhere_not_seen",
+     "after another process changed the user PIN (C_SetPIN), C_Login in a "
+     "process initialised before the change still takes the old PIN and "
+     "refuses the new one until C_Finalize + C_Initialize (the token's PIN "
+     "record is kept from before); base spec 4.4/5.6.9: the PIN belongs to "
+     "the token, which every application shares"},
     {ModuleKind::kSoftHsm2, "encryptinit.key_handle_invalid",
      "C_EncryptInit with an invalid key handle returns "
      "CKR_OBJECT_HANDLE_INVALID; base spec 5.8.1 names "

@@ -11,7 +11,6 @@
 #include <p11-kit-1/p11-kit/pkcs11.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,10 +20,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/p11module/conformance/child_process.h"
 #include "tests/p11module/conformance/conformance_fixture.h"
 #include "tests/p11module/conformance/p11_harness.h"
-
-extern char** environ;
 
 namespace accelcrypt::p11test {
 namespace {
@@ -36,69 +34,17 @@ Bytes ValueFor(const std::string& label) {
   return Bytes(v.begin(), v.end());
 }
 
-// Child is a running p11_conformance_helper; `out_fd` reads its stdout
-// when `capture`.
-struct Child {
-  pid_t pid = -1;
-  int out_fd = -1;
-};
-
 Child Spawn(const std::string& module, const std::string& mode,
             const std::string& prefix, int count, bool capture,
             const std::string& go_file = "") {
-  std::vector<std::string> args = {HelperPath(),
-                                   module,
+  std::vector<std::string> args = {module,
                                    mode,
                                    std::string(P11Test::kLabel),
                                    std::string(P11Test::kUserPin),
                                    prefix,
                                    std::to_string(count)};
   if (!go_file.empty()) args.push_back(go_file);
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  int fds[2] = {-1, -1};
-  if (capture) {
-    if (pipe(fds) != 0) return {};
-    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&actions, fds[0]);
-    posix_spawn_file_actions_addclose(&actions, fds[1]);
-  }
-  Child c;
-  if (posix_spawn(&c.pid, args[0].c_str(), &actions, nullptr, argv.data(),
-                  environ) != 0) {
-    c.pid = -1;
-  }
-  posix_spawn_file_actions_destroy(&actions);
-  if (capture) {
-    close(fds[1]);
-    c.out_fd = fds[0];
-  }
-  return c;
-}
-
-// ReadLine reads one line of the child's stdout (up to 60 s); "" on EOF or
-// timeout.
-std::string ReadLine(const Child& c) {
-  std::string line;
-  char ch;
-  while (true) {
-    pollfd pfd = {c.out_fd, POLLIN, 0};
-    if (poll(&pfd, 1, 60000) <= 0) return "";
-    if (read(c.out_fd, &ch, 1) != 1) return "";
-    if (ch == '\n') return line;
-    line.push_back(ch);
-  }
-}
-
-// Wait returns the child's exit status (-1 when it did not exit normally).
-int Wait(const Child& c) {
-  int status = 0;
-  if (waitpid(c.pid, &status, 0) != c.pid) return -1;
-  if (c.out_fd >= 0) close(c.out_fd);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return SpawnHelper(args, capture);
 }
 
 class PersistenceTest : public P11Test {

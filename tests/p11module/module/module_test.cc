@@ -327,12 +327,19 @@ TEST_F(ModuleTest, SlotsAndTokenInfo) {
   EXPECT_EQ(ti.ulMaxSessionCount, CK_EFFECTIVELY_INFINITE);
   EXPECT_EQ(ti.ulMinPinLen, 4u);
   EXPECT_EQ(ti.ulMaxPinLen, 255u);
-  // Slot 1 is a separate token: still uninitialised, sessions refused.
+  // Slot 1 is a separate token: still uninitialised, sessions refused,
+  // and neither refusing one nor reading its info creates its store.
   ASSERT_EQ(f_->C_GetTokenInfo(1, &ti), CKR_OK);
   EXPECT_FALSE(ti.flags & CKF_TOKEN_INITIALIZED);
   CK_SESSION_HANDLE s;
   EXPECT_EQ(f_->C_OpenSession(1, CKF_SERIAL_SESSION, nullptr, nullptr, &s),
             CKR_TOKEN_NOT_RECOGNIZED);
+  EXPECT_EQ(f_->C_OpenSession(1, CKF_SERIAL_SESSION | CKF_RW_SESSION, nullptr,
+                              nullptr, &s),
+            CKR_TOKEN_NOT_RECOGNIZED);
+  EXPECT_FALSE(fs::exists(dir_ + "/tokens/slot1"))
+      << "C_OpenSession on an uninitialised token created its store";
+  EXPECT_TRUE(fs::exists(dir_ + "/tokens/slot0/token.sqlite"));
   EXPECT_EQ(f_->C_OpenSession(0, 0, nullptr, nullptr, &s),
             CKR_SESSION_PARALLEL_NOT_SUPPORTED);
 }
