@@ -83,12 +83,6 @@ ACCELCRYPT_TARGET_AESNI inline __m128i Reverse16() {
   return _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
 }
 
-// Swaps bytes 12..15 only: GCM's 32-bit big-endian counter becomes a
-// little-endian lane PADDD can increment modulo 2^32.
-ACCELCRYPT_TARGET_AESNI inline __m128i Swap32Last() {
-  return _mm_set_epi8(12, 13, 14, 15, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-}
-
 // CBC encryption is one dependency chain through every block: the round
 // count is a template argument so the rounds unroll with the keys in
 // registers, and the whitening key is folded into the plaintext off the
@@ -300,38 +294,6 @@ ACCELCRYPT_TARGET_AESNI void AesCtr128Aesni(const AesRoundKeys* k,
     Store(out, _mm_xor_si128(b, Load(in)));
   }
   AdvanceCounter128(ctr, total_blocks);
-}
-
-ACCELCRYPT_TARGET_AESNI void AesCtr32Aesni(const AesRoundKeys* k,
-                                           uint8_t ctr[16], const uint8_t* in,
-                                           uint8_t* out, size_t num_blocks) {
-  __m128i rk[15];
-  const int rounds = static_cast<int>(k->rounds);
-  LoadKeys(k->enc, rounds, rk);
-  const __m128i swap = Swap32Last();
-  __m128i c = _mm_shuffle_epi8(Load(ctr), swap);
-  const __m128i one = _mm_set_epi32(1, 0, 0, 0);
-  for (; num_blocks >= kLanes; num_blocks -= kLanes) {
-    __m128i b[kLanes];
-#pragma GCC unroll 16
-    for (int i = 0; i < kLanes; ++i) {
-      b[i] = _mm_shuffle_epi8(c, swap);
-      c = _mm_add_epi32(c, one);
-    }
-    Encrypt8(rk, rounds, b);
-#pragma GCC unroll 16
-    for (int i = 0; i < kLanes; ++i) {
-      Store(out + 16 * i, _mm_xor_si128(b[i], Load(in + 16 * i)));
-    }
-    in += 16 * kLanes;
-    out += 16 * kLanes;
-  }
-  for (; num_blocks > 0; --num_blocks, in += 16, out += 16) {
-    __m128i b = Encrypt1(rk, rounds, _mm_shuffle_epi8(c, swap));
-    c = _mm_add_epi32(c, one);
-    Store(out, _mm_xor_si128(b, Load(in)));
-  }
-  Store(ctr, _mm_shuffle_epi8(c, swap));
 }
 
 }  // namespace accelcrypt::x86::internal
