@@ -33,14 +33,24 @@ ACCELCRYPT_TARGET_AESNI inline __m128i Swap32Last() {
   return _mm_set_epi8(12, 13, 14, 15, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
 }
 
+// Keys128 reads round key r from the schedule at each use (a memory
+// operand of AESENC): 11..15 keys in registers next to 8 blocks, 3 sums,
+// the GHASH operands and the copies the two-operand forms need are more
+// than 16 XMM registers, and the compiler then spills blocks and sums.
+struct Keys128 {
+  const uint8_t (*enc)[16];
+  ACCELCRYPT_TARGET_AESNI __m128i operator[](int r) const {
+    return _mm_load_si128(reinterpret_cast<const __m128i*>(enc[r]));
+  }
+};
+
 // Rounds8 runs the AES rounds of the 8 counter blocks in `b` and, with
 // kHash, one iteration's GHASH: the 8 blocks at `src` (GCM byte order) with
-// H^8..H^1 in `h`/`hk`, the running value *x folded into the first. Without
+// H^8..H^1 from `t`, the running value *x folded into the first. Without
 // kHash (encryption's first iteration: no output to hash yet) only AES.
 template <int R, bool kHash>
-ACCELCRYPT_TARGET_AESNI inline void Rounds8(const __m128i* rk, __m128i* b,
-                                            const __m128i* h,
-                                            const __m128i* hk,
+ACCELCRYPT_TARGET_AESNI inline void Rounds8(const Keys128& rk, __m128i* b,
+                                            const GhashTable* t,
                                             const uint8_t* src, __m128i* x) {
   const __m128i rev = GhashByteReverse();
   GhashAcc acc = GhashAccZero();
@@ -56,7 +66,8 @@ ACCELCRYPT_TARGET_AESNI inline void Rounds8(const __m128i* rk, __m128i* b,
       const int j = r % kLanes;
       __m128i d = _mm_shuffle_epi8(Load(src + 16 * j), rev);
       if (j == 0) d = _mm_xor_si128(d, *x);
-      GhashMulAdd(&acc, d, h[j], hk[j]);
+      GhashMulAdd(&acc, d, GhashXmmPower(t, kLanes - j),
+                  GhashXmmKaratsuba(t, kLanes - j));
     }
   }
 #pragma GCC unroll 8
@@ -65,7 +76,7 @@ ACCELCRYPT_TARGET_AESNI inline void Rounds8(const __m128i* rk, __m128i* b,
 }
 
 template <int R>
-ACCELCRYPT_TARGET_AESNI inline __m128i Encrypt1(const __m128i* rk, __m128i b) {
+ACCELCRYPT_TARGET_AESNI inline __m128i Encrypt1(const Keys128& rk, __m128i b) {
   b = _mm_xor_si128(b, rk[0]);
 #pragma GCC unroll 14
   for (int r = 1; r < R; ++r) b = _mm_aesenc_si128(b, rk[r]);
@@ -77,11 +88,7 @@ ACCELCRYPT_TARGET_AESNI void Gcm(const AesRoundKeys* k, const GhashTable* t,
                                  uint8_t ctr[16], uint8_t xi[16],
                                  const uint8_t* in, uint8_t* out,
                                  size_t num_blocks) {
-  __m128i rk[R + 1];
-#pragma GCC unroll 15
-  for (int i = 0; i <= R; ++i) {
-    rk[i] = _mm_load_si128(reinterpret_cast<const __m128i*>(k->enc[i]));
-  }
+  const Keys128 rk{k->enc};
   const __m128i rev = GhashByteReverse();
   const __m128i swap = Swap32Last();
   __m128i x = _mm_shuffle_epi8(Load(xi), rev);
@@ -90,36 +97,45 @@ ACCELCRYPT_TARGET_AESNI void Gcm(const AesRoundKeys* k, const GhashTable* t,
   const __m128i one = _mm_set_epi32(1, 0, 0, 0);
   size_t left = num_blocks;
   if (left >= kLanes) {
-    __m128i h[kLanes], hk[kLanes];
-#pragma GCC unroll 8
-    for (int i = 0; i < kLanes; ++i) {
-      h[i] = GhashXmmPower(t, kLanes - i);
-      hk[i] = GhashXmmKaratsuba(t, kLanes - i);
-    }
+    // +1 on the last byte of a big-endian counter block (the top byte of
+    // the last little-endian dword): valid while that byte does not carry.
+    const __m128i one_be = _mm_set_epi32(1 << 24, 0, 0, 0);
+    const __m128i eight = _mm_set_epi32(kLanes, 0, 0, 0);
+    unsigned low = ctr[15];  // last byte of this iteration's first block
     const uint8_t* pending = nullptr;
     for (; left >= kLanes; left -= kLanes) {
       __m128i b[kLanes];
+      if (low <= 256 - kLanes) {
+        // No carry out of the last byte within these 8 blocks (31 of 32
+        // iterations): one byte swap, then big-endian adds.
+        b[0] = _mm_shuffle_epi8(c, swap);
 #pragma GCC unroll 8
-      for (int i = 0; i < kLanes; ++i) {
-        b[i] = _mm_shuffle_epi8(c, swap);
-        c = _mm_add_epi32(c, one);
-      }
-      if (kDecrypt) {
-        // All loads before any store: `in` may equal `out`. GHASH reads
-        // the same lines from L1 during the rounds.
-        __m128i d[kLanes];
-#pragma GCC unroll 8
-        for (int i = 0; i < kLanes; ++i) d[i] = Load(in + 16 * i);
-        Rounds8<R, true>(rk, b, h, hk, in, &x);
+        for (int i = 1; i < kLanes; ++i) b[i] = _mm_add_epi32(b[i - 1], one_be);
+        c = _mm_add_epi32(c, eight);
+      } else {
 #pragma GCC unroll 8
         for (int i = 0; i < kLanes; ++i) {
-          Store(out + 16 * i, _mm_xor_si128(b[i], d[i]));
+          b[i] = _mm_shuffle_epi8(c, swap);
+          c = _mm_add_epi32(c, one);
+        }
+      }
+      low = (low + kLanes) & 0xff;
+      if (kDecrypt) {
+        // GHASH reads the ciphertext during the rounds, before any store;
+        // each block is then loaded again (L1) just before its own output
+        // overwrites it when `in` equals `out` (the only overlap allowed).
+        // Loading all 8 up front would hold 8 more registers through the
+        // rounds.
+        Rounds8<R, true>(rk, b, t, in, &x);
+#pragma GCC unroll 8
+        for (int i = 0; i < kLanes; ++i) {
+          Store(out + 16 * i, _mm_xor_si128(b[i], Load(in + 16 * i)));
         }
       } else {
         if (pending != nullptr) {
-          Rounds8<R, true>(rk, b, h, hk, pending, &x);
+          Rounds8<R, true>(rk, b, t, pending, &x);
         } else {
-          Rounds8<R, false>(rk, b, h, hk, nullptr, &x);
+          Rounds8<R, false>(rk, b, t, nullptr, &x);
         }
 #pragma GCC unroll 8
         for (int i = 0; i < kLanes; ++i) {

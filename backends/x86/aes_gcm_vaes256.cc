@@ -263,17 +263,18 @@ ACCELCRYPT_TARGET_VAES256 void Gcm(const AesRoundKeys* k, const GhashTable* t,
     }
     low = (low + kBlocks) & 0xff;
     if (kDecrypt) {
-      __m256i d[kRegs];
-      // All loads before any store: `in` may equal `out`.
-#pragma GCC unroll 8
-      for (int i = 0; i < kRegs; ++i) {
-        d[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 32 * i));
-      }
+      // GHASH reads the ciphertext during the rounds, before any store;
+      // each register's blocks are loaded again (L1) just before their own
+      // output overwrites them when `in` equals `out` (the only overlap
+      // allowed). Loading all up front would hold 8 more registers.
       x = EncryptAndHash<R>(rk, b, t, in, rev, x);
 #pragma GCC unroll 8
       for (int i = 0; i < kRegs; ++i) {
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * i),
-                            _mm256_xor_si256(b[i], d[i]));
+        _mm256_storeu_si256(
+            reinterpret_cast<__m256i*>(out + 32 * i),
+            _mm256_xor_si256(b[i], _mm256_loadu_si256(
+                                       reinterpret_cast<const __m256i*>(
+                                           in + 32 * i))));
       }
     } else {
       if (pending != nullptr) {
