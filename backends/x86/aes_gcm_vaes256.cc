@@ -46,7 +46,9 @@ struct Keys256 {
   }
 };
 
-// Unreduced schoolbook sums of reflected blocks times twisted powers.
+// Unreduced Karatsuba sums of reflected blocks times twisted powers (as
+// GhashAcc in ghash_common.h, two blocks per register): the middle term is
+// recovered once, in FinishAcc.
 struct Acc {
   __m256i lo, hi, mid;
 };
@@ -56,16 +58,17 @@ ACCELCRYPT_TARGET_VAES256 inline Acc ZeroAcc() {
              _mm256_setzero_si256()};
 }
 
-// MulAdd adds the products of d and h to the sums. The empty asm pins the
-// running sums: without it the compiler re-associates the XOR chains of a
-// whole iteration into trees evaluated after the last product, and every
-// product waits in a stack slot until then.
-ACCELCRYPT_TARGET_VAES256 inline void MulAdd(Acc* acc, __m256i d, __m256i h) {
+// MulAdd adds the products of d and h (hk: h's Karatsuba entries) to the
+// sums, three VPCLMULQDQ per register. The empty asm pins the running sums:
+// without it the compiler re-associates the XOR chains of a whole
+// iteration into trees evaluated after the last product, and every product
+// waits in a stack slot until then.
+ACCELCRYPT_TARGET_VAES256 inline void MulAdd(Acc* acc, __m256i d, __m256i h,
+                                             __m256i hk) {
   acc->lo = _mm256_xor_si256(acc->lo, _mm256_clmulepi64_epi128(d, h, 0x00));
   acc->hi = _mm256_xor_si256(acc->hi, _mm256_clmulepi64_epi128(d, h, 0x11));
-  acc->mid = _mm256_xor_si256(
-      acc->mid, _mm256_xor_si256(_mm256_clmulepi64_epi128(d, h, 0x01),
-                                 _mm256_clmulepi64_epi128(d, h, 0x10)));
+  const __m256i dm = _mm256_xor_si256(d, _mm256_shuffle_epi32(d, 0x4e));
+  acc->mid = _mm256_xor_si256(acc->mid, _mm256_clmulepi64_epi128(dm, hk, 0x00));
   __asm__("" : "+x"(acc->lo), "+x"(acc->hi), "+x"(acc->mid));
 }
 
@@ -73,36 +76,27 @@ ACCELCRYPT_TARGET_VAES256 inline __m256i Power(const GhashTable* t, int i) {
   return _mm256_load_si256(reinterpret_cast<const __m256i*>(t->powers[i]));
 }
 
-ACCELCRYPT_TARGET_VAES256 inline __m128i Finish(__m128i lo, __m128i hi,
-                                                __m128i mid) {
-  lo = _mm_xor_si128(lo, _mm_slli_si128(mid, 8));
-  hi = _mm_xor_si128(hi, _mm_srli_si128(mid, 8));
-  return GhashReduce(hi, lo);
+// Karatsuba entries of powers[i] and powers[i + 1] (i even, >= kFirst).
+ACCELCRYPT_TARGET_VAES256 inline __m256i PowerK(const GhashTable* t, int i) {
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(
+      t->karatsuba[i - (kGhashPowers - kGhashKaratsubaPowers)]));
 }
 
-// FinishAcc splits the middle terms into both halves per lane (VPSLLDQ and
-// VPSRLDQ shift within each 128-bit lane), folds the two lanes and reduces:
-// two lane extractions instead of three.
+// MulAddPower adds d times table entries i, i + 1.
+ACCELCRYPT_TARGET_VAES256 inline void MulAddPower(Acc* acc, __m256i d,
+                                                  const GhashTable* t, int i) {
+  MulAdd(acc, d, Power(t, i), PowerK(t, i));
+}
+
+// FinishAcc recovers the middle terms (mid ^ lo ^ hi), splits them into
+// both halves per lane (VPSLLDQ and VPSRLDQ shift within each 128-bit
+// lane), folds the two lanes and reduces.
 ACCELCRYPT_TARGET_VAES256 inline __m128i FinishAcc(const Acc& acc) {
-  const __m256i lo = _mm256_xor_si256(acc.lo, _mm256_bslli_epi128(acc.mid, 8));
-  const __m256i hi = _mm256_xor_si256(acc.hi, _mm256_bsrli_epi128(acc.mid, 8));
+  const __m256i mid =
+      _mm256_xor_si256(acc.mid, _mm256_xor_si256(acc.lo, acc.hi));
+  const __m256i lo = _mm256_xor_si256(acc.lo, _mm256_bslli_epi128(mid, 8));
+  const __m256i hi = _mm256_xor_si256(acc.hi, _mm256_bsrli_epi128(mid, 8));
   return GhashReduce(Fold(hi), Fold(lo));
-}
-
-// FinishWithX adds x*H^16 to the sums and reduces.
-ACCELCRYPT_TARGET_VAES256 inline __m128i FinishWithX(const GhashTable* t,
-                                                     const Acc& acc,
-                                                     __m128i x) {
-  const __m128i h =
-      _mm_load_si128(reinterpret_cast<const __m128i*>(t->powers[kFirst]));
-  const __m128i lo =
-      _mm_xor_si128(Fold(acc.lo), _mm_clmulepi64_si128(x, h, 0x00));
-  const __m128i hi =
-      _mm_xor_si128(Fold(acc.hi), _mm_clmulepi64_si128(x, h, 0x11));
-  const __m128i mid = _mm_xor_si128(
-      Fold(acc.mid), _mm_xor_si128(_mm_clmulepi64_si128(x, h, 0x01),
-                                   _mm_clmulepi64_si128(x, h, 0x10)));
-  return Finish(lo, hi, mid);
 }
 
 // GhashFull folds 16 reflected blocks into x.
@@ -111,8 +105,12 @@ ACCELCRYPT_TARGET_VAES256 inline __m128i GhashFull(const GhashTable* t,
                                                    __m128i x) {
   Acc acc = ZeroAcc();
 #pragma GCC unroll 8
-  for (int i = 0; i < kRegs; ++i) MulAdd(&acc, d[i], Power(t, kFirst + 2 * i));
-  return FinishWithX(t, acc, x);
+  for (int i = 0; i < kRegs; ++i) {
+    const __m256i di =
+        i == 0 ? _mm256_xor_si256(d[0], _mm256_zextsi128_si256(x)) : d[i];
+    MulAddPower(&acc, di, t, kFirst + 2 * i);
+  }
+  return FinishAcc(acc);
 }
 
 // GhashShort folds n (1..16) blocks at `data` (GCM byte order) into x with
@@ -137,10 +135,10 @@ ACCELCRYPT_TARGET_VAES256 inline __m128i GhashShort(const GhashTable* t,
           d, pad ? _mm256_inserti128_si256(_mm256_setzero_si256(), x, 1)
                  : _mm256_zextsi128_si256(x));
     }
-    MulAdd(&acc, d, Power(t, first + 2 * static_cast<int>(j)));
+    MulAddPower(&acc, d, t, first + 2 * static_cast<int>(j));
   }
   explicit_bzero(buf, 16 * m);
-  return Finish(Fold(acc.lo), Fold(acc.hi), Fold(acc.mid));
+  return FinishAcc(acc);
 }
 
 template <int R>
@@ -179,7 +177,7 @@ ACCELCRYPT_TARGET_VAES256 inline __m128i EncryptAndHash(
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(gsrc + 32 * j)),
           rev);
       if (j == 0) d = _mm256_xor_si256(d, _mm256_zextsi128_si256(x));
-      MulAdd(&acc, d, Power(t, kFirst + 2 * j));
+      MulAddPower(&acc, d, t, kFirst + 2 * j);
     }
   }
 #pragma GCC unroll 8

@@ -17,13 +17,13 @@ ACCELCRYPT_TARGET_AESNI inline __m128i LoadReflected(const uint8_t* p) {
                           GhashByteReverse());
 }
 
-// StorePower writes the twisted H^k and, for k <= 8, its Karatsuba entry.
+// StorePower writes the twisted H^k and, for k <= 16, its Karatsuba entry.
 ACCELCRYPT_TARGET_AESNI inline void StorePower(GhashTable* t, int k,
                                                __m128i p) {
   _mm_store_si128(reinterpret_cast<__m128i*>(t->powers[kGhashPowers - k]), p);
-  if (k <= kGhashXmmPowers) {
+  if (k <= kGhashKaratsubaPowers) {
     _mm_store_si128(
-        reinterpret_cast<__m128i*>(t->karatsuba[kGhashXmmPowers - k]),
+        reinterpret_cast<__m128i*>(t->karatsuba[kGhashKaratsubaPowers - k]),
         _mm_xor_si128(p, _mm_shuffle_epi32(p, 0x4e)));
   }
 }

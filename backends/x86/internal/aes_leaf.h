@@ -23,14 +23,16 @@ struct AesRoundKeys {
 
 // GhashTable holds H^32, H^31, ..., H^1 (descending) in the backend's
 // internal GHASH representation (byte-reflected, pre-divided by x), and for
-// the XMM paths' Karatsuba products H^8..H^1 again as hi ^ lo (in both
-// halves): karatsuba[i] belongs to powers[kGhashPowers - 8 + i]. Both are in
-// the order the loops read them (the oldest block meets the highest power).
+// the Karatsuba products of the XMM and YMM paths H^16..H^1 again as
+// hi ^ lo (in both halves): karatsuba[i] belongs to
+// powers[kGhashPowers - kGhashKaratsubaPowers + i]. Both are in the order
+// the loops read them (the oldest block meets the highest power).
 constexpr int kGhashPowers = 32;
 constexpr int kGhashXmmPowers = 8;
+constexpr int kGhashKaratsubaPowers = 16;
 struct GhashTable {
   alignas(64) uint8_t powers[kGhashPowers][16];
-  alignas(16) uint8_t karatsuba[kGhashXmmPowers][16];
+  alignas(64) uint8_t karatsuba[kGhashKaratsubaPowers][16];
 };
 
 // aes_key_aesni.cc. key_len is 16, 24 or 32 (checked by the caller). Without
@@ -87,7 +89,7 @@ void AesCtr128Vaes512(const AesRoundKeys* k, uint8_t ctr[16], const uint8_t* in,
 // ghash_pclmul.cc. `h` is E(K, 0^128). `xi` is the running GHASH value in
 // GCM byte order, updated on return. GhashInitPclmul fills only the last
 // `count` (1..kGhashPowers) entries, H^count..H^1 (and their Karatsuba
-// entries up to H^8). GhashExtendPclmul adds H^(have+1)..H^want to a table
+// entries up to H^16). GhashExtendPclmul adds H^(have+1)..H^want to a table
 // holding H^have..H^1 (1 <= have < want <= kGhashPowers): the key setup
 // computes H alone and a message extends the table to what it reads.
 // GhashPclmul reads H^min(n, 8)..H^1 for n blocks: 8 blocks per reduction,

@@ -96,8 +96,8 @@ ACCELCRYPT_TARGET_AESNI static inline __m128i GhashXmmPower(
 
 ACCELCRYPT_TARGET_AESNI static inline __m128i GhashXmmKaratsuba(
     const GhashTable* t, int k) {
-  return _mm_load_si128(
-      reinterpret_cast<const __m128i*>(t->karatsuba[kGhashXmmPowers - k]));
+  return _mm_load_si128(reinterpret_cast<const __m128i*>(
+      t->karatsuba[kGhashKaratsubaPowers - k]));
 }
 
 // GhashXmmBlocks folds n (1..8) blocks at `data` (GCM byte order) into the
