@@ -83,6 +83,41 @@ ACCELCRYPT_TARGET_AESNI inline __m128i Encrypt1(const Keys128& rk, __m128i b) {
   return _mm_aesenclast_si128(b, rk[R]);
 }
 
+// NextCounters fills b with the next 8 counter blocks from c (the counter
+// with its last 32 bits little-endian in the top lane), advancing c and
+// `low` (the last byte of the first block).
+ACCELCRYPT_TARGET_AESNI inline void NextCounters(__m128i* b, __m128i* c,
+                                                 unsigned* low) {
+  const __m128i swap = Swap32Last();
+  if (*low <= 256 - kLanes) {
+    // No carry out of the last byte within these 8 blocks (31 of 32
+    // iterations): one byte swap, then +1 on the last byte of the
+    // big-endian block (the top byte of its last little-endian dword).
+    const __m128i one_be = _mm_set_epi32(1 << 24, 0, 0, 0);
+    b[0] = _mm_shuffle_epi8(*c, swap);
+#pragma GCC unroll 8
+    for (int i = 1; i < kLanes; ++i) b[i] = _mm_add_epi32(b[i - 1], one_be);
+    *c = _mm_add_epi32(*c, _mm_set_epi32(kLanes, 0, 0, 0));
+  } else {
+    const __m128i one = _mm_set_epi32(1, 0, 0, 0);
+#pragma GCC unroll 8
+    for (int i = 0; i < kLanes; ++i) {
+      b[i] = _mm_shuffle_epi8(*c, swap);
+      *c = _mm_add_epi32(*c, one);
+    }
+  }
+  *low = (*low + kLanes) & 0xff;
+}
+
+// StoreXor8 writes in ^ b for 8 blocks.
+ACCELCRYPT_TARGET_AESNI inline void StoreXor8(const __m128i* b,
+                                              const uint8_t* in, uint8_t* out) {
+#pragma GCC unroll 8
+  for (int i = 0; i < kLanes; ++i) {
+    Store(out + 16 * i, _mm_xor_si128(b[i], Load(in + 16 * i)));
+  }
+}
+
 template <int R, bool kDecrypt>
 ACCELCRYPT_TARGET_AESNI void Gcm(const AesRoundKeys* k, const GhashTable* t,
                                  uint8_t ctr[16], uint8_t xi[16],
@@ -97,56 +132,40 @@ ACCELCRYPT_TARGET_AESNI void Gcm(const AesRoundKeys* k, const GhashTable* t,
   const __m128i one = _mm_set_epi32(1, 0, 0, 0);
   size_t left = num_blocks;
   if (left >= kLanes) {
-    // +1 on the last byte of a big-endian counter block (the top byte of
-    // the last little-endian dword): valid while that byte does not carry.
-    const __m128i one_be = _mm_set_epi32(1 << 24, 0, 0, 0);
-    const __m128i eight = _mm_set_epi32(kLanes, 0, 0, 0);
-    unsigned low = ctr[15];  // last byte of this iteration's first block
-    const uint8_t* pending = nullptr;
-    for (; left >= kLanes; left -= kLanes) {
-      __m128i b[kLanes];
-      if (low <= 256 - kLanes) {
-        // No carry out of the last byte within these 8 blocks (31 of 32
-        // iterations): one byte swap, then big-endian adds.
-        b[0] = _mm_shuffle_epi8(c, swap);
-#pragma GCC unroll 8
-        for (int i = 1; i < kLanes; ++i) b[i] = _mm_add_epi32(b[i - 1], one_be);
-        c = _mm_add_epi32(c, eight);
-      } else {
-#pragma GCC unroll 8
-        for (int i = 0; i < kLanes; ++i) {
-          b[i] = _mm_shuffle_epi8(c, swap);
-          c = _mm_add_epi32(c, one);
-        }
-      }
-      low = (low + kLanes) & 0xff;
-      if (kDecrypt) {
+    unsigned low = ctr[15];  // last byte of the next iteration's first block
+    __m128i b[kLanes];
+    if (kDecrypt) {
+      for (; left >= kLanes; left -= kLanes) {
+        NextCounters(b, &c, &low);
         // GHASH reads the ciphertext during the rounds, before any store;
         // each block is then loaded again (L1) just before its own output
         // overwrites it when `in` equals `out` (the only overlap allowed).
         // Loading all 8 up front would hold 8 more registers through the
         // rounds.
         Rounds8<R, true>(rk, b, t, in, &x);
-#pragma GCC unroll 8
-        for (int i = 0; i < kLanes; ++i) {
-          Store(out + 16 * i, _mm_xor_si128(b[i], Load(in + 16 * i)));
-        }
-      } else {
-        if (pending != nullptr) {
-          Rounds8<R, true>(rk, b, t, pending, &x);
-        } else {
-          Rounds8<R, false>(rk, b, t, nullptr, &x);
-        }
-#pragma GCC unroll 8
-        for (int i = 0; i < kLanes; ++i) {
-          Store(out + 16 * i, _mm_xor_si128(b[i], Load(in + 16 * i)));
-        }
-        pending = out;
+        StoreXor8(b, in, out);
+        in += 16 * kLanes;
+        out += 16 * kLanes;
       }
+    } else {
+      // The first 8 blocks have no output before them to hash; the loop
+      // then always hashes the previous 8 (one loop body, not two).
+      NextCounters(b, &c, &low);
+      Rounds8<R, false>(rk, b, t, nullptr, &x);
+      StoreXor8(b, in, out);
+      const uint8_t* pending = out;
       in += 16 * kLanes;
       out += 16 * kLanes;
+      for (left -= kLanes; left >= kLanes; left -= kLanes) {
+        NextCounters(b, &c, &low);
+        Rounds8<R, true>(rk, b, t, pending, &x);
+        StoreXor8(b, in, out);
+        pending = out;
+        in += 16 * kLanes;
+        out += 16 * kLanes;
+      }
+      x = GhashXmmBlocks(t, x, pending, kLanes);
     }
-    if (pending != nullptr) x = GhashXmmBlocks(t, x, pending, kLanes);
   }
   if (left > 0) {
     // 1..7 blocks: independent single-block chains (the CPU overlaps
