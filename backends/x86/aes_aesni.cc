@@ -172,19 +172,37 @@ void AesCbcEncryptAesni(const AesRoundKeys* k, uint8_t iv[16],
   }
 }
 
-ACCELCRYPT_TARGET_AESNI void AesCbcDecryptAesni(const AesRoundKeys* k,
-                                                uint8_t iv[16],
-                                                const uint8_t* in, uint8_t* out,
-                                                size_t num_blocks) {
-  __m128i rk[15];
-  const int rounds = static_cast<int>(k->rounds);
-  LoadKeys(k->dec, rounds, rk);
+namespace {
+
+// CbcDecrypt with the round count as a template argument (as Ctr128): the
+// round keys load straight into registers and the rounds unroll; a runtime
+// count copied the schedule with memcpy and looped, most of the cost of a
+// short call.
+template <int R>
+ACCELCRYPT_TARGET_AESNI void CbcDecrypt(const AesRoundKeys* k, uint8_t iv[16],
+                                        const uint8_t* in, uint8_t* out,
+                                        size_t num_blocks) {
+  __m128i rk[R + 1];
+#pragma GCC unroll 15
+  for (int i = 0; i <= R; ++i) {
+    rk[i] = _mm_load_si128(reinterpret_cast<const __m128i*>(k->dec[i]));
+  }
   __m128i prev = Load(iv);
   for (; num_blocks >= kLanes; num_blocks -= kLanes) {
+    // All loads before any store: `in` may equal `out`.
     __m128i c[kLanes], b[kLanes];
 #pragma GCC unroll 16
-    for (int i = 0; i < kLanes; ++i) b[i] = c[i] = Load(in + 16 * i);
-    Decrypt8(rk, rounds, b);
+    for (int i = 0; i < kLanes; ++i) {
+      c[i] = Load(in + 16 * i);
+      b[i] = _mm_xor_si128(c[i], rk[0]);
+    }
+#pragma GCC unroll 14
+    for (int r = 1; r < R; ++r) {
+#pragma GCC unroll 16
+      for (int i = 0; i < kLanes; ++i) b[i] = _mm_aesdec_si128(b[i], rk[r]);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < kLanes; ++i) b[i] = _mm_aesdeclast_si128(b[i], rk[R]);
     Store(out, _mm_xor_si128(b[0], prev));
 #pragma GCC unroll 16
     for (int i = 1; i < kLanes; ++i) {
@@ -195,11 +213,28 @@ ACCELCRYPT_TARGET_AESNI void AesCbcDecryptAesni(const AesRoundKeys* k,
     out += 16 * kLanes;
   }
   for (; num_blocks > 0; --num_blocks, in += 16, out += 16) {
-    __m128i c = Load(in);
-    Store(out, _mm_xor_si128(Decrypt1(rk, rounds, c), prev));
+    const __m128i c = Load(in);
+    __m128i b = _mm_xor_si128(c, rk[0]);
+#pragma GCC unroll 14
+    for (int r = 1; r < R; ++r) b = _mm_aesdec_si128(b, rk[r]);
+    Store(out, _mm_xor_si128(_mm_aesdeclast_si128(b, rk[R]), prev));
     prev = c;
   }
   Store(iv, prev);
+}
+
+}  // namespace
+
+void AesCbcDecryptAesni(const AesRoundKeys* k, uint8_t iv[16],
+                        const uint8_t* in, uint8_t* out, size_t num_blocks) {
+  switch (k->rounds) {
+    case 10:
+      return CbcDecrypt<10>(k, iv, in, out, num_blocks);
+    case 12:
+      return CbcDecrypt<12>(k, iv, in, out, num_blocks);
+    default:
+      return CbcDecrypt<14>(k, iv, in, out, num_blocks);
+  }
 }
 
 ACCELCRYPT_TARGET_AESNI void AesCfbEncryptAesni(const AesRoundKeys* k,
