@@ -99,9 +99,10 @@ void MeasurePair(const std::function<void()>& ours,
     }                                                                        \
   } while (0)
 
-// The ceiling loops are written in assembly, so that the instruction mix
-// is exactly the one named (compiled intrinsics spill and reorder around
-// 16 XMM/YMM registers). Each is counter mode in registers: every rep
+// The XMM and YMM ceiling loops are written in assembly, so that the
+// instruction mix is exactly the one named (compiled intrinsics spill and
+// reorder around 16 XMM/YMM registers); the ZMM ones, with 32 registers,
+// stay intrinsics. Each is counter mode in registers: every rep
 // derives fresh blocks from a counter, so reps are independent and the CPU
 // overlaps them as it overlaps the iterations of the real loops; 10 AES
 // rounds (AES-128); the results XORed into a sink. The GCM shapes add the
