@@ -551,6 +551,26 @@ TEST(X86GcmLeafTest, LazyPowersAndGhashMatchReference) {
   internal::GhashExtendPclmul(&lazy, 2, 9);
   internal::GhashExtendPclmul(&lazy, 9, internal::kGhashPowers);
   EXPECT_EQ(memcmp(&full, &lazy, sizeof(full)), 0);
+  // Each entry against an independent H^k: the bitwise product, stored as
+  // the first entry of a table built from H^k itself (no GhashMul).
+  Bytes hk = h;  // H^k in GCM byte order
+  for (int k = 1; k <= internal::kGhashPowers; ++k) {
+    if (k > 1) hk = RefGhash(h, Bytes(16, 0), hk.data(), 1);
+    internal::GhashTable one;
+    memset(&one, 0, sizeof(one));
+    internal::GhashInitPclmul(hk.data(), &one, 1);
+    EXPECT_EQ(memcmp(full.powers[internal::kGhashPowers - k],
+                     one.powers[internal::kGhashPowers - 1], 16),
+              0)
+        << "H^" << k;
+    if (k <= internal::kGhashKaratsubaPowers) {
+      EXPECT_EQ(
+          memcmp(full.karatsuba[internal::kGhashKaratsubaPowers - k],
+                 one.karatsuba[internal::kGhashKaratsubaPowers - 1], 16),
+          0)
+          << "Karatsuba entry of H^" << k;
+    }
+  }
   const Bytes data = Random(16 * 41, &rng);
   for (size_t n = 0; n <= 41; ++n) {
     const Bytes x0 = Random(16, &rng);
