@@ -16,8 +16,8 @@
 namespace accelcrypt::x86::internal {
 namespace {
 
-constexpr int kRegs = 8;               // YMM registers of blocks in flight
-constexpr int kBlocks = 2 * kRegs;     // 16 blocks per iteration
+constexpr int kRegs = 8;            // YMM registers of blocks in flight
+constexpr int kBlocks = 2 * kRegs;  // 16 blocks per iteration
 constexpr int kFirst = kGhashPowers - kBlocks;  // index of H^16
 
 ACCELCRYPT_TARGET_VAES256 inline __m256i Bcast(__m128i v) {
@@ -188,12 +188,9 @@ ACCELCRYPT_TARGET_VAES256 inline __m128i EncryptAndHash(
 // GcmTail encrypts `left` (1..15) blocks with N registers (2N >= left)
 // through a stack buffer, and folds the ciphertext into x.
 template <int R, int N, bool kDecrypt>
-ACCELCRYPT_TARGET_VAES256 inline __m128i GcmTail(const Keys256& rk,
-                                                 const GhashTable* t, __m256i c,
-                                                 __m256i swap,
-                                                 const uint8_t* in,
-                                                 uint8_t* out, size_t left,
-                                                 __m128i x) {
+ACCELCRYPT_TARGET_VAES256 inline __m128i GcmTail(
+    const Keys256& rk, const GhashTable* t, __m256i c, __m256i swap,
+    const uint8_t* in, uint8_t* out, size_t left, __m128i x) {
   const __m256i two = _mm256_set_epi32(2, 0, 0, 0, 2, 0, 0, 0);
   alignas(32) uint8_t buf[32 * N];
   memcpy(buf, in, 16 * left);
@@ -270,9 +267,9 @@ ACCELCRYPT_TARGET_VAES256 void Gcm(const AesRoundKeys* k, const GhashTable* t,
       for (int i = 0; i < kRegs; ++i) {
         _mm256_storeu_si256(
             reinterpret_cast<__m256i*>(out + 32 * i),
-            _mm256_xor_si256(b[i], _mm256_loadu_si256(
-                                       reinterpret_cast<const __m256i*>(
-                                           in + 32 * i))));
+            _mm256_xor_si256(
+                b[i], _mm256_loadu_si256(
+                          reinterpret_cast<const __m256i*>(in + 32 * i))));
       }
     } else {
       if (pending != nullptr) {
@@ -284,9 +281,9 @@ ACCELCRYPT_TARGET_VAES256 void Gcm(const AesRoundKeys* k, const GhashTable* t,
       for (int i = 0; i < kRegs; ++i) {
         _mm256_storeu_si256(
             reinterpret_cast<__m256i*>(out + 32 * i),
-            _mm256_xor_si256(b[i], _mm256_loadu_si256(
-                                       reinterpret_cast<const __m256i*>(
-                                           in + 32 * i))));
+            _mm256_xor_si256(
+                b[i], _mm256_loadu_si256(
+                          reinterpret_cast<const __m256i*>(in + 32 * i))));
       }
       pending = out;
     }
@@ -298,7 +295,8 @@ ACCELCRYPT_TARGET_VAES256 void Gcm(const AesRoundKeys* k, const GhashTable* t,
 #pragma GCC unroll 8
     for (int i = 0; i < kRegs; ++i) {
       d[i] = _mm256_shuffle_epi8(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pending + 32 * i)),
+          _mm256_loadu_si256(
+              reinterpret_cast<const __m256i*>(pending + 32 * i)),
           rev);
     }
     x = GhashFull(t, d, x);

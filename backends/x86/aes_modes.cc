@@ -197,8 +197,7 @@ absl::Status AesX86::Init(bool encrypt, const uint8_t* key, size_t key_len,
 
   // GCM uses the encryption schedule in both directions, so the same key
   // with a new IV needs neither a new schedule nor new powers of H.
-  if (key != nullptr && mode_ == ACCELCRYPT_MODE_GCM &&
-      SameKey(key, key_len)) {
+  if (key != nullptr && mode_ == ACCELCRYPT_MODE_GCM && SameKey(key, key_len)) {
     key = nullptr;
   }
   if (key != nullptr) {
@@ -495,9 +494,8 @@ void AesX86::GcmBulk(const uint8_t* in, uint8_t* out, size_t num_blocks) {
                                                 out, num_blocks);
     return;
   }
-  (encrypt_ ? internal::AesGcmEncryptAesni
-            : internal::AesGcmDecryptAesni)(&keys_, &htable_, iv_, xi_, in, out,
-                                            num_blocks);
+  (encrypt_ ? internal::AesGcmEncryptAesni : internal::AesGcmDecryptAesni)(
+      &keys_, &htable_, iv_, xi_, in, out, num_blocks);
 }
 
 absl::Status AesX86::UpdateGcm(const uint8_t* in, size_t in_len, uint8_t* out) {

@@ -564,10 +564,9 @@ TEST(X86GcmLeafTest, LazyPowersAndGhashMatchReference) {
               0)
         << "H^" << k;
     if (k <= internal::kGhashKaratsubaPowers) {
-      EXPECT_EQ(
-          memcmp(full.karatsuba[internal::kGhashKaratsubaPowers - k],
-                 one.karatsuba[internal::kGhashKaratsubaPowers - 1], 16),
-          0)
+      EXPECT_EQ(memcmp(full.karatsuba[internal::kGhashKaratsubaPowers - k],
+                       one.karatsuba[internal::kGhashKaratsubaPowers - 1], 16),
+                0)
           << "Karatsuba entry of H^" << k;
     }
   }
@@ -645,8 +644,7 @@ TEST(X86GcmLeafTest, Ctr32WrapsWithoutCarry) {
       Bytes ctr = ctr0, out(16 * n), xi(16, 0);
       internal::AesGcmEncryptVaes256(&keys, &table, ctr.data(), xi.data(),
                                      pt.data(), out.data(), n);
-      EXPECT_EQ(Hex(out), Hex(Bytes(want.begin(), want.begin() + 16 * n)))
-          << n;
+      EXPECT_EQ(Hex(out), Hex(Bytes(want.begin(), want.begin() + 16 * n))) << n;
       EXPECT_EQ(Hex(xi), Hex(ref_xi)) << n;
       EXPECT_EQ(ctr[15], static_cast<uint8_t>(0x37 + n)) << n;
       Bytes ctr2 = ctr0, xi2(16, 0);

@@ -67,9 +67,8 @@ ACCELCRYPT_TARGET_AESNI static inline GhashAcc GhashAccZero() {
 
 // GhashMulAdd adds a*h to `acc` with three PCLMULQDQ: `hk` holds
 // h.lo ^ h.hi in its low 64 bits (the table's Karatsuba entry).
-ACCELCRYPT_TARGET_AESNI static inline void GhashMulAdd(GhashAcc* acc,
-                                                       __m128i a, __m128i h,
-                                                       __m128i hk) {
+ACCELCRYPT_TARGET_AESNI static inline void GhashMulAdd(GhashAcc* acc, __m128i a,
+                                                       __m128i h, __m128i hk) {
   acc->lo = _mm_xor_si128(acc->lo, _mm_clmulepi64_si128(a, h, 0x00));
   acc->hi = _mm_xor_si128(acc->hi, _mm_clmulepi64_si128(a, h, 0x11));
   const __m128i am = _mm_xor_si128(a, _mm_shuffle_epi32(a, 0x4e));
@@ -88,8 +87,8 @@ ACCELCRYPT_TARGET_AESNI static inline __m128i GhashFinish(const GhashAcc& acc) {
 
 // GhashXmmPower and GhashXmmKaratsuba load H^k (1 <= k <= 8) and its
 // Karatsuba entry.
-ACCELCRYPT_TARGET_AESNI static inline __m128i GhashXmmPower(
-    const GhashTable* t, int k) {
+ACCELCRYPT_TARGET_AESNI static inline __m128i GhashXmmPower(const GhashTable* t,
+                                                            int k) {
   return _mm_load_si128(
       reinterpret_cast<const __m128i*>(t->powers[kGhashPowers - k]));
 }
