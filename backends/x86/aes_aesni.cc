@@ -83,12 +83,6 @@ ACCELCRYPT_TARGET_AESNI inline __m128i Reverse16() {
   return _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
 }
 
-// Swaps bytes 12..15 only: GCM's 32-bit big-endian counter becomes a
-// little-endian lane PADDD can increment modulo 2^32.
-ACCELCRYPT_TARGET_AESNI inline __m128i Swap32Last() {
-  return _mm_set_epi8(12, 13, 14, 15, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-}
-
 // CBC encryption is one dependency chain through every block: the round
 // count is a template argument so the rounds unroll with the keys in
 // registers, and the whitening key is folded into the plaintext off the
@@ -178,19 +172,37 @@ void AesCbcEncryptAesni(const AesRoundKeys* k, uint8_t iv[16],
   }
 }
 
-ACCELCRYPT_TARGET_AESNI void AesCbcDecryptAesni(const AesRoundKeys* k,
-                                                uint8_t iv[16],
-                                                const uint8_t* in, uint8_t* out,
-                                                size_t num_blocks) {
-  __m128i rk[15];
-  const int rounds = static_cast<int>(k->rounds);
-  LoadKeys(k->dec, rounds, rk);
+namespace {
+
+// CbcDecrypt with the round count as a template argument (as Ctr128): the
+// round keys load straight into registers and the rounds unroll; a runtime
+// count copied the schedule with memcpy and looped, most of the cost of a
+// short call.
+template <int R>
+ACCELCRYPT_TARGET_AESNI void CbcDecrypt(const AesRoundKeys* k, uint8_t iv[16],
+                                        const uint8_t* in, uint8_t* out,
+                                        size_t num_blocks) {
+  __m128i rk[R + 1];
+#pragma GCC unroll 15
+  for (int i = 0; i <= R; ++i) {
+    rk[i] = _mm_load_si128(reinterpret_cast<const __m128i*>(k->dec[i]));
+  }
   __m128i prev = Load(iv);
   for (; num_blocks >= kLanes; num_blocks -= kLanes) {
+    // All loads before any store: `in` may equal `out`.
     __m128i c[kLanes], b[kLanes];
 #pragma GCC unroll 16
-    for (int i = 0; i < kLanes; ++i) b[i] = c[i] = Load(in + 16 * i);
-    Decrypt8(rk, rounds, b);
+    for (int i = 0; i < kLanes; ++i) {
+      c[i] = Load(in + 16 * i);
+      b[i] = _mm_xor_si128(c[i], rk[0]);
+    }
+#pragma GCC unroll 14
+    for (int r = 1; r < R; ++r) {
+#pragma GCC unroll 16
+      for (int i = 0; i < kLanes; ++i) b[i] = _mm_aesdec_si128(b[i], rk[r]);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < kLanes; ++i) b[i] = _mm_aesdeclast_si128(b[i], rk[R]);
     Store(out, _mm_xor_si128(b[0], prev));
 #pragma GCC unroll 16
     for (int i = 1; i < kLanes; ++i) {
@@ -201,11 +213,28 @@ ACCELCRYPT_TARGET_AESNI void AesCbcDecryptAesni(const AesRoundKeys* k,
     out += 16 * kLanes;
   }
   for (; num_blocks > 0; --num_blocks, in += 16, out += 16) {
-    __m128i c = Load(in);
-    Store(out, _mm_xor_si128(Decrypt1(rk, rounds, c), prev));
+    const __m128i c = Load(in);
+    __m128i b = _mm_xor_si128(c, rk[0]);
+#pragma GCC unroll 14
+    for (int r = 1; r < R; ++r) b = _mm_aesdec_si128(b, rk[r]);
+    Store(out, _mm_xor_si128(_mm_aesdeclast_si128(b, rk[R]), prev));
     prev = c;
   }
   Store(iv, prev);
+}
+
+}  // namespace
+
+void AesCbcDecryptAesni(const AesRoundKeys* k, uint8_t iv[16],
+                        const uint8_t* in, uint8_t* out, size_t num_blocks) {
+  switch (k->rounds) {
+    case 10:
+      return CbcDecrypt<10>(k, iv, in, out, num_blocks);
+    case 12:
+      return CbcDecrypt<12>(k, iv, in, out, num_blocks);
+    default:
+      return CbcDecrypt<14>(k, iv, in, out, num_blocks);
+  }
 }
 
 ACCELCRYPT_TARGET_AESNI void AesCfbEncryptAesni(const AesRoundKeys* k,
@@ -269,13 +298,21 @@ ACCELCRYPT_TARGET_AESNI void AesOfbAesni(const AesRoundKeys* k, uint8_t iv[16],
   Store(iv, r);
 }
 
-ACCELCRYPT_TARGET_AESNI void AesCtr128Aesni(const AesRoundKeys* k,
-                                            uint8_t ctr[16], const uint8_t* in,
-                                            uint8_t* out, size_t num_blocks) {
+namespace {
+
+// Ctr128 with the round count as a template argument: the round keys load
+// straight into registers and the rounds unroll, which is most of the cost
+// of a one-block call.
+template <int R>
+ACCELCRYPT_TARGET_AESNI void Ctr128(const AesRoundKeys* k, uint8_t ctr[16],
+                                    const uint8_t* in, uint8_t* out,
+                                    size_t num_blocks) {
   const size_t total_blocks = num_blocks;
-  __m128i rk[15];
-  const int rounds = static_cast<int>(k->rounds);
-  LoadKeys(k->enc, rounds, rk);
+  __m128i rk[R + 1];
+#pragma GCC unroll 15
+  for (int i = 0; i <= R; ++i) {
+    rk[i] = _mm_load_si128(reinterpret_cast<const __m128i*>(k->enc[i]));
+  }
   const __m128i rev = Reverse16();
   __m128i c = _mm_shuffle_epi8(Load(ctr), rev);
   const __m128i one = _mm_set_epi64x(0, 1);
@@ -283,55 +320,51 @@ ACCELCRYPT_TARGET_AESNI void AesCtr128Aesni(const AesRoundKeys* k,
     __m128i b[kLanes];
 #pragma GCC unroll 16
     for (int i = 0; i < kLanes; ++i) {
-      b[i] = _mm_shuffle_epi8(c, rev);
+      b[i] = _mm_xor_si128(_mm_shuffle_epi8(c, rev), rk[0]);
       c = _mm_add_epi64(c, one);
     }
-    Encrypt8(rk, rounds, b);
+#pragma GCC unroll 14
+    for (int r = 1; r < R; ++r) {
+#pragma GCC unroll 16
+      for (int i = 0; i < kLanes; ++i) b[i] = _mm_aesenc_si128(b[i], rk[r]);
+    }
 #pragma GCC unroll 16
     for (int i = 0; i < kLanes; ++i) {
+      b[i] = _mm_aesenclast_si128(b[i], rk[R]);
       Store(out + 16 * i, _mm_xor_si128(b[i], Load(in + 16 * i)));
     }
     in += 16 * kLanes;
     out += 16 * kLanes;
   }
   for (; num_blocks > 0; --num_blocks, in += 16, out += 16) {
-    __m128i b = Encrypt1(rk, rounds, _mm_shuffle_epi8(c, rev));
+    __m128i b = _mm_xor_si128(_mm_shuffle_epi8(c, rev), rk[0]);
+#pragma GCC unroll 14
+    for (int r = 1; r < R; ++r) b = _mm_aesenc_si128(b, rk[r]);
+    b = _mm_aesenclast_si128(b, rk[R]);
     c = _mm_add_epi64(c, one);
     Store(out, _mm_xor_si128(b, Load(in)));
   }
-  AdvanceCounter128(ctr, total_blocks);
+  // The low 64 bits wrap at most with the last block (the caller's
+  // guarantee), to 0: then the carry goes into the high half. One 16-byte
+  // store, so the next call's load is forwarded from it.
+  if (_mm_cvtsi128_si64(c) == 0 && total_blocks != 0) {
+    c = _mm_add_epi64(c, _mm_set_epi64x(1, 0));
+  }
+  Store(ctr, _mm_shuffle_epi8(c, rev));
 }
 
-ACCELCRYPT_TARGET_AESNI void AesCtr32Aesni(const AesRoundKeys* k,
-                                           uint8_t ctr[16], const uint8_t* in,
-                                           uint8_t* out, size_t num_blocks) {
-  __m128i rk[15];
-  const int rounds = static_cast<int>(k->rounds);
-  LoadKeys(k->enc, rounds, rk);
-  const __m128i swap = Swap32Last();
-  __m128i c = _mm_shuffle_epi8(Load(ctr), swap);
-  const __m128i one = _mm_set_epi32(1, 0, 0, 0);
-  for (; num_blocks >= kLanes; num_blocks -= kLanes) {
-    __m128i b[kLanes];
-#pragma GCC unroll 16
-    for (int i = 0; i < kLanes; ++i) {
-      b[i] = _mm_shuffle_epi8(c, swap);
-      c = _mm_add_epi32(c, one);
-    }
-    Encrypt8(rk, rounds, b);
-#pragma GCC unroll 16
-    for (int i = 0; i < kLanes; ++i) {
-      Store(out + 16 * i, _mm_xor_si128(b[i], Load(in + 16 * i)));
-    }
-    in += 16 * kLanes;
-    out += 16 * kLanes;
+}  // namespace
+
+void AesCtr128Aesni(const AesRoundKeys* k, uint8_t ctr[16], const uint8_t* in,
+                    uint8_t* out, size_t num_blocks) {
+  switch (k->rounds) {
+    case 10:
+      return Ctr128<10>(k, ctr, in, out, num_blocks);
+    case 12:
+      return Ctr128<12>(k, ctr, in, out, num_blocks);
+    default:
+      return Ctr128<14>(k, ctr, in, out, num_blocks);
   }
-  for (; num_blocks > 0; --num_blocks, in += 16, out += 16) {
-    __m128i b = Encrypt1(rk, rounds, _mm_shuffle_epi8(c, swap));
-    c = _mm_add_epi32(c, one);
-    Store(out, _mm_xor_si128(b, Load(in)));
-  }
-  Store(ctr, _mm_shuffle_epi8(c, swap));
 }
 
 }  // namespace accelcrypt::x86::internal

@@ -16,8 +16,8 @@
 namespace accelcrypt::x86::internal {
 namespace {
 
-constexpr int kRegs = 8;               // YMM registers of blocks in flight
-constexpr int kBlocks = 2 * kRegs;     // 16 blocks per iteration
+constexpr int kRegs = 8;            // YMM registers of blocks in flight
+constexpr int kBlocks = 2 * kRegs;  // 16 blocks per iteration
 constexpr int kFirst = kGhashPowers - kBlocks;  // index of H^16
 
 ACCELCRYPT_TARGET_VAES256 inline __m256i Bcast(__m128i v) {
@@ -34,7 +34,21 @@ ACCELCRYPT_TARGET_VAES256 inline __m128i Fold(__m256i v) {
                        _mm256_extracti128_si256(v, 1));
 }
 
-// Unreduced schoolbook sums of reflected blocks times twisted powers.
+// Keys256 reads round key r broadcast to both lanes from the schedule at
+// each use (VBROADCASTI128 is a plain load): 11..15 broadcast keys held in
+// registers next to 8 block registers, 3 sums and the GHASH operands are
+// more than 16 YMM registers, and the compiler then spills and reloads
+// blocks and sums instead.
+struct Keys256 {
+  const uint8_t (*enc)[16];
+  ACCELCRYPT_TARGET_VAES256 __m256i operator[](int r) const {
+    return Bcast(_mm_load_si128(reinterpret_cast<const __m128i*>(enc[r])));
+  }
+};
+
+// Unreduced Karatsuba sums of reflected blocks times twisted powers (as
+// GhashAcc in ghash_common.h, two blocks per register): the middle term is
+// recovered once, in FinishAcc.
 struct Acc {
   __m256i lo, hi, mid;
 };
@@ -44,39 +58,45 @@ ACCELCRYPT_TARGET_VAES256 inline Acc ZeroAcc() {
              _mm256_setzero_si256()};
 }
 
-ACCELCRYPT_TARGET_VAES256 inline void MulAdd(Acc* acc, __m256i d, __m256i h) {
+// MulAdd adds the products of d and h (hk: h's Karatsuba entries) to the
+// sums, three VPCLMULQDQ per register. The empty asm pins the running sums:
+// without it the compiler re-associates the XOR chains of a whole
+// iteration into trees evaluated after the last product, and every product
+// waits in a stack slot until then.
+ACCELCRYPT_TARGET_VAES256 inline void MulAdd(Acc* acc, __m256i d, __m256i h,
+                                             __m256i hk) {
   acc->lo = _mm256_xor_si256(acc->lo, _mm256_clmulepi64_epi128(d, h, 0x00));
   acc->hi = _mm256_xor_si256(acc->hi, _mm256_clmulepi64_epi128(d, h, 0x11));
-  acc->mid = _mm256_xor_si256(
-      acc->mid, _mm256_xor_si256(_mm256_clmulepi64_epi128(d, h, 0x01),
-                                 _mm256_clmulepi64_epi128(d, h, 0x10)));
+  const __m256i dm = _mm256_xor_si256(d, _mm256_shuffle_epi32(d, 0x4e));
+  acc->mid = _mm256_xor_si256(acc->mid, _mm256_clmulepi64_epi128(dm, hk, 0x00));
+  __asm__("" : "+x"(acc->lo), "+x"(acc->hi), "+x"(acc->mid));
 }
 
 ACCELCRYPT_TARGET_VAES256 inline __m256i Power(const GhashTable* t, int i) {
   return _mm256_load_si256(reinterpret_cast<const __m256i*>(t->powers[i]));
 }
 
-ACCELCRYPT_TARGET_VAES256 inline __m128i Finish(__m128i lo, __m128i hi,
-                                                __m128i mid) {
-  lo = _mm_xor_si128(lo, _mm_slli_si128(mid, 8));
-  hi = _mm_xor_si128(hi, _mm_srli_si128(mid, 8));
-  return GhashReduce(hi, lo);
+// Karatsuba entries of powers[i] and powers[i + 1] (i even, >= kFirst).
+ACCELCRYPT_TARGET_VAES256 inline __m256i PowerK(const GhashTable* t, int i) {
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(
+      t->karatsuba[i - (kGhashPowers - kGhashKaratsubaPowers)]));
 }
 
-// FinishWithX adds x*H^16 to the sums and reduces.
-ACCELCRYPT_TARGET_VAES256 inline __m128i FinishWithX(const GhashTable* t,
-                                                     const Acc& acc,
-                                                     __m128i x) {
-  const __m128i h =
-      _mm_load_si128(reinterpret_cast<const __m128i*>(t->powers[kFirst]));
-  const __m128i lo =
-      _mm_xor_si128(Fold(acc.lo), _mm_clmulepi64_si128(x, h, 0x00));
-  const __m128i hi =
-      _mm_xor_si128(Fold(acc.hi), _mm_clmulepi64_si128(x, h, 0x11));
-  const __m128i mid = _mm_xor_si128(
-      Fold(acc.mid), _mm_xor_si128(_mm_clmulepi64_si128(x, h, 0x01),
-                                   _mm_clmulepi64_si128(x, h, 0x10)));
-  return Finish(lo, hi, mid);
+// MulAddPower adds d times table entries i, i + 1.
+ACCELCRYPT_TARGET_VAES256 inline void MulAddPower(Acc* acc, __m256i d,
+                                                  const GhashTable* t, int i) {
+  MulAdd(acc, d, Power(t, i), PowerK(t, i));
+}
+
+// FinishAcc recovers the middle terms (mid ^ lo ^ hi), splits them into
+// both halves per lane (VPSLLDQ and VPSRLDQ shift within each 128-bit
+// lane), folds the two lanes and reduces.
+ACCELCRYPT_TARGET_VAES256 inline __m128i FinishAcc(const Acc& acc) {
+  const __m256i mid =
+      _mm256_xor_si256(acc.mid, _mm256_xor_si256(acc.lo, acc.hi));
+  const __m256i lo = _mm256_xor_si256(acc.lo, _mm256_bslli_epi128(mid, 8));
+  const __m256i hi = _mm256_xor_si256(acc.hi, _mm256_bsrli_epi128(mid, 8));
+  return GhashReduce(Fold(hi), Fold(lo));
 }
 
 // GhashFull folds 16 reflected blocks into x.
@@ -85,8 +105,12 @@ ACCELCRYPT_TARGET_VAES256 inline __m128i GhashFull(const GhashTable* t,
                                                    __m128i x) {
   Acc acc = ZeroAcc();
 #pragma GCC unroll 8
-  for (int i = 0; i < kRegs; ++i) MulAdd(&acc, d[i], Power(t, kFirst + 2 * i));
-  return FinishWithX(t, acc, x);
+  for (int i = 0; i < kRegs; ++i) {
+    const __m256i di =
+        i == 0 ? _mm256_xor_si256(d[0], _mm256_zextsi128_si256(x)) : d[i];
+    MulAddPower(&acc, di, t, kFirst + 2 * i);
+  }
+  return FinishAcc(acc);
 }
 
 // GhashShort folds n (1..16) blocks at `data` (GCM byte order) into x with
@@ -111,14 +135,14 @@ ACCELCRYPT_TARGET_VAES256 inline __m128i GhashShort(const GhashTable* t,
           d, pad ? _mm256_inserti128_si256(_mm256_setzero_si256(), x, 1)
                  : _mm256_zextsi128_si256(x));
     }
-    MulAdd(&acc, d, Power(t, first + 2 * static_cast<int>(j)));
+    MulAddPower(&acc, d, t, first + 2 * static_cast<int>(j));
   }
   explicit_bzero(buf, 16 * m);
-  return Finish(Fold(acc.lo), Fold(acc.hi), Fold(acc.mid));
+  return FinishAcc(acc);
 }
 
 template <int R>
-ACCELCRYPT_TARGET_VAES256 inline void EncryptN(const __m256i* rk, __m256i* b,
+ACCELCRYPT_TARGET_VAES256 inline void EncryptN(const Keys256& rk, __m256i* b,
                                                int n) {
 #pragma GCC unroll 8
   for (int i = 0; i < n; ++i) b[i] = _mm256_xor_si256(b[i], rk[0]);
@@ -135,7 +159,7 @@ ACCELCRYPT_TARGET_VAES256 inline void EncryptN(const __m256i* rk, __m256i* b,
 // register per round, the GHASH products of the 16 blocks at `gsrc`.
 template <int R>
 ACCELCRYPT_TARGET_VAES256 inline __m128i EncryptAndHash(
-    const __m256i* rk, __m256i* b, const GhashTable* t, const uint8_t* gsrc,
+    const Keys256& rk, __m256i* b, const GhashTable* t, const uint8_t* gsrc,
     __m256i rev, __m128i x) {
   Acc acc = ZeroAcc();
 #pragma GCC unroll 8
@@ -144,29 +168,29 @@ ACCELCRYPT_TARGET_VAES256 inline __m128i EncryptAndHash(
   for (int r = 1; r < R; ++r) {
 #pragma GCC unroll 8
     for (int i = 0; i < kRegs; ++i) b[i] = _mm256_aesenc_epi128(b[i], rk[r]);
-    if (r - 1 < kRegs) {
-      MulAdd(&acc,
-             _mm256_shuffle_epi8(
-                 _mm256_loadu_si256(
-                     reinterpret_cast<const __m256i*>(gsrc + 32 * (r - 1))),
-                 rev),
-             Power(t, kFirst + 2 * (r - 1)));
+    if (r <= kRegs) {
+      // Rounds 1..7 take registers 1..7; round 8 takes register 0, whose
+      // first block carries the running hash x (the previous iteration's
+      // reduction, waited for the longest): (x ^ b0) * H^16.
+      const int j = r % kRegs;
+      __m256i d = _mm256_shuffle_epi8(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(gsrc + 32 * j)),
+          rev);
+      if (j == 0) d = _mm256_xor_si256(d, _mm256_zextsi128_si256(x));
+      MulAddPower(&acc, d, t, kFirst + 2 * j);
     }
   }
 #pragma GCC unroll 8
   for (int i = 0; i < kRegs; ++i) b[i] = _mm256_aesenclast_epi128(b[i], rk[R]);
-  return FinishWithX(t, acc, x);
+  return FinishAcc(acc);
 }
 
 // GcmTail encrypts `left` (1..15) blocks with N registers (2N >= left)
 // through a stack buffer, and folds the ciphertext into x.
 template <int R, int N, bool kDecrypt>
-ACCELCRYPT_TARGET_VAES256 inline __m128i GcmTail(const __m256i* rk,
-                                                 const GhashTable* t, __m256i c,
-                                                 __m256i swap,
-                                                 const uint8_t* in,
-                                                 uint8_t* out, size_t left,
-                                                 __m128i x) {
+ACCELCRYPT_TARGET_VAES256 inline __m128i GcmTail(
+    const Keys256& rk, const GhashTable* t, __m256i c, __m256i swap,
+    const uint8_t* in, uint8_t* out, size_t left, __m128i x) {
   const __m256i two = _mm256_set_epi32(2, 0, 0, 0, 2, 0, 0, 0);
   alignas(32) uint8_t buf[32 * N];
   memcpy(buf, in, 16 * left);
@@ -194,11 +218,7 @@ ACCELCRYPT_TARGET_VAES256 void Gcm(const AesRoundKeys* k, const GhashTable* t,
                                    uint8_t ctr[16], uint8_t xi[16],
                                    const uint8_t* in, uint8_t* out,
                                    size_t num_blocks) {
-  __m256i rk[R + 1];
-#pragma GCC unroll 16
-  for (int i = 0; i <= R; ++i) {
-    rk[i] = Bcast(_mm_load_si128(reinterpret_cast<const __m128i*>(k->enc[i])));
-  }
+  const Keys256 rk{k->enc};
   const __m256i rev = Bcast(GhashByteReverse());
   const __m256i swap = Swap32x2();
   __m128i x =
@@ -210,29 +230,46 @@ ACCELCRYPT_TARGET_VAES256 void Gcm(const AesRoundKeys* k, const GhashTable* t,
   __m256i c = _mm256_add_epi32(_mm256_shuffle_epi8(Bcast(ctr_in), swap),
                                _mm256_set_epi32(1, 0, 0, 0, 0, 0, 0, 0));
   const __m256i two = _mm256_set_epi32(2, 0, 0, 0, 2, 0, 0, 0);
+  const __m256i sixteen = _mm256_set_epi32(16, 0, 0, 0, 16, 0, 0, 0);
+  // +2 on the last byte of a big-endian counter block (the top byte of the
+  // last little-endian dword): valid while that byte does not carry.
+  const __m256i two_be = _mm256_set_epi32(2 << 24, 0, 0, 0, 2 << 24, 0, 0, 0);
+  // The last byte of the first counter block of the next iteration.
+  unsigned low = ctr[15];
   size_t left = num_blocks;
   // Encryption hashes its own output one iteration behind (still in L1);
   // decryption hashes its input as it loads it.
   const uint8_t* pending = nullptr;
   for (; left >= kBlocks; left -= kBlocks) {
     __m256i b[kRegs];
+    if (low <= 256 - kBlocks) {
+      // No carry out of the last byte within these 16 blocks (15 of 16
+      // iterations): one byte swap, then adds in big-endian form.
+      b[0] = _mm256_shuffle_epi8(c, swap);
 #pragma GCC unroll 8
-    for (int i = 0; i < kRegs; ++i) {
-      b[i] = _mm256_shuffle_epi8(c, swap);
-      c = _mm256_add_epi32(c, two);
-    }
-    if (kDecrypt) {
-      __m256i d[kRegs];
-      // All loads before any store: `in` may equal `out`.
+      for (int i = 1; i < kRegs; ++i) b[i] = _mm256_add_epi32(b[i - 1], two_be);
+      c = _mm256_add_epi32(c, sixteen);
+    } else {
 #pragma GCC unroll 8
       for (int i = 0; i < kRegs; ++i) {
-        d[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + 32 * i));
+        b[i] = _mm256_shuffle_epi8(c, swap);
+        c = _mm256_add_epi32(c, two);
       }
+    }
+    low = (low + kBlocks) & 0xff;
+    if (kDecrypt) {
+      // GHASH reads the ciphertext during the rounds, before any store;
+      // each register's blocks are loaded again (L1) just before their own
+      // output overwrites them when `in` equals `out` (the only overlap
+      // allowed). Loading all up front would hold 8 more registers.
       x = EncryptAndHash<R>(rk, b, t, in, rev, x);
 #pragma GCC unroll 8
       for (int i = 0; i < kRegs; ++i) {
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 32 * i),
-                            _mm256_xor_si256(b[i], d[i]));
+        _mm256_storeu_si256(
+            reinterpret_cast<__m256i*>(out + 32 * i),
+            _mm256_xor_si256(
+                b[i], _mm256_loadu_si256(
+                          reinterpret_cast<const __m256i*>(in + 32 * i))));
       }
     } else {
       if (pending != nullptr) {
@@ -244,9 +281,9 @@ ACCELCRYPT_TARGET_VAES256 void Gcm(const AesRoundKeys* k, const GhashTable* t,
       for (int i = 0; i < kRegs; ++i) {
         _mm256_storeu_si256(
             reinterpret_cast<__m256i*>(out + 32 * i),
-            _mm256_xor_si256(b[i], _mm256_loadu_si256(
-                                       reinterpret_cast<const __m256i*>(
-                                           in + 32 * i))));
+            _mm256_xor_si256(
+                b[i], _mm256_loadu_si256(
+                          reinterpret_cast<const __m256i*>(in + 32 * i))));
       }
       pending = out;
     }
@@ -258,7 +295,8 @@ ACCELCRYPT_TARGET_VAES256 void Gcm(const AesRoundKeys* k, const GhashTable* t,
 #pragma GCC unroll 8
     for (int i = 0; i < kRegs; ++i) {
       d[i] = _mm256_shuffle_epi8(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pending + 32 * i)),
+          _mm256_loadu_si256(
+              reinterpret_cast<const __m256i*>(pending + 32 * i)),
           rev);
     }
     x = GhashFull(t, d, x);

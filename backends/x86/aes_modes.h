@@ -71,6 +71,9 @@ class AesX86 {
   absl::Status UpdateGcm(const uint8_t* in, size_t in_len, uint8_t* out);
   void GcmBulk(const uint8_t* in, uint8_t* out, size_t num_blocks);
   void Ghash(uint8_t xi[16], const uint8_t* data, size_t num_blocks) const;
+  // EnsurePowers extends htable_ to the powers of H that a call over
+  // `num_blocks` blocks reads on this path.
+  void EnsurePowers(size_t num_blocks) const;
   void CtrBlocks(const uint8_t* in, uint8_t* out, size_t num_blocks);
   void EncryptBlock(const uint8_t in[16], uint8_t out[16]) const;
   void ComputeTag(uint8_t tag[16]) const;
@@ -81,7 +84,10 @@ class AesX86 {
   bool SameKey(const uint8_t* key, size_t key_len) const;
 
   internal::AesRoundKeys keys_;
-  internal::GhashTable htable_;
+  // Powers of H, computed on first need (a cache of the key: extending it
+  // in a const method, such as the tag's GHASH, is not a visible change).
+  mutable internal::GhashTable htable_;
+  mutable int powers_ready_ = 0;
   // The raw key behind keys_ (GCM only, for SameKey); wiped on destruction.
   uint8_t raw_key_[32] = {};
   accelcrypt_alg alg_;

@@ -22,10 +22,17 @@ struct AesRoundKeys {
 };
 
 // GhashTable holds H^32, H^31, ..., H^1 (descending) in the backend's
-// internal GHASH representation (byte-reflected, pre-divided by x).
+// internal GHASH representation (byte-reflected, pre-divided by x), and for
+// the Karatsuba products of the XMM and YMM paths H^16..H^1 again as
+// hi ^ lo (in both halves): karatsuba[i] belongs to
+// powers[kGhashPowers - kGhashKaratsubaPowers + i]. Both are in the order
+// the loops read them (the oldest block meets the highest power).
 constexpr int kGhashPowers = 32;
+constexpr int kGhashXmmPowers = 8;
+constexpr int kGhashKaratsubaPowers = 16;
 struct GhashTable {
   alignas(64) uint8_t powers[kGhashPowers][16];
+  alignas(64) uint8_t karatsuba[kGhashKaratsubaPowers][16];
 };
 
 // aes_key_aesni.cc. key_len is 16, 24 or 32 (checked by the caller). Without
@@ -59,10 +66,6 @@ void AesOfbAesni(const AesRoundKeys* k, uint8_t iv[16], const uint8_t* in,
 // the next call's load is forwarded from it.
 void AesCtr128Aesni(const AesRoundKeys* k, uint8_t ctr[16], const uint8_t* in,
                     uint8_t* out, size_t num_blocks);
-// Ctr32 is GCM's counter mode: only the last 32 bits count, modulo 2^32
-// (SP 800-38D inc32). `ctr` is advanced on return.
-void AesCtr32Aesni(const AesRoundKeys* k, uint8_t ctr[16], const uint8_t* in,
-                   uint8_t* out, size_t num_blocks);
 
 // aes_ecb_ctr_vaes256.cc / aes_ecb_ctr_vaes512.cc: the parallel modes with
 // VAES over YMM (16 blocks in flight) or ZMM (32 blocks in flight).
@@ -85,11 +88,27 @@ void AesCtr128Vaes512(const AesRoundKeys* k, uint8_t ctr[16], const uint8_t* in,
 
 // ghash_pclmul.cc. `h` is E(K, 0^128). `xi` is the running GHASH value in
 // GCM byte order, updated on return. GhashInitPclmul fills only the last
-// `count` (1..kGhashPowers) entries, H^count..H^1: as many as the chosen
-// path reads (GhashPowersFor).
+// `count` (1..kGhashPowers) entries, H^count..H^1 (and their Karatsuba
+// entries up to H^16). GhashExtendPclmul adds H^(have+1)..H^want to a table
+// holding H^have..H^1 (1 <= have < want <= kGhashPowers): the key setup
+// computes H alone and a message extends the table to what it reads.
+// GhashPclmul reads H^min(n, 8)..H^1 for n blocks: 8 blocks per reduction,
+// Karatsuba products.
 void GhashInitPclmul(const uint8_t h[16], GhashTable* out, int count);
+void GhashExtendPclmul(GhashTable* t, int have, int want);
 void GhashPclmul(const GhashTable* t, uint8_t xi[16], const uint8_t* data,
                  size_t num_blocks);
+
+// aes_gcm_aesni.cc: GCM bulk data with AES-NI and PCLMULQDQ over XMM, CTR32
+// and GHASH interleaved (8 blocks in flight, one GHASH product per AES
+// round, one reduction per 8 blocks); reads H^min(n, 8)..H^1 and their
+// Karatsuba entries. Same contract as the VAES leaves below.
+void AesGcmEncryptAesni(const AesRoundKeys* k, const GhashTable* t,
+                        uint8_t ctr[16], uint8_t xi[16], const uint8_t* in,
+                        uint8_t* out, size_t num_blocks);
+void AesGcmDecryptAesni(const AesRoundKeys* k, const GhashTable* t,
+                        uint8_t ctr[16], uint8_t xi[16], const uint8_t* in,
+                        uint8_t* out, size_t num_blocks);
 
 // aes_gcm_vaes512.cc: GCM bulk data, CTR32 and GHASH interleaved. `ctr` is
 // the next counter block, advanced on return; `xi` as for GhashPclmul.

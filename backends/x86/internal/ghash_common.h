@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backends/x86/internal/aes_leaf.h"
 #include "backends/x86/internal/target.h"
 
 namespace accelcrypt::x86::internal {
@@ -49,6 +50,69 @@ ACCELCRYPT_TARGET_AESNI static inline __m128i GhashMul(__m128i a, __m128i h) {
   lo = _mm_xor_si128(lo, _mm_slli_si128(mid, 8));
   hi = _mm_xor_si128(hi, _mm_srli_si128(mid, 8));
   return GhashReduce(hi, lo);
+}
+
+// GhashAcc holds unreduced Karatsuba sums of products of reflected blocks
+// with twisted powers: lo = sum a.lo*h.lo, hi = sum a.hi*h.hi and
+// mid = sum (a.lo^a.hi)*(h.lo^h.hi); GhashFinish recovers the middle term
+// (mid ^ lo ^ hi) once for all the blocks and reduces once.
+struct GhashAcc {
+  __m128i lo, hi, mid;
+};
+
+ACCELCRYPT_TARGET_AESNI static inline GhashAcc GhashAccZero() {
+  return GhashAcc{_mm_setzero_si128(), _mm_setzero_si128(),
+                  _mm_setzero_si128()};
+}
+
+// GhashMulAdd adds a*h to `acc` with three PCLMULQDQ: `hk` holds
+// h.lo ^ h.hi in its low 64 bits (the table's Karatsuba entry).
+ACCELCRYPT_TARGET_AESNI static inline void GhashMulAdd(GhashAcc* acc, __m128i a,
+                                                       __m128i h, __m128i hk) {
+  acc->lo = _mm_xor_si128(acc->lo, _mm_clmulepi64_si128(a, h, 0x00));
+  acc->hi = _mm_xor_si128(acc->hi, _mm_clmulepi64_si128(a, h, 0x11));
+  const __m128i am = _mm_xor_si128(a, _mm_shuffle_epi32(a, 0x4e));
+  acc->mid = _mm_xor_si128(acc->mid, _mm_clmulepi64_si128(am, hk, 0x00));
+  // Pins the running sums: without it the compiler re-associates a loop
+  // body's XOR chains into trees after the last product, parking every
+  // product in a stack slot until then.
+  __asm__("" : "+x"(acc->lo), "+x"(acc->hi), "+x"(acc->mid));
+}
+
+ACCELCRYPT_TARGET_AESNI static inline __m128i GhashFinish(const GhashAcc& acc) {
+  const __m128i mid = _mm_xor_si128(acc.mid, _mm_xor_si128(acc.lo, acc.hi));
+  return GhashReduce(_mm_xor_si128(acc.hi, _mm_srli_si128(mid, 8)),
+                     _mm_xor_si128(acc.lo, _mm_slli_si128(mid, 8)));
+}
+
+// GhashXmmPower and GhashXmmKaratsuba load H^k (1 <= k <= 8) and its
+// Karatsuba entry.
+ACCELCRYPT_TARGET_AESNI static inline __m128i GhashXmmPower(const GhashTable* t,
+                                                            int k) {
+  return _mm_load_si128(
+      reinterpret_cast<const __m128i*>(t->powers[kGhashPowers - k]));
+}
+
+ACCELCRYPT_TARGET_AESNI static inline __m128i GhashXmmKaratsuba(
+    const GhashTable* t, int k) {
+  return _mm_load_si128(reinterpret_cast<const __m128i*>(
+      t->karatsuba[kGhashKaratsubaPowers - k]));
+}
+
+// GhashXmmBlocks folds n (1..8) blocks at `data` (GCM byte order) into the
+// reflected x: (x ^ d0)*H^n ^ d1*H^(n-1) ^ ... ^ d(n-1)*H, one reduction.
+ACCELCRYPT_TARGET_AESNI static inline __m128i GhashXmmBlocks(
+    const GhashTable* t, __m128i x, const uint8_t* data, size_t n) {
+  const __m128i rev = GhashByteReverse();
+  GhashAcc acc = GhashAccZero();
+  for (size_t i = 0; i < n; ++i) {
+    __m128i d = _mm_shuffle_epi8(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + 16 * i)), rev);
+    if (i == 0) d = _mm_xor_si128(d, x);
+    const int k = static_cast<int>(n - i);
+    GhashMulAdd(&acc, d, GhashXmmPower(t, k), GhashXmmKaratsuba(t, k));
+  }
+  return GhashFinish(acc);
 }
 
 // GhashTwist divides a reflected value by x: a left shift by one bit, and
