@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "absl/strings/numbers.h"
@@ -68,7 +69,10 @@ absl::StatusOr<Calibration> Calibration::Load(const std::string& path) {
                         "calibrate`)",
                         path));
   }
-  nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+  // Read whole, then parse from memory (this runs at every provider load).
+  std::string text((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
   const int format = doc.is_object() ? doc.value("format", 0) : 0;
   if (doc.is_discarded() || !doc.is_object() || (format != 1 && format != 2) ||
       !doc.contains("cpu") || !doc["cpu"].is_string() ||
