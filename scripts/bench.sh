@@ -59,7 +59,7 @@ while [ $# -gt 0 ]; do
     --svg) svg=$2; shift 2 ;;
     --overhead-only) overhead_only=1; shift ;;
     --ceiling) ceiling=$2; shift 2 ;;
-    -h|--help) sed -n '3,41p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,39p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
