@@ -9,10 +9,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "core/algorithms.h"
 #include "nlohmann/json.hpp"
 
 namespace accelcrypt {
@@ -39,6 +41,19 @@ absl::Status MakeDirs(const std::string& dir) {
 
 absl::Span<const uint64_t> Calibration::SizeBuckets() { return kBuckets; }
 
+size_t Calibration::BucketIndex(uint64_t size) {
+  for (size_t i = 0; i < std::size(kBuckets); ++i) {
+    if (size <= kBuckets[i]) return i;
+  }
+  return std::size(kBuckets) - 1;
+}
+
+std::string Calibration::OpKey(std::string_view alg_key, std::string_view op) {
+  std::string key(alg_key);
+  if (!op.empty()) key.append("/").append(op);
+  return key;
+}
+
 uint64_t Calibration::BucketFor(uint64_t size) {
   for (uint64_t b : kBuckets) {
     if (size <= b) return b;
@@ -54,8 +69,12 @@ absl::StatusOr<Calibration> Calibration::Load(const std::string& path) {
                         "calibrate`)",
                         path));
   }
-  nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object() || doc.value("format", 0) != 1 ||
+  // Read whole, then parse from memory (this runs at every provider load).
+  std::string text((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  const int format = doc.is_object() ? doc.value("format", 0) : 0;
+  if (doc.is_discarded() || !doc.is_object() || (format != 1 && format != 2) ||
       !doc.contains("cpu") || !doc["cpu"].is_string() ||
       !doc.contains("algorithms") || !doc["algorithms"].is_object()) {
     return absl::InvalidArgumentError(
@@ -68,17 +87,31 @@ absl::StatusOr<Calibration> Calibration::Load(const std::string& path) {
       if (version.is_string()) cal.backend_versions[name] = version;
     }
   }
-  for (const auto& [alg, buckets] : doc["algorithms"].items()) {
+  for (const auto& [entry, buckets] : doc["algorithms"].items()) {
     if (!buckets.is_object()) continue;
+    // Entries without an operation (format 1, or written so by hand): a
+    // cipher's stands for both directions, "rsa"/"dsa" for signing.
+    std::vector<std::string> keys = {entry};
+    if (entry.find('/') == std::string::npos) {
+      const AlgorithmInfo* info = FindAlgorithmByName(entry);
+      if (entry == "rsa" || entry == "dsa") {
+        keys = {OpKey(entry, "sign")};
+      } else if (info != nullptr && info->family == Family::kCipher) {
+        keys = {OpKey(entry, "encrypt"), OpKey(entry, "decrypt")};
+      }
+    }
     for (const auto& [bucket, backends] : buckets.items()) {
       uint64_t b;
       if (!absl::SimpleAtoi(bucket, &b) || !backends.is_object()) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "calibration file %s: bad bucket '%s' for %s", path, bucket, alg));
+        return absl::InvalidArgumentError(
+            absl::StrFormat("calibration file %s: bad bucket '%s' for %s", path,
+                            bucket, entry));
       }
       for (const auto& [backend, value] : backends.items()) {
         if (value.is_number() && value.get<double>() > 0) {
-          cal.ns[alg][b][backend] = value.get<double>();
+          for (const std::string& key : keys) {
+            cal.ns[key][b][backend] = value.get<double>();
+          }
         }
       }
     }
@@ -97,7 +130,7 @@ std::string Calibration::ToJson() const {
     }
     algs[alg] = std::move(jb);
   }
-  nlohmann::json doc = {{"format", 1},
+  nlohmann::json doc = {{"format", 2},
                         {"cpu", cpu},
                         {"backends", backend_versions},
                         {"algorithms", std::move(algs)}};
@@ -167,11 +200,20 @@ std::string CpuSignature() {
                          name);
 }
 
+std::vector<std::string> CalibrationSearchPath() {
+  if (const char* env = std::getenv("ACCELCRYPT_CALIBRATION"); env && *env) {
+    return {env};
+  }
+  std::vector<std::string> out = {DefaultCalibrationPath()};
+  if (out[0] != kSystemCalibrationPath) out.push_back(kSystemCalibrationPath);
+  return out;
+}
+
 std::string DefaultCalibrationPath() {
   if (const char* env = std::getenv("ACCELCRYPT_CALIBRATION"); env && *env) {
     return env;
   }
-  if (geteuid() == 0) return "/var/lib/accelcrypt/calibration.json";
+  if (geteuid() == 0) return kSystemCalibrationPath;
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
     return std::string(xdg) + "/accelcrypt/calibration.json";
   }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -13,24 +14,39 @@
 
 namespace accelcrypt {
 
-// Calibration holds measured speeds per algorithm, size bucket and backend,
+// Calibration holds measured speeds per operation, size bucket and backend,
 // written by `accelcrypt calibrate` and read by the router under
-// `policy = fastest`. It is keyed by the CPU and the backends' versions: a
-// file made on another machine or with other backend builds is refused.
+// `policy = auto` (the default) and `policy = fastest`. It is keyed by the
+// CPU and the backends' versions: a file made on another machine or with
+// other backend builds is refused.
 //
 // File format (JSON):
-//   {"format": 1, "cpu": "<CpuSignature()>",
+//   {"format": 2, "cpu": "<CpuSignature()>",
 //    "backends": {"software": "0.1.0", "x86": "0.1.0"},
-//    "algorithms": {"aes-128-cbc": {"16": {"software": 31.2, "x86": 28.0},
-//                                   "16384": {...}}, ...}}
-// Values are nanoseconds per operation of that many bytes (ciphers: one
-// update of the bucket size on a set-up context; digests: one one-shot
-// hash), or per signature for RSA/DSA (bucket = key bits).
+//    "algorithms": {"aes-128-cbc/encrypt": {"16": {"software": 31.2,
+//                                                  "x86": 28.0},
+//                                           "16384": {...}},
+//                   "aes-128-cbc/decrypt": {...}, "sha256": {...},
+//                   "rsa/sign": {"2048": {...}}, "rsa/verify": {...}}}
+// Operation keys (OpKey): "<cipher>/encrypt" and "<cipher>/decrypt" apart
+// (CBC encryption is serial, its decryption is not), "<digest>", and
+// "rsa/sign", "rsa/verify", "dsa/sign", "dsa/verify" apart (a token may
+// sign faster than the CPU and still verify far slower). Values are
+// nanoseconds per operation of that many bytes (ciphers: one update of the
+// bucket size on a set-up context; digests: one one-shot hash), or per
+// signature or verification for RSA/DSA (bucket = key bits). Files of
+// format 1 (one entry per cipher for both directions, "rsa"/"dsa" for
+// signing) are read with their entries under the new keys.
 struct Calibration {
   // Input-size buckets for ciphers and digests, in bytes. An operation of n
   // bytes uses the smallest bucket >= n (the largest for bigger inputs).
   static absl::Span<const uint64_t> SizeBuckets();
   static uint64_t BucketFor(uint64_t size);
+  // BucketIndex is the position of BucketFor(size) in SizeBuckets().
+  static size_t BucketIndex(uint64_t size);
+  // OpKey is the entry for `alg_key` ("aes-128-cbc", "sha256", "rsa") and
+  // `op` ("encrypt", "decrypt", "sign", "verify"; "" for digests).
+  static std::string OpKey(std::string_view alg_key, std::string_view op);
 
   std::string cpu;
   std::map<std::string, std::string> backend_versions;
@@ -54,11 +70,22 @@ struct Calibration {
 // vendor, family/model/stepping and model name as the kernel reports them.
 std::string CpuSignature();
 
-// DefaultCalibrationPath is where `calibrate` writes and the router reads
-// when `calibration_file` is not configured: $ACCELCRYPT_CALIBRATION, else
-// /var/lib/accelcrypt/calibration.json when running as root, else
-// $XDG_CACHE_HOME (or ~/.cache)/accelcrypt/calibration.json.
+// DefaultCalibrationPath is where `calibrate` writes when `-o` is not given:
+// $ACCELCRYPT_CALIBRATION, else kSystemCalibrationPath when running as
+// root, else $XDG_CACHE_HOME (or ~/.cache)/accelcrypt/calibration.json.
 std::string DefaultCalibrationPath();
+
+// The file the package's install script writes (`accelcrypt calibrate` as
+// root), readable by every user.
+inline constexpr char kSystemCalibrationPath[] =
+    "/var/lib/accelcrypt/calibration.json";
+
+// CalibrationSearchPath lists the files the router tries, in order, when
+// `calibration_file` is not configured: $ACCELCRYPT_CALIBRATION alone when
+// set; else this user's DefaultCalibrationPath() and then the system file
+// (a daemon's user has no calibration of its own; the one made at install
+// serves it).
+std::vector<std::string> CalibrationSearchPath();
 
 }  // namespace accelcrypt
 

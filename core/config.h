@@ -17,17 +17,24 @@ namespace accelcrypt {
 //                        modules (env ACCELCRYPT_BACKEND_DIR)
 //   backends             comma list: load only these, in this priority order
 //   disable              comma list of backends never to load
-//   policy               "priority" (default): the configured order;
-//                        "fastest": per algorithm and input size, the
-//                        backend `accelcrypt calibrate` measured fastest
+//   policy               "auto" (default): per algorithm, direction and
+//                        input size the backend `accelcrypt calibrate`
+//                        measured fastest when a calibration for this CPU
+//                        exists, else the declared order with RSA/DSA
+//                        public operations on the CPU; "priority": the
+//                        configured order; "fastest": as auto with a
+//                        calibration, else priority
 //   calibration_file     where the calibration is read (default: see
-//                        DefaultCalibrationPath in core/calibration.h)
+//                        CalibrationSearchPath in core/calibration.h)
+//   route_margin_pct     a backend earlier in priority order keeps a size
+//                        within this many percent of the fastest (3)
 //   route.<alg>          per-algorithm order, e.g. route.aes-128-cbc = x86,
 //                        software ("only:" prefix forbids other backends)
 //   breaker_threshold    consecutive device errors before a backend is
 //                        taken out of rotation (default 5)
 //   breaker_cooldown_ms  time out of rotation before a probe (default 1000)
-//   replay_max           (alias digest_replay_max) bytes of GCM input / digest input kept per operation
+//   replay_max           (alias digest_replay_max) bytes of GCM input / digest
+//   input kept per operation
 //                        so a device error mid-stream can be replayed on the
 //                        next backend (default 1024; larger messages fall
 //                        back only before their first byte)

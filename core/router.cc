@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
+#include "core/calibration.h"
 #include "core/config_keys.h"
 #include "core/status.h"
 
@@ -49,13 +50,22 @@ auto Inside(const Backend* backend, Fn&& fn) {
   return fn();
 }
 
+// RunsOnCpu is true when `slot` declares ACCELCRYPT_CAP_CPU for `info`: its
+// updates have no device errors, so nothing is kept to replay them.
+bool RunsOnCpu(const Router::Slot* slot, const AlgorithmInfo& info) {
+  const accelcrypt_capability* cap = slot->backend->Capability(info.id);
+  return cap != nullptr && (cap->flags & ACCELCRYPT_CAP_CPU) != 0;
+}
+
 // RoutedCipher runs on one backend and moves to the next candidate on a
 // device error: before any data always; mid-stream when the state is
 // portable (CBC/CFB/OFB/CTR), or for GCM while AAD and data so far fit the
 // replay buffer (`replay_max` bytes): they are replayed into the next
 // backend, whose output for them is discarded (it is the same bytes the
 // caller already has). Keeps a copy of key and IV for that (wiped on
-// destruction).
+// destruction). A backend declaring ACCELCRYPT_CAP_CPU for the algorithm
+// has no device errors mid-stream: GCM on it keeps no replay copy and its
+// updates take the same fast path as CBC/CTR (the one rule: NeedsLog).
 class RoutedCipher final : public Cipher {
  public:
   RoutedCipher(Router* router, const AlgorithmInfo& info,
@@ -83,6 +93,7 @@ class RoutedCipher final : public Cipher {
         raw_ = RawView(*impl_);
         current_ = i;
         current_backend_ = slot->backend;
+        cpu_ = RunsOnCpu(slot, info_);
         counter_ = &router_->stats()->Cell(slot->stats_slot, info_);
         return absl::OkStatus();
       }
@@ -116,8 +127,8 @@ class RoutedCipher final : public Cipher {
     }
     FlushBytes();
     ClearReplay();
-    replay_ok_ = info_.mode == CipherMode::kGcm &&
-                 current_ + 1 < candidates_.size();
+    check_route_ = router_->SizeRouted(info_);
+    replay_ok_ = NeedsLog();
     tag_len_ = 0;
     encrypt_ = encrypt;
     std::memcpy(key_, key.data(), key.size());
@@ -125,7 +136,6 @@ class RoutedCipher final : public Cipher {
     iv_len_ = iv.size();
     started_ = false;
     initialized_ = false;
-    check_route_ = router_->SizeRouted(info_);
     absl::Status st = Call([&] { return impl_->Init(encrypt, key, iv); });
     if (st.ok()) {
       counter_->Add(0);
@@ -255,6 +265,8 @@ class RoutedCipher final : public Cipher {
     copy->current_ = current_;
     copy->current_backend_ = current_backend_;
     copy->counter_ = counter_;
+    copy->cpu_ = cpu_;
+    copy->check_route_ = check_route_;
     std::memcpy(copy->key_, key_, sizeof(key_));
     std::memcpy(copy->iv_, iv_, sizeof(iv_));
     copy->iv_len_ = iv_len_;
@@ -346,7 +358,7 @@ class RoutedCipher final : public Cipher {
   // already fed is replayed; if the switch fails the operation stays where
   // it was.
   void MaybeSwitch(uint64_t size) {
-    Router::Slot* want = router_->Preferred(info_, size);
+    Router::Slot* want = router_->Preferred(info_, size, !encrypt_);
     if (want == nullptr || want == candidates_[current_]) return;
     if (started_ && (info_.mode != CipherMode::kGcm || !replay_ok_)) return;
     size_t target = candidates_.size();
@@ -378,17 +390,26 @@ class RoutedCipher final : public Cipher {
     // The operation was counted where it started; it is served here.
     old_counter->ops.fetch_sub(1, std::memory_order_relaxed);
     counter_->Add(0);
-    replay_ok_ = info_.mode == CipherMode::kGcm &&
-                 current_ + 1 < candidates_.size() && replay_ok_;
+  }
+
+  // NeedsLog is the replay rule for GCM: AAD and data are copied aside
+  // only while another backend may have to redo them: a device backend
+  // (no ACCELCRYPT_CAP_CPU) with a candidate after it, or a size route
+  // still to choose at the first update (check_route_).
+  bool NeedsLog() const {
+    return info_.mode == CipherMode::kGcm &&
+           (check_route_ || (!cpu_ && current_ + 1 < candidates_.size()));
   }
 
   void Remember(std::vector<uint8_t>* log, absl::Span<const uint8_t> data) {
-    if (replay_aad_.size() + replay_data_.size() + data.size() > replay_max_) {
+    if (!NeedsLog() ||
+        replay_aad_.size() + replay_data_.size() + data.size() > replay_max_) {
       ClearReplay();
       replay_ok_ = false;
       return;
     }
     log->insert(log->end(), data.begin(), data.end());
+    router_->CountReplay(data.size());
   }
 
   void ClearReplay() {
@@ -478,6 +499,7 @@ class RoutedCipher final : public Cipher {
   bool started_ = false;
   bool initialized_ = false;
   bool check_route_ = false;  // choose the backend at the first update
+  bool cpu_ = false;          // the current backend declares CAP_CPU
 };
 
 // RoutedDigest falls back before any data, and mid-stream while the message
@@ -504,6 +526,7 @@ class RoutedDigest final : public Digest {
       if (created.ok()) {
         impl_ = *std::move(created);
         current_ = i;
+        cpu_ = RunsOnCpu(slot, info_);
         counter_ = &router_->stats()->Cell(slot->stats_slot, info_);
         counter_->Add(0);
         router_->RecordSuccess(slot);
@@ -586,6 +609,7 @@ class RoutedDigest final : public Digest {
     copy->impl_ = std::move(impl);
     copy->current_ = current_;
     copy->counter_ = counter_;
+    copy->cpu_ = cpu_;
     copy->replay_ = replay_;
     copy->replay_ok_ = replay_ok_;
     return std::unique_ptr<Digest>(std::move(copy));
@@ -622,8 +646,16 @@ class RoutedDigest final : public Digest {
     }
   }
 
+  // Remember keeps the message for a replay while a device backend (no
+  // ACCELCRYPT_CAP_CPU) with a candidate after it serves it. A CPU
+  // backend keeps no copy: once data went in, a device error (which it
+  // does not have) would be returned as it is.
   void Remember(absl::Span<const uint8_t> data) {
     if (!replay_ok_ || current_ + 1 >= candidates_.size()) return;
+    if (cpu_) {
+      if (!data.empty()) replay_ok_ = false;
+      return;
+    }
     if (replay_.size() + data.size() > replay_max_) {
       replay_ok_ = false;
       OPENSSL_cleanse(replay_.data(), replay_.size());
@@ -631,6 +663,7 @@ class RoutedDigest final : public Digest {
       return;
     }
     replay_.insert(replay_.end(), data.begin(), data.end());
+    router_->CountReplay(data.size());
   }
 
   absl::Status MoveOn(const absl::Status& cause) {
@@ -677,6 +710,7 @@ class RoutedDigest final : public Digest {
   absl::InlinedVector<uint8_t, 256> replay_;
   bool check_route_ = false;  // choose the backend at the first update
   bool replay_ok_ = true;
+  bool cpu_ = false;  // the current backend declares CAP_CPU
 };
 
 // Public-key families (RSA, DSA).
@@ -968,7 +1002,8 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
     const bool token_private =
         private_op && !key_.uri.empty() && !key_.has_private_material();
     Router::SlotList order;
-    router_->PkeyOrder(info, key_.bits(), !key_.uri.empty(), &order);
+    router_->PkeyOrder(info, key_.bits(), !key_.uri.empty(), &order,
+                       /*public_op=*/!private_op);
     const uint32_t flag =
         info.family == Family::kRsa ? PaddingFlag(params.padding) : 0;
     if (info.family == Family::kRsa && flag == 0) {
@@ -1078,14 +1113,21 @@ absl::StatusOr<std::unique_ptr<Router>> Router::Create(
   std::unique_ptr<Router> router(new Router());
   router->registry_ = registry;
   router->stats_ = stats;
-  std::string policy = config.GetOr("policy", "priority");
-  if (policy != "priority" && policy != "fastest") {
+  std::string policy = config.GetOr("policy", "auto");
+  if (policy != "auto" && policy != "priority" && policy != "fastest") {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "accelcrypt config: policy = %s is not supported (use priority or "
-        "fastest)",
+        "accelcrypt config: policy = %s is not supported (use auto, priority "
+        "or fastest)",
         policy));
   }
   router->policy_ = policy;
+  ACCELCRYPT_ASSIGN_OR_RETURN(long long margin,
+                              config.GetInt("route_margin_pct", 3));
+  if (margin < 0 || margin > 100) {
+    return absl::InvalidArgumentError(
+        "accelcrypt config: route_margin_pct must be 0..100");
+  }
+  router->margin_pct_ = static_cast<uint64_t>(margin);
   ACCELCRYPT_ASSIGN_OR_RETURN(long long threshold,
                               config.GetInt("breaker_threshold", 5));
   ACCELCRYPT_ASSIGN_OR_RETURN(long long cooldown_ms,
@@ -1134,12 +1176,14 @@ absl::StatusOr<std::unique_ptr<Router>> Router::Create(
     }
     router->slots_.push_back(std::move(slot));
   }
+  router->configured_.assign(AllAlgorithms().size(), false);
   for (const AlgorithmInfo& alg : AllAlgorithms()) {
     std::vector<size_t> order;
     std::string key = absl::StrFormat("route.%s", alg.key);
     std::optional<std::string> route = config.Get(key);
     bool exclusive = false;
     if (route.has_value()) {
+      router->configured_[alg.index] = true;
       absl::string_view value = *route;
       exclusive = absl::ConsumePrefix(&value, "only:");
       Config tmp;
@@ -1472,14 +1516,15 @@ absl::StatusOr<size_t> Router::Entropy(absl::Span<uint8_t> out) {
   return bits;
 }
 
-void Router::PkeyOrder(const AlgorithmInfo& alg, size_t key_bits,
-                       bool from_uri, SlotList* out) const {
-  PkeyOrderUngated(alg, key_bits, from_uri, out);
+void Router::PkeyOrder(const AlgorithmInfo& alg, size_t key_bits, bool from_uri,
+                       SlotList* out, bool public_op) const {
+  PkeyOrderUngated(alg, key_bits, from_uri, out, public_op);
   GateSelfTested(alg, out);
 }
 
 void Router::PkeyOrderUngated(const AlgorithmInfo& alg, size_t key_bits,
-                              bool from_uri, SlotList* out) const {
+                              bool from_uri, SlotList* out,
+                              bool public_op) const {
   SlotList base;
   OrderUngated(alg, &base);
   out->clear();
@@ -1536,17 +1581,29 @@ void Router::PkeyOrderUngated(const AlgorithmInfo& alg, size_t key_bits,
       }
     }
   }
-  // policy = fastest: the measured fastest first, unless a configured route
-  // for this size already decided.
-  if (route != pkey_routes_.end() || pkey_fastest_.empty()) return;
-  const std::string fastest = PkeyFastest(
-      alg.family == Family::kDsa ? "dsa" : "rsa", key_bits, *out);
-  if (fastest.empty()) return;
-  for (auto it = out->begin(); it != out->end(); ++it) {
-    if ((*it)->backend->name() == fastest) {
-      std::rotate(out->begin(), it, it + 1);
-      break;
+  // The measured fastest first, unless a configured route for this size
+  // already decided.
+  if (route != pkey_routes_.end()) return;
+  const std::string op =
+      Calibration::OpKey(alg.family == Family::kDsa ? "dsa" : "rsa",
+                         public_op ? "verify" : "sign");
+  const std::string fastest = PkeyFastest(op, key_bits, *out);
+  if (!fastest.empty()) {
+    for (auto it = out->begin(); it != out->end(); ++it) {
+      if ((*it)->backend->name() == fastest) {
+        std::rotate(out->begin(), it, it + 1);
+        break;
+      }
     }
+    return;
+  }
+  // Uncalibrated public operations on key material stay on the CPU:
+  // nothing secret is involved, and a token is slower at them (SoftHSMv2
+  // verifies RSA-2048 about 8x slower than libcrypto on the same CPU).
+  if (public_op && !from_uri && policy_ != "priority" &&
+      !configured_[alg.index]) {
+    std::stable_partition(out->begin(), out->end(),
+                          [&](const Slot* slot) { return !offload(slot); });
   }
 }
 

@@ -2,6 +2,7 @@
 #ifndef ACCELCRYPT_CORE_ROUTER_H_
 #define ACCELCRYPT_CORE_ROUTER_H_
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -30,7 +31,9 @@ namespace accelcrypt {
 //  - a device error (kUnavailable, kResourceExhausted) re-runs the operation
 //    on the next candidate: one-shot ops always, ciphers when the state is
 //    portable (or nothing was processed yet), GCM and digests while the
-//    message so far fits `replay_max` bytes (replayed on the next backend);
+//    message so far fits `replay_max` bytes (replayed on the next backend),
+//    except on a backend declaring ACCELCRYPT_CAP_CPU for the algorithm (no
+//    device errors: no copy is kept, GCM updates take the fast path);
 //    caller errors are returned as they are;
 //  - after `breaker_threshold` consecutive device errors a backend is out of
 //    rotation for `breaker_cooldown_ms`, then one probe decides;
@@ -142,43 +145,95 @@ class Router {
   // PkeyOrder lists the candidate slots for `alg` with a key of `key_bits`
   // (`from_uri`: the key is a token reference), in routing order, skipping
   // open breakers as Order does. For PublicKeyOps and `accelcrypt list`.
-  // Under policy = fastest with a calibration covering the family ("rsa",
-  // "dsa"), the backend measured fastest for the key's bits comes first (a
-  // configured per-size route keeps precedence). A key smaller than the
-  // family's `offload_min_bits` skips offload backends (CAP_OFFLOAD or
-  // CAP_HARDWARE) unless a per-size route names them, the key is a token
-  // reference, or no other backend takes it.
+  // `public_op`: the operation uses only the public key (verify, encrypt).
+  // With a calibration covering the family's operation ("rsa/sign",
+  // "rsa/verify", ...; policy auto or fastest), the backend measured
+  // fastest for the key's bits comes first (a configured per-size route
+  // keeps precedence). Without one, under policy auto or fastest, a public
+  // operation on key material runs on CPU backends first (not offload or
+  // hardware ones) unless `route.rsa`/`route.rsa-crypt`/`route.dsa` is
+  // configured: a token verifies far slower than the CPU, and nothing
+  // secret needs it. A key smaller than the family's `offload_min_bits`
+  // skips offload backends (CAP_OFFLOAD or CAP_HARDWARE) unless a per-size
+  // route names them, the key is a token reference, or no other backend
+  // takes it.
   void PkeyOrder(const AlgorithmInfo& alg, size_t key_bits, bool from_uri,
-                 SlotList* out) const;
-  // OrderFor is Order with, under policy = fastest, the backend measured
-  // fastest for `size`-byte inputs moved to the front.
-  void OrderFor(const AlgorithmInfo& alg, uint64_t size, SlotList* out) const;
-  // Preferred returns, under policy = fastest with a calibration covering
-  // `alg`, the usable slot measured fastest for inputs of `size` bytes;
-  // nullptr otherwise.
-  Slot* Preferred(const AlgorithmInfo& alg, uint64_t size) const;
-  // SizeRouted is true when Preferred can answer for `alg`.
+                 SlotList* out, bool public_op = false) const;
+  // OrderFor is Order with, when a calibration routes `alg` by size, the
+  // backend chosen for `size`-byte inputs (`decrypt`: the decryption
+  // entry) moved to the front.
+  void OrderFor(const AlgorithmInfo& alg, uint64_t size, SlotList* out,
+                bool decrypt = false) const;
+  // Preferred returns, when a calibration routes `alg` by size, the usable
+  // slot chosen for inputs of `size` bytes (encryption, or decryption with
+  // `decrypt`; digests use the first); nullptr otherwise.
+  Slot* Preferred(const AlgorithmInfo& alg, uint64_t size,
+                  bool decrypt = false) const;
+  // SizeRouted is true when Preferred can answer for `alg`: the
+  // calibration chose different backends for different sizes or
+  // directions. (Where it chose one backend throughout, that backend is
+  // simply first in the route and nothing is decided per operation.)
   bool SizeRouted(const AlgorithmInfo& alg) const {
-    return alg.index < size_routes_.size() && !size_routes_[alg.index].empty();
+    return alg.index < size_routed_.size() && size_routed_[alg.index];
   }
-  // policy is "priority" or "fastest" (the configured one).
+  // policy is "auto", "priority" or "fastest" (the configured one).
   const std::string& policy() const { return policy_; }
+  // calibrated is true when a calibration for this CPU and these backend
+  // versions is in use (policy auto or fastest).
+  bool calibrated() const { return calibrated_; }
+  // RouteChoice is the backend that serves `alg` at a size bucket and why:
+  // "configured" (route.<alg>), "calibrated" (measured fastest, or within
+  // route_margin_pct of it and earlier in priority order), "declared" (no
+  // calibration: the backend declares hardware and is first in priority
+  // order), "priority" (no calibration, a plain CPU backend first), or for
+  // RSA/DSA public operations "cpu" (kept on the CPU, uncalibrated).
+  struct RouteChoice {
+    std::string backend;  // empty: no backend
+    std::string why;
+  };
+  RouteChoice Chosen(const AlgorithmInfo& alg, uint64_t bucket,
+                     bool decrypt = false) const;
+  // PkeyChosen is Chosen for RSA/DSA (`alg` RSA_SIGN, RSA_CRYPT or
+  // DSA_SIGN) with an imported key of `key_bits`: the private operation
+  // (sign, decrypt) or the public one.
+  RouteChoice PkeyChosen(const AlgorithmInfo& alg, size_t key_bits,
+                         bool public_op) const;
   // notes explain routing decisions made at load (calibration used or
   // refused, and why), for `accelcrypt list`.
   absl::Span<const std::string> notes() const { return notes_; }
-  // FastestFor lists backend names for `alg` at a size bucket, fastest
-  // first, as the calibration measured them (for `accelcrypt list`).
-  std::vector<std::string> FastestFor(const AlgorithmInfo& alg,
-                                      uint64_t bucket) const;
-  // PkeyBuckets lists, under policy = fastest, the calibrated key sizes of
-  // `family` ("rsa", "dsa") with backend names fastest first (empty when
-  // not calibrated). For `accelcrypt list`.
+  // FastestFor lists backend names for `alg` at a size bucket, the chosen
+  // one first, then by measured speed (for `accelcrypt list`); empty when
+  // `alg` is not routed by size.
+  std::vector<std::string> FastestFor(const AlgorithmInfo& alg, uint64_t bucket,
+                                      bool decrypt = false) const;
+  // Measured lists, per calibration entry of a cipher or digest in use
+  // ("aes-128-cbc/encrypt", "sha256"; Calibration::OpKey) and size
+  // bucket, the backends as the calibration ranked them, fastest first
+  // (empty when no calibration is in use). For `accelcrypt list`.
+  const std::map<std::string, std::map<uint64_t, std::vector<std::string>>>&
+  Measured() const {
+    return measured_;
+  }
+  // PkeyBuckets lists the calibrated key sizes of an operation ("rsa" or
+  // "rsa/sign", "rsa/verify", "dsa", "dsa/sign", "dsa/verify") with backend
+  // names fastest first (empty when not calibrated). For `accelcrypt list`.
   std::map<uint64_t, std::vector<std::string>> PkeyBuckets(
-      const std::string& family) const {
-    auto it = pkey_fastest_.find(family);
+      const std::string& op) const {
+    auto it = pkey_fastest_.find(
+        op.find('/') == std::string::npos ? op + "/sign" : op);
     return it == pkey_fastest_.end()
                ? std::map<uint64_t, std::vector<std::string>>()
                : it->second;
+  }
+  // ReplayedBytes counts the bytes routed GCM ciphers and digests copied
+  // aside so far to replay them on another backend after a device error
+  // (the slow path of a device backend; a backend declaring
+  // ACCELCRYPT_CAP_CPU adds nothing). For tests and `accelcrypt list`.
+  uint64_t ReplayedBytes() const {
+    return replay_bytes_.load(std::memory_order_relaxed);
+  }
+  void CountReplay(uint64_t n) {
+    replay_bytes_.fetch_add(n, std::memory_order_relaxed);
   }
   void RecordSuccess(Slot* slot);
   void RecordDeviceError(Slot* slot, const AlgorithmInfo& alg);
@@ -211,7 +266,7 @@ class Router {
   // self-test gate.
   void OrderUngated(const AlgorithmInfo& alg, SlotList* out) const;
   void PkeyOrderUngated(const AlgorithmInfo& alg, size_t key_bits,
-                        bool from_uri, SlotList* out) const;
+                        bool from_uri, SlotList* out, bool public_op) const;
   // SelfTested is true when `slot` may serve `alg`: its test passed, or it
   // runs now and passes (RunSelfTest, the slow path).
   bool SelfTested(Slot* slot, const AlgorithmInfo& alg) const;
@@ -224,18 +279,31 @@ class Router {
   bool BreakerOpen(const Slot& slot, uint64_t* now) const;
   const Registry* registry_ = nullptr;
   size_t replay_max_ = 1024;
-  std::string policy_ = "priority";
-  // Per algorithm (identity-table index): size bucket -> slot indices,
-  // fastest first (measured backends only).
-  std::vector<std::map<uint64_t, std::vector<size_t>>> size_routes_;
-  // Per public-key family ("rsa", "dsa"): key-bits bucket -> backend names,
-  // fastest first, from the calibration (policy = fastest only).
+  std::atomic<uint64_t> replay_bytes_{0};
+  std::string policy_ = "auto";
+  bool calibrated_ = false;
+  uint64_t margin_pct_ = 3;
+  // Per algorithm (identity-table index), direction (0 encrypt or digest,
+  // 1 decrypt) and size-bucket index: slot indices, the chosen one first
+  // (measured backends only; empty: the route's order).
+  using BucketRoutes = std::vector<std::vector<size_t>>;
+  std::vector<std::array<BucketRoutes, 2>> size_routes_;
+  std::vector<bool> size_routed_;
+  // Per algorithm: why the route's first backend is first (RouteChoice).
+  std::vector<std::string> route_why_;
+  // Per algorithm: `route.<alg>` is configured.
+  std::vector<bool> configured_;
+  // Per public-key operation ("rsa/sign", "rsa/verify", "dsa/sign",
+  // "dsa/verify"): key-bits bucket -> backend names, fastest first, from
+  // the calibration.
   std::map<std::string, std::map<uint64_t, std::vector<std::string>>>
       pkey_fastest_;
-  // PkeyFastest returns the backend measured fastest for `family` keys of
-  // `key_bits` (the nearest bucket >= key_bits, else the largest), among
-  // the names in `candidates` order; empty when nothing was measured.
-  std::string PkeyFastest(const std::string& family, size_t key_bits,
+  std::map<std::string, std::map<uint64_t, std::vector<std::string>>> measured_;
+  // PkeyFastest returns the backend measured fastest for operation `op`
+  // ("rsa/sign", ...) with keys of `key_bits` (the nearest bucket >=
+  // key_bits, else the largest), among the names in `candidates` order;
+  // empty when nothing was measured.
+  std::string PkeyFastest(const std::string& op, size_t key_bits,
                           const SlotList& candidates) const;
   std::vector<std::string> notes_;
   Stats* stats_ = nullptr;

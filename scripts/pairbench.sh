@@ -11,12 +11,19 @@
 # steadier than bench.sh's; bench.sh stays the end-to-end figure.
 #
 # Usage: pairbench.sh [--build DIR] [--alg NAME]... [--rounds N]
-#                     [--backends LIST] [--markdown FILE]
+#                     [--backends LIST|all] [--sizes LIST] [--markdown FILE]
 #   --build     build tree (default: $ACCELCRYPT_BUILD_DIR or build)
 #   --alg       aes-128-cbc, aes-128-ctr, aes-256-gcm, aes-256-gcm-rekey (a
-#               new key every message), sha256 (default: all but rekey)
+#               new key every message), sha256, any EVP cipher name
+#               (aes-128-gcm), NAME-decrypt for a non-AEAD cipher's
+#               decryption (aes-128-cbc-decrypt) (default: aes-128-cbc,
+#               aes-128-ctr, aes-256-gcm, sha256)
 #   --rounds    rounds per side and size (default 40)
-#   --backends  accelcrypt's `backends` setting (default: software)
+#   --backends  accelcrypt's `backends` setting (default: software, the
+#               overhead); `all`: none set, every backend loads and the
+#               default routing (policy auto) chooses, as installed
+#   --sizes     bytes per call, a quoted list (default "16 64 256 1024 8192
+#               16384")
 #   --markdown  also write the table as Markdown to FILE
 # Exit codes: 0 ran (ratios below target are reported, not fatal), 1 a run
 # failed, 2 usage.
@@ -27,6 +34,7 @@ build=${ACCELCRYPT_BUILD_DIR:-$root/build}
 algs=()
 rounds=40
 backends=software
+sizes="16 64 256 1024 8192 16384"
 markdown=
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -34,8 +42,9 @@ while [ $# -gt 0 ]; do
     --alg) algs+=("$2"); shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --backends) backends=$2; shift 2 ;;
+    --sizes) sizes=$2; shift 2 ;;
     --markdown) markdown=$2; shift 2 ;;
-    -h|--help) sed -n '3,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "pairbench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -53,13 +62,17 @@ trap 'rm -rf "$tmp"' EXIT
 # shellcheck source=scripts/speed_cnf.sh
 . "$(dirname "${BASH_SOURCE[0]}")/speed_cnf.sh"
 accelcrypt_write_speed_cnfs "$tmp" "$module"
-printf '[accelcrypt]\nbackends = %s\n' "$backends" > "$tmp/settings.cnf"
+if [ "$backends" = all ]; then
+  printf '[accelcrypt]\n' > "$tmp/settings.cnf"
+else
+  printf '[accelcrypt]\nbackends = %s\n' "$backends" > "$tmp/settings.cnf"
+fi
 
 echo "accelcrypt pairbench: one process, default and accelcrypt (backends = $backends) in alternating ~20 ms rounds, fastest of $rounds"
 rows="$tmp/rows"
 : > "$rows"
 for alg in "${algs[@]}"; do
-  for size in 16 64 256 1024 8192 16384; do
+  for size in $sizes; do
     if ! line=$(ACCELCRYPT_CONF="$tmp/settings.cnf" \
                 ACCELCRYPT_BACKEND_DIR="$build/lib/accelcrypt/backends" \
                 "$bin" "$tmp/default.cnf" "$tmp/accelcrypt.cnf" "$alg" "$size" "$rounds" 2>&1); then
@@ -72,10 +85,10 @@ for alg in "${algs[@]}"; do
         printf "%s %s %.1f %.1f %.3f\n", alg, size, a, b, (b > 0 ? a / b : 0) }' <<< "$line" >> "$rows"
   done
 done
-awk 'BEGIN { printf "%-12s %7s %12s %15s %7s  %s\n", "algorithm", "bytes", "default ns", "accelcrypt ns", "ratio", "target" }
+awk 'BEGIN { printf "%-19s %7s %12s %15s %7s  %s\n", "algorithm", "bytes", "default ns", "accelcrypt ns", "ratio", "target" }
      { target = ($2 <= 16) ? 0.95 : ($2 >= 1024 ? 0.99 : 0);
        note = target == 0 ? "" : ($5 >= target ? "ok (>= " target ")" : "BELOW " target);
-       printf "%-12s %7d %12.1f %15.1f %7.3f  %s\n", $1, $2, $3, $4, $5, note }' "$rows"
+       printf "%-19s %7d %12.1f %15.1f %7.3f  %s\n", $1, $2, $3, $4, $5, note }' "$rows"
 echo
 echo "ratio = default time / accelcrypt time per call (1.0 = no overhead)"
 if [ -n "$markdown" ]; then

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //
-// `accelcrypt calibrate`: measures every loaded backend per cipher/digest and
-// input-size bucket, and per RSA/DSA signing key size, and writes the
-// calibration file `policy = fastest` reads.
+// `accelcrypt calibrate`: measures every loaded backend per cipher direction
+// and digest and input-size bucket, and per RSA/DSA key size for signing
+// and verifying, and writes the calibration file the router reads (policy
+// auto, the default, and fastest).
 #include <time.h>
 
 #include <algorithm>
@@ -18,11 +19,12 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
 #include "absl/types/span.h"
 #include "core/algorithms.h"
-#include "core/calibration.h"
 #include "core/backend.h"
+#include "core/calibration.h"
 #include "core/pkey.h"
 #include "core/status.h"
 #include "openssl/bn.h"
@@ -52,12 +54,16 @@ constexpr int kRounds = 5;
 constexpr size_t kMaxBuckets = 16;
 
 // Measurement is the state for one (backend, algorithm): the raw backend
-// objects are set up once, outside the timed loop.
+// objects are set up once, outside the timed loop. Ciphers are measured
+// per direction: CBC encryption is serial where its decryption is not,
+// and a backend may win one and lose the other.
 struct Measurement {
   const Backend* backend = nullptr;
   std::unique_ptr<Cipher> encrypt;
-  std::unique_ptr<Cipher> decrypt;  // ECB/CBC: decryption is another path
-  double best_ns[kMaxBuckets];      // per bucket index
+  std::unique_ptr<Cipher> decrypt;
+  double best_ns[2][kMaxBuckets];  // per direction (0 encrypt or digest)
+                                   // and bucket index
+  DirectUpdate direct[2];          // per direction, when the backend has one
   std::string error;
 };
 
@@ -70,19 +76,42 @@ struct Buffers {
 };
 
 // OneOp runs the measured operation once: an update of `size` bytes on the
-// set-up context (both directions for ECB/CBC, whose decryption runs another
-// code path), or one one-shot hash.
+// set-up context of direction `dir` (0 encrypt, 1 decrypt), or one
+// one-shot hash. GCM is used one message at a time (a TLS record, an SSH
+// packet), and the router decides per message: its operation is a message
+// of `size` bytes on the same key, as a TLS record is sealed: a new IV,
+// 13 bytes of AAD, the update (the tag step left out: a decryption of
+// these bytes would not verify).
 absl::Status OneOp(const AlgorithmInfo& alg, Measurement& m, Buffers& buf,
-                   size_t size) {
+                   size_t size, int dir) {
   absl::Span<const uint8_t> in(buf.in.data(), size);
   if (alg.family == Family::kDigest) {
     return m.backend->DigestOneShot(
         alg.id, in, absl::MakeSpan(buf.out.data(), alg.digest_len));
   }
-  absl::Span<uint8_t> out(buf.out.data(), size);
-  absl::Status st = m.encrypt->Update(in, out);
-  if (st.ok() && m.decrypt != nullptr) st = m.decrypt->Update(in, out);
-  return st;
+  // In place, as TLS and SSH records and `openssl speed` are processed (a
+  // backend may pay for in-place work, e.g. CBC decryption keeping the
+  // last ciphertext block).
+  absl::Span<uint8_t> out(buf.in.data(), size);
+  Cipher& cipher = *(dir == 0 ? m.encrypt : m.decrypt);
+  if (alg.mode == CipherMode::kGcm) {
+    ACCELCRYPT_RETURN_IF_ERROR(cipher.Init(dir == 0, buf.key, buf.iv));
+    ACCELCRYPT_RETURN_IF_ERROR(
+        cipher.Aad(absl::MakeConstSpan(buf.in.data(), 13)));
+    return cipher.Update(in, out);
+  }
+  // The transform the provider's update path calls when the backend hands
+  // one out (Cipher::Direct, taken at Reinit), else the update: what a
+  // caller pays.
+  const DirectUpdate& d = m.direct[dir];
+  if (d.fn == nullptr) return cipher.Update(in, out);
+  size_t n = 0;
+  if (d.fn(d.ctx, out.data(), &n, size, in.data(), size) != 1) {
+    return absl::InternalError(
+        absl::StrFormat("%s: %s's direct transform refused %d bytes", alg.name,
+                        m.backend->name(), size));
+  }
+  return absl::OkStatus();
 }
 
 // Reinit restarts the contexts: a GCM message is bounded (2^36 - 32 bytes),
@@ -92,14 +121,18 @@ absl::Status Reinit(Measurement& m, Buffers& buf) {
   absl::Status st = m.encrypt->Init(true, buf.key, buf.iv);
   if (st.ok() && m.decrypt != nullptr)
     st = m.decrypt->Init(false, buf.key, buf.iv);
+  m.direct[0] = st.ok() ? m.encrypt->Direct() : DirectUpdate();
+  m.direct[1] =
+      st.ok() && m.decrypt != nullptr ? m.decrypt->Direct() : DirectUpdate();
   return st;
 }
 
-// TimeSlice runs operations of `size` bytes for about `seconds` of this
-// thread's CPU time and returns nanoseconds per operation (for ECB/CBC the
-// mean of one encryption and one decryption).
+// TimeSlice runs operations of `size` bytes in direction `dir` for about
+// `seconds` of this thread's CPU time and returns nanoseconds per
+// operation.
 absl::StatusOr<double> TimeSlice(const AlgorithmInfo& alg, Measurement& m,
-                                 Buffers& buf, size_t size, double seconds) {
+                                 Buffers& buf, size_t size, double seconds,
+                                 int dir) {
   const uint64_t budget = static_cast<uint64_t>(seconds * 1e9);
   // Warm up (caches, lazy tables) and find a batch that takes ~0.2 ms so the
   // clock is read rarely.
@@ -107,10 +140,10 @@ absl::StatusOr<double> TimeSlice(const AlgorithmInfo& alg, Measurement& m,
   for (;;) {
     const uint64_t t0 = CpuNs();
     for (uint64_t i = 0; i < batch; ++i) {
-      absl::Status st = OneOp(alg, m, buf, size);
+      absl::Status st = OneOp(alg, m, buf, size, dir);
       if (!st.ok()) {
         ACCELCRYPT_RETURN_IF_ERROR(Reinit(m, buf));
-        ACCELCRYPT_RETURN_IF_ERROR(OneOp(alg, m, buf, size));
+        ACCELCRYPT_RETURN_IF_ERROR(OneOp(alg, m, buf, size, dir));
       }
     }
     if (CpuNs() - t0 > 200000 || batch >= (1u << 20)) break;
@@ -123,10 +156,10 @@ absl::StatusOr<double> TimeSlice(const AlgorithmInfo& alg, Measurement& m,
   uint64_t bytes_since_init = 0;
   while (now - start < budget) {
     for (uint64_t i = 0; i < batch; ++i) {
-      absl::Status st = OneOp(alg, m, buf, size);
+      absl::Status st = OneOp(alg, m, buf, size, dir);
       if (!st.ok()) {
         ACCELCRYPT_RETURN_IF_ERROR(Reinit(m, buf));
-        ACCELCRYPT_RETURN_IF_ERROR(OneOp(alg, m, buf, size));
+        ACCELCRYPT_RETURN_IF_ERROR(OneOp(alg, m, buf, size, dir));
       }
     }
     ops += batch;
@@ -137,9 +170,14 @@ absl::StatusOr<double> TimeSlice(const AlgorithmInfo& alg, Measurement& m,
     }
     now = CpuNs();
   }
-  const double per_op =
-      static_cast<double>(now - start) / static_cast<double>(ops);
-  return m.decrypt != nullptr ? per_op / 2 : per_op;
+  return static_cast<double>(now - start) / static_cast<double>(ops);
+}
+
+// OpKeyOf is the calibration entry of `alg` in direction `dir` (0 encrypt,
+// 1 decrypt; digests have one).
+std::string OpKeyOf(const AlgorithmInfo& alg, int dir) {
+  if (alg.family != Family::kCipher) return std::string(alg.key);
+  return Calibration::OpKey(alg.key, dir == 0 ? "encrypt" : "decrypt");
 }
 
 bool Wanted(const AlgorithmInfo& alg,
@@ -237,29 +275,37 @@ absl::StatusOr<KeyMaterial> GenerateKey(bool rsa, int bits) {
   return k;
 }
 
-// PkeySlice signs for about `seconds` (wall clock, at least two signatures)
-// and returns nanoseconds per signature.
+// PkeySlice signs (`verify`: verifies `sig`, `sig_len` bytes) for about
+// `seconds` (wall clock, at least two operations) and returns nanoseconds
+// per operation.
 absl::StatusOr<double> PkeySlice(const BackendKey& key,
                                  const PkeyParams& params,
                                  absl::Span<const uint8_t> tbs,
-                                 std::vector<uint8_t>& sig, double seconds) {
+                                 std::vector<uint8_t>& sig, size_t sig_len,
+                                 bool verify, double seconds) {
   const uint64_t budget = static_cast<uint64_t>(seconds * 1e9);
   uint64_t ops = 0;
   const uint64_t start = WallNs();
   uint64_t now = start;
   while (ops < 2 || now - start < budget) {
-    ACCELCRYPT_ASSIGN_OR_RETURN(size_t len,
-                                key.Sign(params, tbs, absl::MakeSpan(sig)));
-    (void)len;
+    if (verify) {
+      ACCELCRYPT_RETURN_IF_ERROR(
+          key.Verify(params, tbs, absl::MakeConstSpan(sig).first(sig_len)));
+    } else {
+      ACCELCRYPT_ASSIGN_OR_RETURN(size_t len,
+                                  key.Sign(params, tbs, absl::MakeSpan(sig)));
+      (void)len;
+    }
     ++ops;
     now = WallNs();
   }
   return static_cast<double>(now - start) / static_cast<double>(ops);
 }
 
-// CalibratePkey measures RSA-SIGN ("rsa") or DSA-SIGN ("dsa") on every
-// backend declaring it with imported keys, for the key sizes each declares
-// (restricted to `sizes` when not empty), into cal->ns[family][bits].
+// CalibratePkey measures RSA-SIGN ("rsa") or DSA-SIGN ("dsa") signing and
+// verifying on every backend declaring it with imported keys, for the key
+// sizes each declares (restricted to `sizes` when not empty), into
+// cal->ns["rsa/sign"][bits] and cal->ns["rsa/verify"][bits] (or dsa).
 // Returns the number of backend/size pairs that could not be measured.
 int CalibratePkey(bool rsa, const Registry& registry,
                   const std::vector<int>& sizes, double seconds_per_cell,
@@ -299,7 +345,10 @@ int CalibratePkey(bool rsa, const Registry& registry,
     struct PkeyMeasurement {
       const Backend* backend;
       std::unique_ptr<BackendKey> key;
-      double best_ns = std::numeric_limits<double>::infinity();
+      std::vector<uint8_t> sig;  // a signature of tbs, for verifying
+      size_t sig_len = 0;
+      double best_ns[2] = {std::numeric_limits<double>::infinity(),
+                           std::numeric_limits<double>::infinity()};
       std::string error;
     };
     std::vector<PkeyMeasurement> ms;
@@ -312,44 +361,60 @@ int CalibratePkey(bool rsa, const Registry& registry,
       } else {
         m.key = std::move(*loaded);
         // Warm-up: the first signature may set up sessions or tables.
-        auto first = m.key->Sign(params, tbs, absl::MakeSpan(sig));
-        if (!first.ok()) m.error = first.status().ToString();
+        m.sig.resize(sig.size());
+        auto first = m.key->Sign(params, tbs, absl::MakeSpan(m.sig));
+        if (!first.ok()) {
+          m.error = first.status().ToString();
+        } else {
+          m.sig_len = *first;
+        }
       }
       ms.push_back(std::move(m));
     }
     for (int round = 0; round < kRounds; ++round) {
-      for (PkeyMeasurement& m : ms) {
-        if (!m.error.empty()) continue;
-        auto ns = PkeySlice(*m.key, params, tbs, sig,
-                            seconds_per_cell / kRounds);
-        if (!ns.ok()) {
-          m.error = ns.status().ToString();
-          continue;
+      for (int op = 0; op < 2; ++op) {
+        for (PkeyMeasurement& m : ms) {
+          if (!m.error.empty()) continue;
+          auto ns =
+              PkeySlice(*m.key, params, tbs, op == 0 ? sig : m.sig, m.sig_len,
+                        /*verify=*/op == 1, seconds_per_cell / kRounds / 2);
+          if (!ns.ok()) {
+            m.error = ns.status().ToString();
+            continue;
+          }
+          m.best_ns[op] = std::min(m.best_ns[op], *ns);
         }
-        m.best_ns = std::min(m.best_ns, *ns);
       }
     }
     // The whole key goes: its material here, the backends' copies with
     // their BackendKeys.
     key = absl::InternalError("done");
-    cal->ns[family].erase(static_cast<uint64_t>(bits));
-    std::string line = absl::StrFormat("%s-%d sign:", rsa ? "RSA" : "DSA", bits);
-    for (const PkeyMeasurement& m : ms) {
-      const std::string name(m.backend->name());
-      columns->insert(name);
-      line += " " + name;
-      if (!m.error.empty() || !std::isfinite(m.best_ns)) {
-        line += " (failed: " + m.error + ")";
-        ++failures;
-        continue;
+    for (int op = 0; op < 2; ++op) {
+      const std::string entry =
+          Calibration::OpKey(family, op == 0 ? "sign" : "verify");
+      cal->ns[entry].erase(static_cast<uint64_t>(bits));
+      std::string line = absl::StrFormat("%s-%d %s:", rsa ? "RSA" : "DSA", bits,
+                                         op == 0 ? "sign" : "verify");
+      for (const PkeyMeasurement& m : ms) {
+        const std::string name(m.backend->name());
+        columns->insert(name);
+        line += " " + name;
+        if (!m.error.empty() || !std::isfinite(m.best_ns[op])) {
+          line += " (failed: " + m.error + ")";
+          if (op == 0) ++failures;
+          continue;
+        }
+        cal->ns[entry][static_cast<uint64_t>(bits)][name] = m.best_ns[op];
+        line += absl::StrFormat(" %s ns", FormatNs(m.best_ns[op]));
       }
-      cal->ns[family][static_cast<uint64_t>(bits)][name] = m.best_ns;
-      line += absl::StrFormat(" %s ns", FormatNs(m.best_ns));
+      std::cerr << line << std::endl;
     }
-    std::cerr << line << std::endl;
   }
-  if (cal->ns.count(family) != 0 && cal->ns[family].empty()) {
-    cal->ns.erase(family);
+  for (const char* op : {"sign", "verify"}) {
+    const std::string entry = Calibration::OpKey(family, op);
+    if (cal->ns.count(entry) != 0 && cal->ns[entry].empty()) {
+      cal->ns.erase(entry);
+    }
   }
   return failures;
 }
@@ -457,8 +522,9 @@ int RunCalibrate(const CalibrateOptions& options) {
     failures += CalibratePkey(false, registry, options.pkey_sizes,
                               options.seconds_per_cell, &cal, &columns);
   }
-  const bool pkey_measured = (want_rsa && cal.ns.count("rsa") != 0) ||
-                             (want_dsa && cal.ns.count("dsa") != 0);
+  const bool pkey_measured =
+      (want_rsa && cal.ns.count(Calibration::OpKey("rsa", "sign")) != 0) ||
+      (want_dsa && cal.ns.count(Calibration::OpKey("dsa", "sign")) != 0);
   if (work.empty() && !pkey_measured) {
     std::cerr << "accelcrypt calibrate: no loaded backend declares the "
                  "requested algorithms\n";
@@ -482,8 +548,10 @@ int RunCalibrate(const CalibrateOptions& options) {
       if (backend->Capability(alg.id) == nullptr) continue;
       Measurement m;
       m.backend = backend.get();
-      std::fill(std::begin(m.best_ns), std::end(m.best_ns),
-                std::numeric_limits<double>::infinity());
+      for (auto& per_dir : m.best_ns) {
+        std::fill(std::begin(per_dir), std::end(per_dir),
+                  std::numeric_limits<double>::infinity());
+      }
       if (alg.family == Family::kCipher) {
         absl::Status st = absl::OkStatus();
         auto enc = backend->NewCipher(alg.id);
@@ -492,8 +560,7 @@ int RunCalibrate(const CalibrateOptions& options) {
         } else {
           st = enc.status();
         }
-        if (st.ok() &&
-            (alg.mode == CipherMode::kEcb || alg.mode == CipherMode::kCbc)) {
+        if (st.ok()) {
           auto dec = backend->NewCipher(alg.id);
           if (dec.ok()) {
             m.decrypt = std::move(*dec);
@@ -506,25 +573,30 @@ int RunCalibrate(const CalibrateOptions& options) {
       }
       ms.push_back(std::move(m));
     }
+    const int n_dirs = alg.family == Family::kCipher ? 2 : 1;
     for (size_t b = 0; b < buckets.size() && b < kMaxBuckets; ++b) {
       for (int round = 0; round < kRounds; ++round) {
-        for (Measurement& m : ms) {
-          if (!m.error.empty()) continue;
-          auto ns = TimeSlice(alg, m, buf, buckets[b], slice);
-          if (!ns.ok()) {
-            m.error = ns.status().ToString();
-            continue;
+        for (int dir = 0; dir < n_dirs; ++dir) {
+          for (Measurement& m : ms) {
+            if (!m.error.empty()) continue;
+            auto ns = TimeSlice(alg, m, buf, buckets[b], slice, dir);
+            if (!ns.ok()) {
+              m.error = ns.status().ToString();
+              continue;
+            }
+            m.best_ns[dir][b] = std::min(m.best_ns[dir][b], *ns);
           }
-          m.best_ns[b] = std::min(m.best_ns[b], *ns);
         }
       }
     }
     OPENSSL_cleanse(buf.key.data(), buf.key.size());
 
-    const std::string key(alg.key);
-    cal.ns.erase(key);
+    cal.ns.erase(std::string(alg.key));  // a format-1 entry
     std::string line = absl::StrFormat(
         "[%3d%%] %s:", static_cast<int>(100 * (w + 1) / work.size()), alg.name);
+    for (int dir = 0; dir < n_dirs; ++dir) {
+      cal.ns.erase(OpKeyOf(alg, dir));
+    }
     for (const Measurement& m : ms) {
       const std::string name(m.backend->name());
       columns.insert(name);
@@ -536,77 +608,86 @@ int RunCalibrate(const CalibrateOptions& options) {
         ++failures;
         continue;
       }
-      for (size_t b = 0; b < buckets.size() && b < kMaxBuckets; ++b) {
-        if (std::isfinite(m.best_ns[b])) {
-          cal.ns[key][buckets[b]][name] = m.best_ns[b];
+      for (int dir = 0; dir < n_dirs; ++dir) {
+        for (size_t b = 0; b < buckets.size() && b < kMaxBuckets; ++b) {
+          if (std::isfinite(m.best_ns[dir][b])) {
+            cal.ns[OpKeyOf(alg, dir)][buckets[b]][name] = m.best_ns[dir][b];
+          }
         }
       }
       line += absl::StrFormat(" %s ns/16KiB",
-                              FormatNs(m.best_ns[buckets.size() - 1]));
+                              FormatNs(m.best_ns[0][buckets.size() - 1]));
     }
     std::cerr << line << std::endl;
   }
 
   // The table: one column per backend (ns per operation), the fastest, and
   // how much faster it is than the runner-up (how much routing matters).
-  std::vector<std::string> header = {"algorithm", "bytes"};
+  std::vector<std::string> header = {"algorithm", "op", "bytes"};
   for (const std::string& c : columns) header.push_back(c + " ns/op");
   header.push_back("fastest");
   header.push_back("gain");
   std::vector<std::vector<std::string>> table;
   for (const AlgorithmInfo* alg : work) {
-    auto a = cal.ns.find(std::string(alg->key));
-    for (uint64_t bucket : buckets) {
-      std::vector<std::string> row = {std::string(alg->name),
-                                      std::to_string(bucket)};
-      std::map<std::string, double> cells;
-      if (a != cal.ns.end()) {
-        auto b = a->second.find(bucket);
-        if (b != a->second.end()) cells = b->second;
-      }
-      std::vector<std::pair<double, std::string>> ranked;
-      for (const std::string& c : columns) {
-        auto it = cells.find(c);
-        if (it == cells.end()) {
-          row.push_back("-");
-        } else {
-          row.push_back(FormatNs(it->second));
-          ranked.push_back({it->second, c});
+    for (int dir = 0; dir < (alg->family == Family::kCipher ? 2 : 1); ++dir) {
+      auto a = cal.ns.find(OpKeyOf(*alg, dir));
+      for (uint64_t bucket : buckets) {
+        std::vector<std::string> row = {std::string(alg->name),
+                                        alg->family == Family::kDigest ? "-"
+                                        : dir == 0 ? "encrypt"
+                                                   : "decrypt",
+                                        std::to_string(bucket)};
+        std::map<std::string, double> cells;
+        if (a != cal.ns.end()) {
+          auto b = a->second.find(bucket);
+          if (b != a->second.end()) cells = b->second;
         }
+        std::vector<std::pair<double, std::string>> ranked;
+        for (const std::string& c : columns) {
+          auto it = cells.find(c);
+          if (it == cells.end()) {
+            row.push_back("-");
+          } else {
+            row.push_back(FormatNs(it->second));
+            ranked.push_back({it->second, c});
+          }
+        }
+        std::sort(ranked.begin(), ranked.end());
+        row.push_back(ranked.empty() ? "-" : ranked[0].second);
+        row.push_back(
+            ranked.size() < 2
+                ? std::string("-")
+                : absl::StrFormat("%.2fx", ranked[1].first / ranked[0].first));
+        table.push_back(std::move(row));
       }
-      std::sort(ranked.begin(), ranked.end());
-      row.push_back(ranked.empty() ? "-" : ranked[0].second);
-      row.push_back(
-          ranked.size() < 2
-              ? std::string("-")
-              : absl::StrFormat("%.2fx", ranked[1].first / ranked[0].first));
-      table.push_back(std::move(row));
     }
   }
   for (const char* family : {"rsa", "dsa"}) {
     if (!(family[0] == 'r' ? want_rsa : want_dsa)) continue;
-    auto a = cal.ns.find(family);
-    if (a == cal.ns.end()) continue;
-    for (const auto& [bits, cells] : a->second) {
-      std::vector<std::string> row = {std::string(family) + "-sign",
-                                      std::to_string(bits) + " bits"};
-      std::vector<std::pair<double, std::string>> ranked;
-      for (const std::string& c : columns) {
-        auto it = cells.find(c);
-        if (it == cells.end()) {
-          row.push_back("-");
-        } else {
-          row.push_back(FormatNs(it->second));
-          ranked.push_back({it->second, c});
+    for (const char* op : {"sign", "verify"}) {
+      auto a = cal.ns.find(Calibration::OpKey(family, op));
+      if (a == cal.ns.end()) continue;
+      for (const auto& [bits, cells] : a->second) {
+        std::vector<std::string> row = {absl::AsciiStrToUpper(family), op,
+                                        std::to_string(bits) + " bits"};
+        std::vector<std::pair<double, std::string>> ranked;
+        for (const std::string& c : columns) {
+          auto it = cells.find(c);
+          if (it == cells.end()) {
+            row.push_back("-");
+          } else {
+            row.push_back(FormatNs(it->second));
+            ranked.push_back({it->second, c});
+          }
         }
+        std::sort(ranked.begin(), ranked.end());
+        row.push_back(ranked.empty() ? "-" : ranked[0].second);
+        row.push_back(
+            ranked.size() < 2
+                ? std::string("-")
+                : absl::StrFormat("%.2fx", ranked[1].first / ranked[0].first));
+        table.push_back(std::move(row));
       }
-      std::sort(ranked.begin(), ranked.end());
-      row.push_back(ranked.empty() ? "-" : ranked[0].second);
-      row.push_back(
-          ranked.size() < 2
-              ? std::string("-")
-              : absl::StrFormat("%.2fx", ranked[1].first / ranked[0].first));
-      table.push_back(std::move(row));
     }
   }
   PrintTable(std::cout, header, table);
@@ -617,10 +698,11 @@ int RunCalibrate(const CalibrateOptions& options) {
     return kExitFailure;
   }
   std::cout << "\nwrote " << output << " (cpu: " << cal.cpu << ")\n"
-            << "use it with `policy = fastest` in the [accelcrypt] section"
+            << "the router uses it under `policy = auto` (the default) and "
+               "`policy = fastest`"
             << (options.output.empty()
                     ? std::string()
-                    : " and `calibration_file = " + output + "`")
+                    : " with `calibration_file = " + output + "`")
             << "\n";
   if (failures > 0) {
     std::cerr << "accelcrypt calibrate: " << failures

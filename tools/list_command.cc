@@ -34,6 +34,7 @@ std::vector<std::string> CapabilityFlags(const accelcrypt_capability& cap) {
   if (cap.flags & ACCELCRYPT_CAP_RSA_RAW) flags.push_back("raw");
   if (cap.flags & ACCELCRYPT_CAP_KEY_IMPORT) flags.push_back("key-import");
   if (cap.flags & ACCELCRYPT_CAP_OFFLOAD) flags.push_back("offload");
+  if (cap.flags & ACCELCRYPT_CAP_CPU) flags.push_back("cpu");
   if (cap.min_key_bits != 0 || cap.max_key_bits != 0) {
     flags.push_back(std::to_string(cap.min_key_bits) + "-" +
                     std::to_string(cap.max_key_bits) + "-bit");

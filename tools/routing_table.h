@@ -10,12 +10,18 @@
 namespace accelcrypt::tools {
 
 // PrintRoutingPolicy writes, for `accelcrypt list`, the routing policy, the
-// router's notes (calibration used or refused, and why) and, under
-// policy = fastest, the backend chosen per algorithm and size bucket.
+// router's notes (calibration used or refused, and why), the backend
+// chosen per algorithm, direction and size bucket and why, the RSA/DSA
+// backend per operation and key size and why, and the measured RSA/DSA
+// rankings when a calibration is in use.
 void PrintRoutingPolicy(std::ostream& out, const Router& router);
 
-// RoutingPolicyJson is the same as JSON: {"policy", "notes", "fastest":
-// {alg: {bucket: [backends, fastest first]}}}.
+// RoutingPolicyJson is the same as JSON: {"policy", "calibrated", "notes",
+// "fastest": {entry: {bucket: [backends, fastest first]}} (as measured;
+// entry "aes-128-cbc/encrypt", "sha256"), "fastest_pkey": {"rsa" (signing),
+// "rsa/verify", "dsa", "dsa/verify": {bits: [...]}}, "routes": {ALG:
+// {"encrypt"|"decrypt"|"digest": {bucket: {"backend", "why"}}}},
+// "pkey_routes": {"RSA sign"...: {bits: {"backend", "why"}}}}.
 nlohmann::json RoutingPolicyJson(const Router& router);
 
 }  // namespace accelcrypt::tools

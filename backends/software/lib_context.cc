@@ -144,7 +144,8 @@ absl::Status LibContext::LookUp() {
       size_t index = CipherIndex(m.mode, key_len);
       d.name = kCipherNames[index];
       d.provctx = provctx;
-      uint32_t flags = ACCELCRYPT_CAP_STREAMING;
+      // libcrypto's code on this CPU: no device errors mid-stream.
+      uint32_t flags = ACCELCRYPT_CAP_STREAMING | ACCELCRYPT_CAP_CPU;
       if (!gcm) flags |= ACCELCRYPT_CAP_PORTABLE_STATE;
       if (m.mode == ACCELCRYPT_MODE_CFB128 || m.mode == ACCELCRYPT_MODE_OFB ||
           gcm) {
@@ -184,8 +185,8 @@ absl::Status LibContext::LookUp() {
     d.digest_len = n.digest_len;
     d.provctx = provctx;
     digests_[(n.alg & 0xffu) - 1] = d;
-    caps_.push_back(
-        accelcrypt_capability{n.alg, ACCELCRYPT_CAP_STREAMING, 1, 0, 0});
+    caps_.push_back(accelcrypt_capability{
+        n.alg, ACCELCRYPT_CAP_STREAMING | ACCELCRYPT_CAP_CPU, 1, 0, 0});
   }
 
   // RSA and DSA call the provider's key management, signature and

@@ -424,9 +424,10 @@ absl::Status InitBackend(const accelcrypt_host* host, void** backend_out) {
   }
   b->impl = ChooseImplementations(b->features);
 
-  const uint32_t kCipherFlags = ACCELCRYPT_CAP_HARDWARE |
-                                ACCELCRYPT_CAP_STREAMING |
-                                ACCELCRYPT_CAP_PORTABLE_STATE;
+  // CPU instructions: no device errors mid-stream (ACCELCRYPT_CAP_CPU).
+  const uint32_t kCipherFlags =
+      ACCELCRYPT_CAP_HARDWARE | ACCELCRYPT_CAP_STREAMING |
+      ACCELCRYPT_CAP_PORTABLE_STATE | ACCELCRYPT_CAP_CPU;
   if (b->impl.aes_serial != AesImpl::kNone) {
     for (uint32_t mode :
          {ACCELCRYPT_MODE_ECB, ACCELCRYPT_MODE_CBC, ACCELCRYPT_MODE_CFB128,
@@ -439,13 +440,16 @@ absl::Status InitBackend(const accelcrypt_host* host, void** backend_out) {
   if (b->impl.gcm != GcmImpl::kNone) {
     for (uint32_t key : {16u, 24u, 32u}) {
       AddCap(b.get(), ACCELCRYPT_CIPHER_ALG(ACCELCRYPT_MODE_GCM, key),
-             ACCELCRYPT_CAP_HARDWARE | ACCELCRYPT_CAP_STREAMING);
+             ACCELCRYPT_CAP_HARDWARE | ACCELCRYPT_CAP_STREAMING |
+                 ACCELCRYPT_CAP_CPU);
     }
   }
   if (b->impl.sha == ShaImpl::kShani) {
     for (accelcrypt_alg alg :
          {ACCELCRYPT_ALG_SHA1, ACCELCRYPT_ALG_SHA224, ACCELCRYPT_ALG_SHA256}) {
-      AddCap(b.get(), alg, ACCELCRYPT_CAP_HARDWARE | ACCELCRYPT_CAP_STREAMING);
+      AddCap(b.get(), alg,
+             ACCELCRYPT_CAP_HARDWARE | ACCELCRYPT_CAP_STREAMING |
+                 ACCELCRYPT_CAP_CPU);
     }
   }
   if (b->impl.rng == RngImpl::kRdseed) {

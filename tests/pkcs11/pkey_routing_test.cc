@@ -113,12 +113,12 @@ TEST(PkeyRoutingTest, CalibratedFastestSendsRsaAndDsaToTheirFastestBackend) {
   auto cal = Calibration::Load(overrides["calibration_file"]);
   ASSERT_TRUE(cal.ok()) << cal.status();
   for (const char* family : {"rsa", "dsa"}) {
-    const auto& cells = cal->ns[family][2048];
+    const auto& cells = cal->ns[Calibration::OpKey(family, "sign")][2048];
     ASSERT_EQ(cells.count("pkcs11"), 1u) << family;
     ASSERT_EQ(cells.count("software"), 1u) << family;
   }
-  const std::string rsa_best = cal->Fastest("rsa", 2048)[0];
-  const std::string dsa_best = cal->Fastest("dsa", 2048)[0];
+  const std::string rsa_best = cal->Fastest("rsa/sign", 2048)[0];
+  const std::string dsa_best = cal->Fastest("dsa/sign", 2048)[0];
   // The shim makes the token's DSA 20x slower than software: calibration
   // must see it.
   EXPECT_EQ(dsa_best, "software");
@@ -187,7 +187,7 @@ TEST(PkeyRoutingTest, CalibratedFastestSendsRsaAndDsaToTheirFastestBackend) {
   // op went to its cheapest backend (asserted above), so the ratio is >= 1
   // by construction; it is reported, and the wall time only printed.
   auto cost = [&](const char* family, const std::string& backend) {
-    return cal->ns[family][2048][backend];
+    return cal->ns[Calibration::OpKey(family, "sign")][2048][backend];
   };
   const double mixed =
       kRounds * (cost("rsa", rsa_best) + cost("dsa", dsa_best));
@@ -266,6 +266,70 @@ TEST(PkeyRoutingTest, CalibrationOrdersBackendsPerKeySizeBucket) {
   std::vector<uint8_t> sig(256);
   ASSERT_TRUE((*ops)->Sign(params, digest, absl::MakeSpan(sig)).ok());
   EXPECT_EQ((*ops)->last_backend(), "software");
+}
+
+// policy = auto (the default) with a token first in the configured order:
+// signing goes to the token as declared, verification stays on the CPU
+// (nothing secret, and SoftHSMv2 verifies slower than libcrypto) until a
+// calibration measures the token faster at verifying; policy = priority
+// keeps the configured order for both.
+TEST(PkeyRoutingTest, AutoVerifiesOnTheCpuUnlessCalibratedOtherwise) {
+  auto hsm = SoftHsm::Create();
+  if (!hsm.ok()) GTEST_SKIP() << hsm.status().message();
+  auto overrides = (*hsm)->Overrides();  // backends = pkcs11, software
+  overrides["policy"] = "auto";
+  overrides["calibration_file"] = (*hsm)->dir() + "/calibration.json";
+  const PkeyParams params = Sha256Params();
+  const std::vector<uint8_t> digest = Sha256({'a', 'u', 't', 'o'});
+  const KeyMaterial key = RsaKey(2048);
+  // Signs then verifies with a fresh core; returns the two backends.
+  auto run = [&](const std::map<std::string, std::string>& o) {
+    std::pair<std::string, std::string> served;
+    auto core = MakeCore(o);
+    EXPECT_TRUE(core.ok()) << core.status();
+    if (!core.ok()) return served;
+    auto ops = (*core)->router().NewPublicKeyOps(key);
+    EXPECT_TRUE(ops.ok()) << ops.status();
+    if (!ops.ok()) return served;
+    std::vector<uint8_t> sig(256);
+    auto len = (*ops)->Sign(params, digest, absl::MakeSpan(sig));
+    EXPECT_TRUE(len.ok()) << len.status();
+    if (!len.ok()) return served;
+    served.first = (*ops)->last_backend();
+    EXPECT_TRUE(
+        (*ops)
+            ->Verify(params, digest, absl::MakeConstSpan(sig).first(*len))
+            .ok());
+    served.second = (*ops)->last_backend();
+    return served;
+  };
+  // No calibration file.
+  EXPECT_EQ(run(overrides),
+            std::make_pair(std::string("pkcs11"), std::string("software")));
+  auto priority = overrides;
+  priority["policy"] = "priority";
+  EXPECT_EQ(run(priority),
+            std::make_pair(std::string("pkcs11"), std::string("pkcs11")));
+  // A calibration measuring the token faster at both.
+  Calibration cal;
+  cal.cpu = CpuSignature();
+  {
+    auto core = MakeCore(overrides);
+    ASSERT_TRUE(core.ok()) << core.status();
+    for (const auto& b : (*core)->registry().backends()) {
+      cal.backend_versions[std::string(b->name())] = std::string(b->version());
+    }
+  }
+  cal.ns["rsa/sign"][2048] = {{"pkcs11", 100000}, {"software", 300000}};
+  cal.ns["rsa/verify"][2048] = {{"pkcs11", 1000}, {"software", 20000}};
+  ASSERT_TRUE(cal.Save(overrides["calibration_file"]).ok());
+  EXPECT_EQ(run(overrides),
+            std::make_pair(std::string("pkcs11"), std::string("pkcs11")));
+  // And one measuring the CPU faster at verifying, the token at signing.
+  cal.ns["rsa/verify"][2048] = {{"pkcs11", 90000}, {"software", 20000}};
+  ASSERT_TRUE(cal.Save(overrides["calibration_file"]).ok());
+  EXPECT_EQ(run(overrides),
+            std::make_pair(std::string("pkcs11"), std::string("software")));
 }
 
 }  // namespace

@@ -76,6 +76,9 @@ SoftHsm::~SoftHsm() {
 
 std::map<std::string, std::string> SoftHsm::Overrides() const {
   return {{"backends", "pkcs11, software"},
+          // The suites check what the token serves, verification included:
+          // the configured order, not policy auto's CPU-side verify.
+          {"policy", "priority"},
           {"pkcs11.module", kModule},
           {"pkcs11.token_label", kLabel},
           {"pkcs11.pin_file", pin_file_},

@@ -173,6 +173,19 @@ typedef uint32_t accelcrypt_alg;
  * after the first layout; a backend that does not set it is taken as
  * running on the CPU unless it sets ACCELCRYPT_CAP_HARDWARE.) */
 #define ACCELCRYPT_CAP_OFFLOAD (1u << 13)
+/* Cipher/digest: the algorithm runs as instructions on the CPU the caller
+ * runs on (AES-NI, SHA-NI, libcrypto's code), so its update and final
+ * calls have no device errors: they fail only for a caller error or a
+ * broken invariant, never with ACCELCRYPT_ERR_UNAVAILABLE or
+ * _RESOURCE_EXHAUSTED once init succeeded. The router then gives the
+ * algorithm its copy-free update path: no copy of GCM AAD/data or of
+ * digest input is kept to replay on another backend (a device error after
+ * data went in is returned as it is). Without the flag (a device, a token,
+ * anything that can fail mid-stream) the router keeps that copy, bounded
+ * by `replay_max`, and falls back. (Added after the first layout: a
+ * loader that does not know it ignores it; a backend that does not set it
+ * keeps replay and fallback.) */
+#define ACCELCRYPT_CAP_CPU (1u << 14)
 
 typedef struct accelcrypt_capability {
   accelcrypt_alg alg;

@@ -15,13 +15,14 @@
 
 namespace accelcrypt::evp_loops {
 
-// CipherLoop: n EVP_EncryptUpdate calls of len bytes on one context, in
-// place (EVP_Update_loop).
+// CipherLoop: n EVP_CipherUpdate calls of len bytes on one context, in
+// place (EVP_Update_loop; the context's direction, as `openssl speed
+// [-decrypt]` sets it up).
 [[gnu::noinline]] inline bool CipherLoop(EVP_CIPHER_CTX* ctx,
                                          unsigned char* buf, int len, long n) {
   int outl = 0;
   for (long i = 0; i < n; ++i) {
-    if (!EVP_EncryptUpdate(ctx, buf, &outl, buf, len)) return false;
+    if (!EVP_CipherUpdate(ctx, buf, &outl, buf, len)) return false;
   }
   return true;
 }
@@ -60,15 +61,23 @@ namespace accelcrypt::evp_loops {
   return true;
 }
 
-// Case is a driver's CASE argument: the EVP name to fetch, and whether GCM
-// gets a new key every message ("aes-256-gcm-rekey").
+// Case is a driver's CASE argument: the EVP name to fetch, whether GCM
+// gets a new key every message ("aes-256-gcm-rekey"), and whether a
+// non-AEAD cipher decrypts ("aes-128-cbc-decrypt": padding off, as
+// `openssl speed -decrypt` runs it).
 struct Case {
   std::string evp_name;
   bool rekey = false;
+  bool decrypt = false;
 };
 inline Case ParseCase(const std::string& arg) {
-  if (arg == "aes-256-gcm-rekey") return {"aes-256-gcm", true};
-  return {arg, false};
+  if (arg == "aes-256-gcm-rekey") return {"aes-256-gcm", true, false};
+  const std::string suffix = "-decrypt";
+  if (arg.size() > suffix.size() &&
+      arg.compare(arg.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    return {arg.substr(0, arg.size() - suffix.size()), false, true};
+  }
+  return {arg, false, false};
 }
 
 }  // namespace accelcrypt::evp_loops

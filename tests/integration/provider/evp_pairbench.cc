@@ -2,14 +2,16 @@
 //
 // evp_pairbench: times the same small EVP calls through two providers in one
 // process, interleaved, so that host load hits both sides alike. Each side
-// is its own OSSL_LIB_CTX loaded from an openssl.cnf (OSSL_LIB_CTX_load_config);
-// the rounds alternate A, B, A, B, ... and the fastest and the median round
-// of each side give ns per call. Ratio = A / B time (B's throughput relative
-// to A's, as scripts/bench.sh reports it: 1.0 = no overhead).
+// is its own OSSL_LIB_CTX loaded from an openssl.cnf
+// (OSSL_LIB_CTX_load_config); the rounds alternate A, B, A, B, ... and the
+// fastest and the median round of each side give ns per call. Ratio = A / B
+// time (B's throughput relative to A's, as scripts/bench.sh reports it: 1.0 =
+// no overhead).
 //
 //   evp_pairbench CONF_A CONF_B CASE [BYTES] [ROUNDS]
 //   CASE: aes-128-cbc, aes-128-ctr, aes-256-gcm, aes-256-gcm-rekey, sha256
-//   (as evp_callcount)
+//   (as evp_callcount), any other EVP cipher name, and NAME-decrypt for a
+//   non-AEAD cipher's decryption (padding off, as `openssl speed -decrypt`)
 //   BYTES: bytes per call (default 16); ROUNDS: rounds per side (default 40,
 //   about 20 ms each)
 // Exit codes: 0 ran, 1 a config or EVP call failed, 2 usage.
@@ -71,7 +73,9 @@ bool Setup(Side* s, const char* conf, const std::string& arg) {
   s->cipher = EVP_CIPHER_fetch(s->libctx, name.c_str(), nullptr);
   s->ctx = EVP_CIPHER_CTX_new();
   return s->cipher != nullptr && s->ctx != nullptr &&
-         EVP_EncryptInit_ex(s->ctx, s->cipher, nullptr, kKey, kIv);
+         EVP_CipherInit_ex(s->ctx, s->cipher, nullptr, kKey, kIv,
+                           c.decrypt ? 0 : 1) &&
+         (!c.decrypt || EVP_CIPHER_CTX_set_padding(s->ctx, 0));
 }
 
 // Run makes n calls as `openssl speed -evp` does (evp_loops.h).

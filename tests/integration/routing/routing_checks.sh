@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# `accelcrypt calibrate` and `accelcrypt list` under policy = fastest, with
-# the build tree's backends (software, and x86 where this CPU has AES-NI).
+# `accelcrypt calibrate` and `accelcrypt list` under policy = fastest (and
+# policy = priority pinned where the check is about the configured order),
+# with the build tree's backends (software, and x86 where this CPU has
+# AES-NI).
 #   routing_checks.sh CHECK ACCELCRYPT_BIN BACKEND_DIR
 # CHECK:
-#   calibrate  writes a valid calibration file (format, this CPU, every loaded
-#              backend's version, every bucket measured for every backend
-#              declaring the algorithm), keeps other algorithms' entries on a
-#              filtered re-run, and rejects bad options with exit 2
+#   calibrate  writes a valid calibration file (format 2, this CPU, every
+#              loaded backend's version, every bucket of both cipher
+#              directions measured for every backend declaring the
+#              algorithm), keeps other algorithms' entries on a filtered
+#              re-run, and rejects bad options with exit 2
 #   list       `list` shows policy = fastest, the note that the calibration
-#              was used, and per-bucket winners equal to the file's; a file
-#              from another CPU is refused with a note
+#              was used, per-bucket rankings equal to the file's and routes
+#              within route_margin_pct of the fastest, marked calibrated; a
+#              file from another CPU is refused with a note
 #   provider   through the real openssl binary and the provider (PROVIDER
 #              argument): with a calibration saying software is fastest for
 #              AES-128-CTR, `openssl enc` is served by software although x86
@@ -32,7 +36,7 @@ pass() { echo "ok: $*"; }
 [ -x "$cli" ] || fail "accelcrypt binary $cli missing"
 unset ACCELCRYPT_X86_DISABLE ACCELCRYPT_BACKENDS ACCELCRYPT_BACKEND_DIR \
       ACCELCRYPT_CALIBRATION ACCELCRYPT_STATS_DIR
-printf '[accelcrypt]\nbackend_dir = %s\n' "$backend_dir" > "$tmp/priority.cnf"
+printf '[accelcrypt]\nbackend_dir = %s\npolicy = priority\n' "$backend_dir" > "$tmp/priority.cnf"
 printf '[accelcrypt]\nbackend_dir = %s\npolicy = fastest\ncalibration_file = %s\n' \
   "$backend_dir" "$tmp/cal.json" > "$tmp/fastest.cnf"
 export ACCELCRYPT_CONF=$tmp/priority.cnf
@@ -46,19 +50,21 @@ calibrate)
     > "$tmp/out" 2> "$tmp/err" || rc=$?
   [ "$rc" -eq 0 ] || { cat "$tmp/out" "$tmp/err" >&2; fail "calibrate exited $rc"; }
   grep -q '^\[100%\] SHA2-256:' "$tmp/err" || { cat "$tmp/err" >&2; fail "no progress line reaching 100%"; }
-  grep -Eq '^AES-128-CTR +16384 ' "$tmp/out" || { cat "$tmp/out" >&2; fail "no AES-128-CTR 16384 row in the table"; }
+  grep -Eq '^AES-128-CTR +encrypt +16384 ' "$tmp/out" || { cat "$tmp/out" >&2; fail "no AES-128-CTR encrypt 16384 row in the table"; }
+  grep -Eq '^AES-128-CBC +decrypt +16384 ' "$tmp/out" || { cat "$tmp/out" >&2; fail "no AES-128-CBC decrypt 16384 row in the table"; }
   "$cli" list --json > "$tmp/list.json" || fail "list --json failed"
   python3 - "$tmp/cal.json" "$tmp/list.json" <<'PY' || fail "calibration file is not valid"
 import json, sys
 cal = json.load(open(sys.argv[1]))
 lst = json.load(open(sys.argv[2]))
-assert cal["format"] == 1, cal.get("format")
+assert cal["format"] == 2, cal.get("format")
 model = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
              if l.startswith("model name"))
 assert model in cal["cpu"], (model, cal["cpu"])
 loaded = {b["name"]: b for b in lst["backends"]}
 assert cal["backends"] == {n: b["version"] for n, b in loaded.items()}, cal["backends"]
-want = {"aes-128-ctr": "AES-128-CTR", "aes-128-cbc": "AES-128-CBC",
+want = {"aes-128-ctr/encrypt": "AES-128-CTR", "aes-128-ctr/decrypt": "AES-128-CTR",
+        "aes-128-cbc/encrypt": "AES-128-CBC", "aes-128-cbc/decrypt": "AES-128-CBC",
         "sha256": "SHA2-256"}
 assert set(cal["algorithms"]) == set(want), sorted(cal["algorithms"])
 for key, name in want.items():
@@ -115,20 +121,42 @@ import json, sys
 cal = json.load(open(sys.argv[1]))
 routing = json.load(open(sys.argv[2]))["routing"]
 assert routing["policy"] == "fastest", routing
-names = {"aes-128-ctr": "AES-128-CTR", "aes-128-cbc": "AES-128-CBC",
-         "sha256": "SHA2-256"}
-assert set(routing["fastest"]) == set(names.values()), routing["fastest"].keys()
-for key, name in names.items():
+entries = {"aes-128-ctr/encrypt": ("AES-128-CTR", "encrypt"),
+           "aes-128-ctr/decrypt": ("AES-128-CTR", "decrypt"),
+           "aes-128-cbc/encrypt": ("AES-128-CBC", "encrypt"),
+           "aes-128-cbc/decrypt": ("AES-128-CBC", "decrypt"),
+           "sha256": ("SHA2-256", "digest")}
+assert set(routing["fastest"]) == set(entries), routing["fastest"].keys()
+for key, (name, op) in entries.items():
     for bucket, cells in cal["algorithms"][key].items():
         want = [b for _, b in sorted((ns, b) for b, ns in cells.items())]
-        got = routing["fastest"][name][bucket]
-        assert got == want, (name, bucket, got, want)
-print("winners match:", {n: routing["fastest"][n]["16384"][0] for n in routing["fastest"]})
+        got = routing["fastest"][key][bucket]
+        assert got == want, (key, bucket, got, want)
+        # The route: calibrated, and no slower than the fastest by more
+        # than the margin (3 %).
+        route = routing["routes"][name][op][bucket]
+        assert route["why"] == "calibrated", (key, bucket, route)
+        assert cells[route["backend"]] <= 1.03 * min(cells.values()) + 1e-9, (key, bucket, route, cells)
+print("rankings match:", {k: routing["fastest"][k]["16384"][0] for k in routing["fastest"]})
 PY
-  # Priority policy: no per-size table.
+  # Priority policy: the file is not read; every route is the configured
+  # order (declared or priority), none calibrated.
   ACCELCRYPT_CONF=$tmp/priority.cnf "$cli" list > "$tmp/list.txt" || fail "list failed"
   grep -q '^Routing policy: priority' "$tmp/list.txt" || fail "list does not show policy = priority"
-  ! grep -q '<=16 B' "$tmp/list.txt" || fail "per-size table shown under policy = priority"
+  grep -Eq '^  AES-128-CBC +decrypt +[a-z0-9]+ ' "$tmp/list.txt" || { cat "$tmp/list.txt" >&2; fail "no route row for AES-128-CBC decrypt"; }
+  ACCELCRYPT_CONF=$tmp/priority.cnf "$cli" list --json > "$tmp/list.json" || fail "list --json failed"
+  python3 - "$tmp/list.json" <<'PY' || fail "policy = priority routes by measurement"
+import json, sys
+lst = json.load(open(sys.argv[1]))
+routing = lst["routing"]
+assert routing["calibrated"] is False and not routing["fastest"], routing
+for name, ops in routing["routes"].items():
+    first = lst["routes"][name][0]
+    for op, buckets in ops.items():
+        for bucket, c in buckets.items():
+            assert c["backend"] == first, (name, op, bucket, c, first)
+            assert c["why"] in ("declared", "priority"), (name, op, bucket, c)
+PY
   # Another CPU's file: refused, with the reason.
   python3 - "$tmp/cal.json" <<'PY'
 import json, sys
@@ -137,7 +165,15 @@ json.dump(c, open(sys.argv[1], "w"))
 PY
   ACCELCRYPT_CONF=$tmp/fastest.cnf "$cli" list > "$tmp/list.txt" || fail "list failed"
   grep -q 'measured on another CPU' "$tmp/list.txt" || { cat "$tmp/list.txt" >&2; fail "foreign file not refused in list"; }
-  grep -q 'no algorithm is routed by size' "$tmp/list.txt" || fail "foreign file still routes by size"
+  ACCELCRYPT_CONF=$tmp/fastest.cnf "$cli" list --json > "$tmp/list.json" || fail "list --json failed"
+  python3 - "$tmp/list.json" <<'PY' || fail "foreign file still routes by measurement"
+import json, sys
+routing = json.load(open(sys.argv[1]))["routing"]
+assert routing["calibrated"] is False, routing["calibrated"]
+assert not routing["fastest"], routing["fastest"]
+whys = {c["why"] for ops in routing["routes"].values() for b in ops.values() for c in b.values()}
+assert "calibrated" not in whys, whys
+PY
   # No file: a note saying so.
   rm -f "$tmp/cal.json"
   ACCELCRYPT_CONF=$tmp/fastest.cnf "$cli" list > "$tmp/list.txt" || fail "list failed"
@@ -170,9 +206,10 @@ provider)
     python3 - "$tmp/cal.json" "$want" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
-for bucket, cells in c["algorithms"]["aes-128-ctr"].items():
-    for backend in cells:
-        cells[backend] = 1.0 if backend == sys.argv[2] else 1000.0
+for op in ("encrypt", "decrypt"):
+    for bucket, cells in c["algorithms"]["aes-128-ctr/" + op].items():
+        for backend in cells:
+            cells[backend] = 1.0 if backend == sys.argv[2] else 1000.0
 json.dump(c, open(sys.argv[1], "w"))
 PY
     rm -rf "$tmp/stats"; mkdir -p "$tmp/stats"

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // failing.so: a test-only backend over the real plugin ABI. It wraps the
 // software backend's tables, declares the same algorithms plus
-// ACCELCRYPT_CAP_HARDWARE (so the router prefers it), and injects device
+// ACCELCRYPT_CAP_HARDWARE (so the router prefers it) and without
+// ACCELCRYPT_CAP_CPU (it is a device: replay and fallback), and injects device
 // errors (ACCELCRYPT_ERR_UNAVAILABLE, "device error injected") on cue. No real
 // device fails on demand; router tests need one that does.
 //
@@ -649,8 +650,11 @@ accelcrypt_status BackendInit(const accelcrypt_host* host, void** backend_out,
     return SetError(err, ACCELCRYPT_ERR_RESOURCE_EXHAUSTED,
                     "failing: out of memory");
   }
+  // A device: it fails mid-stream, so it never claims the wrapped CPU
+  // code's ACCELCRYPT_CAP_CPU (the router keeps replay and fallback).
   for (accelcrypt_capability& cap : inst->caps) {
     cap.flags |= ACCELCRYPT_CAP_HARDWARE;
+    cap.flags &= ~ACCELCRYPT_CAP_CPU;
   }
   *backend_out = inst;
   return ACCELCRYPT_OK;

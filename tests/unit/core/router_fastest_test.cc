@@ -296,5 +296,134 @@ TEST_F(RouterFastestTest, BreakerOpenBackendIsSkipped) {
   EXPECT_EQ(Ops(*core, "software", "SHA2-256"), 2u);
 }
 
+// CbcBackend runs one AES-128-CBC encryption or decryption of 64 bytes
+// through the router and returns the backend that served it; the output is
+// checked against the software backend directly.
+std::string CbcBackend(Core& core, bool encrypt) {
+  auto cipher = core.router().NewCipher(ACCELCRYPT_ALG_AES_128_CBC);
+  if (!cipher.ok()) {
+    ADD_FAILURE() << cipher.status();
+    return "";
+  }
+  const Bytes key(16, 0x11), iv(16, 0x22), in(64, 0x33);
+  Bytes out(64), want(64);
+  EXPECT_OK((*cipher)->Init(encrypt, key, iv));
+  EXPECT_OK((*cipher)->Update(in, absl::MakeSpan(out)));
+  auto ref =
+      core.registry().Find("software")->NewCipher(ACCELCRYPT_ALG_AES_128_CBC);
+  EXPECT_OK(ref.status());
+  if (ref.ok()) {
+    EXPECT_OK((*ref)->Init(encrypt, key, iv));
+    EXPECT_OK((*ref)->Update(in, absl::MakeSpan(want)));
+    EXPECT_EQ(out, want);
+  }
+  return std::string((*cipher)->backend());
+}
+
+// With no policy configured the router measures: policy = auto reads the
+// calibration as fastest does; without one the declared order serves.
+TEST_F(RouterFastestTest, AutoIsTheDefaultAndRoutesByTheCalibration) {
+  WriteCalibration(CpuSignature(), versions_);
+  ASSERT_OK_AND_ASSIGN(auto core,
+                       MakeCoreWith({{"calibration_file", path_},
+                                     {"backends", "software,failing"}}));
+  EXPECT_EQ(core->router().policy(), "auto");
+  EXPECT_TRUE(core->router().calibrated());
+  EXPECT_THAT(NotesOf(*core), HasSubstr("policy = auto: calibration"));
+  EXPECT_EQ(CtrBackend(*core, kSmall), "failing");
+  EXPECT_EQ(CtrBackend(*core, kLarge), "software");
+  const AlgorithmInfo& ctr = *FindAlgorithm(ACCELCRYPT_ALG_AES_128_CTR);
+  EXPECT_EQ(core->router().Chosen(ctr, kSmall).backend, "failing");
+  EXPECT_EQ(core->router().Chosen(ctr, kSmall).why, "calibrated");
+  EXPECT_EQ(core->router().Chosen(ctr, kLarge, /*decrypt=*/true).backend,
+            "software");
+
+  ASSERT_OK_AND_ASSIGN(
+      auto plain, MakeCoreWith({{"calibration_file", dir_ + "/absent.json"}}));
+  EXPECT_EQ(plain->router().policy(), "auto");
+  EXPECT_FALSE(plain->router().calibrated());
+  EXPECT_THAT(NotesOf(*plain), HasSubstr("no calibration file"));
+  EXPECT_EQ(CtrBackend(*plain, kLarge), "failing");
+  // failing.so declares ACCELCRYPT_CAP_HARDWARE and is first.
+  EXPECT_EQ(plain->router().Chosen(ctr, kLarge).why, "declared");
+}
+
+// Encryption and decryption have their own entries (CBC encryption is
+// serial, its decryption is not): each direction goes to its own fastest.
+TEST_F(RouterFastestTest, EncryptAndDecryptAreRoutedApart) {
+  Calibration cal;
+  cal.cpu = CpuSignature();
+  cal.backend_versions = versions_;
+  for (uint64_t bucket : Calibration::SizeBuckets()) {
+    cal.ns["aes-128-cbc/encrypt"][bucket] = {{"failing", 10.0},
+                                             {"software", 20.0}};
+    cal.ns["aes-128-cbc/decrypt"][bucket] = {{"failing", 20.0},
+                                             {"software", 10.0}};
+  }
+  ASSERT_OK(cal.Save(path_));
+  for (const std::string order : {"failing,software", "software,failing"}) {
+    SCOPED_TRACE(order);
+    ASSERT_OK_AND_ASSIGN(auto core, MakeCoreWith({{"calibration_file", path_},
+                                                  {"backends", order}}));
+    const AlgorithmInfo& cbc = *FindAlgorithm(ACCELCRYPT_ALG_AES_128_CBC);
+    EXPECT_TRUE(core->router().SizeRouted(cbc));
+    EXPECT_EQ(CbcBackend(*core, /*encrypt=*/true), "failing");
+    EXPECT_EQ(CbcBackend(*core, /*encrypt=*/false), "software");
+    EXPECT_EQ(core->router().Chosen(cbc, kSmall, /*decrypt=*/false).backend,
+              "failing");
+    EXPECT_EQ(core->router().Chosen(cbc, kSmall, /*decrypt=*/true).backend,
+              "software");
+  }
+}
+
+// Backends measured within route_margin_pct (3) of each other everywhere:
+// the one earlier in priority order serves every size, and the route is
+// not split (nothing is decided per operation). With a margin of 0 the
+// measured fastest serves, again for every size.
+TEST_F(RouterFastestTest, NearEqualBackendsKeepOneRouteInPriorityOrder) {
+  Calibration cal;
+  cal.cpu = CpuSignature();
+  cal.backend_versions = versions_;
+  for (uint64_t bucket : Calibration::SizeBuckets()) {
+    for (const char* key :
+         {"aes-128-ctr/encrypt", "aes-128-ctr/decrypt", "sha256"}) {
+      cal.ns[key][bucket] = {{"failing", 10.0}, {"software", 10.2}};
+    }
+  }
+  ASSERT_OK(cal.Save(path_));
+  const AlgorithmInfo& ctr = *FindAlgorithm(ACCELCRYPT_ALG_AES_128_CTR);
+  const AlgorithmInfo& sha = *FindAlgorithm(ACCELCRYPT_ALG_SHA256);
+  {
+    ASSERT_OK_AND_ASSIGN(auto core,
+                         MakeCoreWith({{"calibration_file", path_},
+                                       {"backends", "software,failing"}}));
+    EXPECT_FALSE(core->router().SizeRouted(ctr));
+    EXPECT_FALSE(core->router().SizeRouted(sha));
+    EXPECT_THAT(core->router().Candidates(ctr.id),
+                ElementsAre("software", "failing"));
+    EXPECT_EQ(CtrBackend(*core, kSmall), "software");
+    EXPECT_EQ(CtrBackend(*core, kLarge), "software");
+    EXPECT_EQ(core->router().Chosen(ctr, kSmall).why, "calibrated");
+  }
+  {
+    ASSERT_OK_AND_ASSIGN(auto core,
+                         MakeCoreWith({{"calibration_file", path_},
+                                       {"backends", "software,failing"},
+                                       {"route_margin_pct", "0"}}));
+    EXPECT_FALSE(core->router().SizeRouted(ctr));
+    EXPECT_THAT(core->router().Candidates(ctr.id),
+                ElementsAre("failing", "software"));
+    EXPECT_THAT(core->router().Candidates(sha.id),
+                ElementsAre("failing", "software"));
+    EXPECT_EQ(CtrBackend(*core, kSmall), "failing");
+    EXPECT_EQ(CtrBackend(*core, kLarge), "failing");
+    Bytes md(32);
+    const uint64_t before = FailingCalls(*core);
+    ASSERT_OK(core->router().DigestOneShot(
+        ACCELCRYPT_ALG_SHA256, Bytes(kSmall, 1), absl::MakeSpan(md)));
+    EXPECT_EQ(FailingCalls(*core), before + 1);
+  }
+}
+
 }  // namespace
 }  // namespace accelcrypt

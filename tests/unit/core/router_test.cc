@@ -426,6 +426,91 @@ TEST(RouterTest, MidstreamGcmReplaysWithinReplayMaxAndReportsBeyond) {
   EXPECT_EQ(ToHex(tag), ToHex(ref_tag));
 }
 
+// ACCELCRYPT_CAP_CPU decides the update path. The failing backend is a
+// device (it never claims CAP_CPU): a GCM stream and a digest that fail on
+// it mid-way are replayed on software from the copy the router kept, with
+// the right bytes. Software declares CAP_CPU: served first, with failing
+// after it as a fallback, the same operations keep no copy at all
+// (Router::ReplayedBytes stays where it was).
+TEST(RouterTest, ReplayCopyOnlyForDeviceBackends) {
+  ASSERT_OK_AND_ASSIGN(auto core,
+                       FailingCore({{"failing.mode", "midstream"},
+                                    {"breaker_threshold", "1000000"}}));
+  Router& router = core->router();
+  Rng rng(12);
+  Op op;
+  op.alg = FindAlgorithm(ACCELCRYPT_ALG_AES_128_GCM);
+  op.encrypt = true;
+  op.key = rng.Bytes(16);
+  op.iv = rng.Bytes(12);
+  op.aad = rng.Bytes(13);
+  op.data = rng.Bytes(300);
+  op.parts = {64, 100, 136};
+  Bytes ref_tag;
+  ASSERT_OK_AND_ASSIGN(Bytes want, Reference(*core, op, &ref_tag));
+  const Bytes msg = rng.Bytes(200);
+  Bytes want_md(32), got_md(32);
+  ASSERT_OK(
+      core->registry()
+          .Find("software")
+          ->DigestOneShot(ACCELCRYPT_ALG_SHA256, msg, absl::MakeSpan(want_md)));
+
+  // Device first: replay, fallback, right bytes.
+  const uint64_t before = router.ReplayedBytes();
+  {
+    ASSERT_OK_AND_ASSIGN(auto cipher, router.NewCipher(op.alg->id));
+    EXPECT_EQ(cipher->backend(), "failing");
+    Bytes tag;
+    ASSERT_OK_AND_ASSIGN(Bytes got, RunCipher(*cipher, op, &tag));
+    EXPECT_EQ(ToHex(got), ToHex(want));
+    EXPECT_EQ(ToHex(tag), ToHex(ref_tag));
+    EXPECT_EQ(cipher->backend(), "software");
+  }
+  EXPECT_GE(StatsOf(*core, "failing", "AES-128-GCM").fallbacks, 1u);
+  const uint64_t gcm_copied = router.ReplayedBytes() - before;
+  EXPECT_GE(gcm_copied, op.aad.size() + op.parts[0]);
+  {
+    ASSERT_OK_AND_ASSIGN(auto digest, router.NewDigest(ACCELCRYPT_ALG_SHA256));
+    EXPECT_EQ(digest->backend(), "failing");
+    // failing's midstream mode fails cipher updates only: the digest
+    // stays there, and the copy is kept all the same.
+    ASSERT_OK(digest->Update(absl::MakeConstSpan(msg).first(50)));
+    ASSERT_OK(digest->Update(absl::MakeConstSpan(msg).subspan(50)));
+    ASSERT_OK(digest->Final(absl::MakeSpan(got_md)));
+    EXPECT_EQ(ToHex(got_md), ToHex(want_md));
+  }
+  EXPECT_EQ(router.ReplayedBytes() - before, gcm_copied + msg.size());
+
+  // CPU first (failing still after it as a fallback): no copy.
+  ASSERT_OK_AND_ASSIGN(auto cpu_first,
+                       FailingCore({{"failing.mode", "midstream"},
+                                    {"route.aes-128-gcm", "software, failing"},
+                                    {"route.sha256", "software, failing"}}));
+  Router& cpu_router = cpu_first->router();
+  ASSERT_THAT(cpu_router.Candidates(op.alg->id),
+              ElementsAre("software", "failing"));
+  {
+    ASSERT_OK_AND_ASSIGN(auto cipher, cpu_router.NewCipher(op.alg->id));
+    EXPECT_EQ(cipher->backend(), "software");
+    Bytes tag;
+    ASSERT_OK_AND_ASSIGN(Bytes got, RunCipher(*cipher, op, &tag));
+    EXPECT_EQ(ToHex(got), ToHex(want));
+    EXPECT_EQ(ToHex(tag), ToHex(ref_tag));
+    ASSERT_OK_AND_ASSIGN(auto digest,
+                         cpu_router.NewDigest(ACCELCRYPT_ALG_SHA256));
+    EXPECT_EQ(digest->backend(), "software");
+    ASSERT_OK(digest->Update(absl::MakeConstSpan(msg).first(50)));
+    ASSERT_OK(digest->Update(absl::MakeConstSpan(msg).subspan(50)));
+    ASSERT_OK(digest->Final(absl::MakeSpan(got_md)));
+    EXPECT_EQ(ToHex(got_md), ToHex(want_md));
+  }
+  EXPECT_EQ(cpu_router.ReplayedBytes(), 0u);
+  EXPECT_EQ(StatsOf(*cpu_first, "software", "AES-128-GCM").ops, 1u);
+  EXPECT_EQ(StatsOf(*cpu_first, "software", "AES-128-GCM").bytes,
+            op.aad.size() + op.data.size());
+  EXPECT_EQ(FailingCounts(*cpu_first).calls, 0u);
+}
+
 // Caller errors come back as they are and are never retried: the failing
 // backend (mode=none here) sees exactly the calls the test made, and
 // software sees none.
