@@ -20,6 +20,7 @@ ACCELCRYPT_DEBIAN_PACKAGES=(
   dpkg-dev           # dpkg-source for `apt-get source openssl` (evp_test), cpack DEB
   valgrind
   g++-multilib       # i386 builds of the PadLock code
+  qemu-user          # bigendian_s390x: runs the s390x (big-endian) test build; no binfmt needed
   softhsm2           # real PKCS#11 token for the client backend tests
   opensc             # pkcs11-tool
   p11-kit

@@ -124,6 +124,19 @@ std::vector<uint8_t> AttributeMap::Serialize() const {
       PutU64(&out, static_cast<uint64_t>(v));
       continue;
     }
+    if (type == CKA_ALLOWED_MECHANISMS &&
+        value.size() % sizeof(CK_MECHANISM_TYPE) == 0) {
+      // An array of CK_MECHANISM_TYPE: 8-byte little-endian entries, as
+      // x86-64 builds have always stored it (their host form).
+      const size_t n = value.size() / sizeof(CK_MECHANISM_TYPE);
+      PutU64(&out, 8 * n);
+      for (size_t i = 0; i < n; ++i) {
+        CK_MECHANISM_TYPE m;
+        std::memcpy(&m, value.data() + i * sizeof(m), sizeof(m));
+        PutU64(&out, static_cast<uint64_t>(m));
+      }
+      continue;
+    }
     PutU64(&out, value.size());
     out.insert(out.end(), value.data(), value.data() + value.size());
   }
@@ -148,6 +161,24 @@ std::optional<AttributeMap> AttributeMap::Parse(
       uint64_t value = 0;
       GetU64(&v, &value);
       map.SetUlong(t, static_cast<CK_ULONG>(value));
+    } else if (t == CKA_ALLOWED_MECHANISMS) {
+      // 8-byte little-endian entries back to this host's CK_MECHANISM_TYPE
+      // array; a length that is no whole number of entries, or an entry
+      // this host's CK_ULONG cannot hold, is malformed.
+      if (len % 8 != 0) return std::nullopt;
+      std::vector<uint8_t> host;
+      host.reserve(len / 8 * sizeof(CK_MECHANISM_TYPE));
+      absl::Span<const uint8_t> v = bytes.subspan(0, len);
+      for (uint64_t n = 0; n < len / 8; ++n) {
+        uint64_t value = 0;
+        GetU64(&v, &value);
+        const auto m = static_cast<CK_MECHANISM_TYPE>(value);
+        if (m != value) return std::nullopt;
+        uint8_t entry[sizeof(CK_MECHANISM_TYPE)];
+        std::memcpy(entry, &m, sizeof(m));
+        host.insert(host.end(), entry, entry + sizeof(entry));
+      }
+      map.Set(t, host);
     } else {
       map.Set(t, bytes.subspan(0, len));
     }

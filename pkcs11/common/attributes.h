@@ -79,7 +79,9 @@ class AttributeMap {
   // type/length/value records with fixed-width little-endian integers, so a
   // store written by a 32-bit build reads on a 64-bit one); Parse reads it
   // back (nullopt on any malformed input). CK_ULONG-typed values are
-  // re-encoded to the reader's width by type (see IsUlongAttribute).
+  // re-encoded to the reader's width and byte order by type (see
+  // IsUlongAttribute), CKA_ALLOWED_MECHANISMS entry by entry (8 bytes LE
+  // each), so a store moves between hosts of either endianness.
   std::vector<uint8_t> Serialize() const;
   static std::optional<AttributeMap> Parse(absl::Span<const uint8_t> bytes);
 
