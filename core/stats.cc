@@ -329,7 +329,9 @@ std::string Stats::ToJson() const {
                         {"start_ticks", header_->start_ticks},
                         {"created_unix_ms", header_->created_unix_ms},
                         {"backends", std::move(backends)}};
-  return doc.dump();
+  // Names come from the process (comm) and the file: bytes that are not
+  // UTF-8 become U+FFFD instead of an exception out of dump().
+  return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 absl::Status Stats::WriteToDir(const std::string& dir) const {
@@ -568,7 +570,9 @@ absl::StatusOr<std::string> LiveStatsToJson(std::string_view bytes) {
                         {"start_ticks", h.start_ticks},
                         {"created_unix_ms", h.created_unix_ms},
                         {"backends", std::move(backends)}};
-  return doc.dump();
+  // Names come from the process (comm) and the file: bytes that are not
+  // UTF-8 become U+FFFD instead of an exception out of dump().
+  return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace accelcrypt
