@@ -53,8 +53,9 @@ for t in "${targets[@]}"; do
   fi
 done
 echo "== build (-j$(accelcrypt_jobs)): ${targets[*]}"
-cmake --build "$build" -j "$(accelcrypt_jobs)" \
-  $(printf -- '--target fuzz_%s ' "${targets[@]}")
+build_args=()
+for t in "${targets[@]}"; do build_args+=(--target "fuzz_$t"); done
+cmake --build "$build" -j "$(accelcrypt_jobs)" "${build_args[@]}"
 [ "$build_only" = 1 ] && exit 0
 
 # Leaks are findings; so is any UBSan report. The symbolizer gives file:line.

@@ -9,6 +9,7 @@
 // values, bit counts and the NULL pointers are the fuzzer's.
 #include <p11-kit-1/p11-kit/pkcs11.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -72,7 +73,7 @@ struct Params {
     size_t len = sizeof(T);
     if (in.Pick(4) == 0) len = in.Pick(4097);
     block.assign(len, 0);
-    std::memcpy(block.data(), &s, std::min(len, sizeof(T)));
+    if (len > 0) std::memcpy(block.data(), &s, std::min(len, sizeof(T)));
   }
 };
 
@@ -97,7 +98,7 @@ void BuildParams(FuzzInput& in, CK_MECHANISM_TYPE mech, Params* p) {
       CK_AES_CTR_PARAMS c{};
       c.ulCounterBits = in.Bool() ? in.Pick(140) : in.U64();
       std::vector<uint8_t> cb = in.Bytes(16);
-      std::memcpy(c.cb, cb.data(), cb.size());
+      if (!cb.empty()) std::memcpy(c.cb, cb.data(), cb.size());
       p->Set(in, c);
       break;
     }
@@ -258,7 +259,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       default: rv = f->C_VerifyInit(s, &m, key); break;
     }
     // The module must have copied what it keeps: wipe the caller's block.
-    std::memset(params.block.data(), 0xa5, params.block.size());
+    if (!params.block.empty()) {
+      std::memset(params.block.data(), 0xa5, params.block.size());
+    }
     for (auto& b : params.buffers) std::memset(b.data(), 0xa5, b.size());
     if (rv != CKR_OK) continue;
     rv = Run(f, s, op, in);
