@@ -36,6 +36,8 @@ if [ ! -e "$asan_rt" ]; then
   exit 1
 fi
 export LD_PRELOAD=$asan_rt
+# Tests that set their own LD_PRELOAD (the PadLock emulator) put this first.
+export ACCELCRYPT_SANITIZER_PRELOAD=$asan_rt
 # detect_leaks: on. abort_on_error=0: a report exits with ASan's exit code
 # (a test failure, not a core dump). handle_segv=0 / allow_user_segv_handler:
 # the PadLock emulator and the SIGBUS tests install their own handlers.
