@@ -8,6 +8,7 @@
 // management (fromdata with fuzzed components, keygen parameters) and the
 // pkcs11: store (open with fuzzed URI and params). Every fetch asks for
 // provider=accelcrypt, so the default provider never answers in its place.
+#include <openssl/core_dispatch.h>
 #include <openssl/core_names.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -32,6 +33,13 @@ constexpr char kProps[] = "provider=accelcrypt";
 
 struct Env {
   OSSL_LIB_CTX* lib = nullptr;
+  OSSL_PROVIDER* prov = nullptr;
+  // accelcrypt's pkcs11: store, from its dispatch table.
+  OSSL_FUNC_store_open_fn* store_open = nullptr;
+  OSSL_FUNC_store_set_ctx_params_fn* store_set_params = nullptr;
+  OSSL_FUNC_store_load_fn* store_load = nullptr;
+  OSSL_FUNC_store_eof_fn* store_eof = nullptr;
+  OSSL_FUNC_store_close_fn* store_close = nullptr;
   EVP_PKEY* rsa = nullptr;
   EVP_PKEY* rsa_pss = nullptr;
   EVP_PKEY* dsa = nullptr;
@@ -75,7 +83,8 @@ Env& GetEnv() {
     const char* module = std::getenv("ACCELCRYPT_PROVIDER_MODULE");
     if (module == nullptr) module = ACCELCRYPT_FUZZ_PROVIDER_MODULE;
     e.lib = OSSL_LIB_CTX_new();
-    if (OSSL_PROVIDER_load(e.lib, module) == nullptr ||
+    e.prov = OSSL_PROVIDER_load(e.lib, module);
+    if (e.prov == nullptr ||
         OSSL_PROVIDER_load(e.lib, "default") == nullptr) {
       std::fprintf(stderr, "provider_params_fuzz: cannot load %s\n", module);
       ERR_print_errors_fp(stderr);
@@ -89,6 +98,38 @@ Env& GetEnv() {
       std::abort();
     }
     EVP_CIPHER_free(probe);
+    int no_cache = 0;
+    const OSSL_ALGORITHM* stores =
+        OSSL_PROVIDER_query_operation(e.prov, OSSL_OP_STORE, &no_cache);
+    for (; stores != nullptr && stores->algorithm_names != nullptr;
+         ++stores) {
+      for (const OSSL_DISPATCH* d = stores->implementation; d->function_id;
+           ++d) {
+        switch (d->function_id) {
+          case OSSL_FUNC_STORE_OPEN:
+            e.store_open = OSSL_FUNC_store_open(d);
+            break;
+          case OSSL_FUNC_STORE_SET_CTX_PARAMS:
+            e.store_set_params = OSSL_FUNC_store_set_ctx_params(d);
+            break;
+          case OSSL_FUNC_STORE_LOAD:
+            e.store_load = OSSL_FUNC_store_load(d);
+            break;
+          case OSSL_FUNC_STORE_EOF:
+            e.store_eof = OSSL_FUNC_store_eof(d);
+            break;
+          case OSSL_FUNC_STORE_CLOSE:
+            e.store_close = OSSL_FUNC_store_close(d);
+            break;
+        }
+      }
+    }
+    if (e.store_open == nullptr || e.store_set_params == nullptr ||
+        e.store_load == nullptr || e.store_eof == nullptr ||
+        e.store_close == nullptr) {
+      std::fprintf(stderr, "provider_params_fuzz: no pkcs11: store\n");
+      std::abort();
+    }
     e.rsa = Generate(e.lib, "RSA", OSSL_PKEY_PARAM_RSA_BITS, 1024);
     e.rsa_pss = Generate(e.lib, "RSA-PSS", OSSL_PKEY_PARAM_RSA_BITS, 1024);
     e.dsa = Generate(e.lib, "DSA", OSSL_PKEY_PARAM_FFC_PBITS, 1024);
@@ -389,20 +430,42 @@ void KeyManagement(Env& env, FuzzInput& in) {
   EVP_PKEY_CTX_free(ctx);
 }
 
+// The store is driven two ways. Through OSSL_STORE (no parameters at
+// open: OpenSSL 3.0's OSSL_STORE_open_ex, when a loader rejects the
+// parameters, closes the loader context and still returns a store context
+// holding it with no loader, so the next OSSL_STORE call dereferences NULL
+// -- libcrypto's bug, not the provider's, found by this target), and
+// through the provider's own store dispatch table, where the fuzzed
+// parameters go to set_ctx_params as OSSL_STORE_open_ex would pass them.
+int IgnoreObject(const OSSL_PARAM*, void*) { return 1; }
+
 void Store(Env& env, FuzzInput& in) {
   std::string uri = in.Bool() ? "pkcs11:" + in.String() : in.String();
   FuzzParams params;
   params.Read(in, kStoreParams);
-  OSSL_STORE_CTX* st = OSSL_STORE_open_ex(uri.c_str(), env.lib, kProps,
-                                          nullptr, nullptr, params.OrNull(),
-                                          nullptr, nullptr);
-  if (st == nullptr) return;
-  if (in.Bool()) (void)OSSL_STORE_expect(st, in.Pick(12));
-  for (int i = 0; i < 4 && !OSSL_STORE_eof(st); ++i) {
-    OSSL_STORE_INFO* info = OSSL_STORE_load(st);
-    OSSL_STORE_INFO_free(info);
+  if (in.Bool()) {
+    OSSL_STORE_CTX* st = OSSL_STORE_open_ex(uri.c_str(), env.lib, kProps,
+                                            nullptr, nullptr, nullptr,
+                                            nullptr, nullptr);
+    if (st == nullptr) return;
+    if (in.Bool()) (void)OSSL_STORE_expect(st, in.Pick(12));
+    for (int i = 0; i < 4 && !OSSL_STORE_eof(st); ++i) {
+      OSSL_STORE_INFO* info = OSSL_STORE_load(st);
+      OSSL_STORE_INFO_free(info);
+    }
+    OSSL_STORE_close(st);
+    return;
   }
-  OSSL_STORE_close(st);
+  if (env.store_open == nullptr) return;
+  void* ctx = env.store_open(OSSL_PROVIDER_get0_provider_ctx(env.prov),
+                             uri.c_str());
+  if (ctx == nullptr) return;
+  if (env.store_set_params(ctx, params.get())) {
+    for (int i = 0; i < 4 && !env.store_eof(ctx); ++i) {
+      (void)env.store_load(ctx, IgnoreObject, nullptr, nullptr, nullptr);
+    }
+  }
+  env.store_close(ctx);
 }
 
 }  // namespace
