@@ -216,7 +216,12 @@ const T& PickOf(FuzzInput& in, const T (&a)[N]) {
 }
 
 void Ciphers(Env& env, FuzzInput& in) {
-  EVP_CIPHER* c = EVP_CIPHER_fetch(env.lib, PickOf(in, kCiphers), kProps);
+  const char* name = PickOf(in, kCiphers);
+  // A NULL output is AAD for GCM; for the other modes it is a caller's
+  // bug that no provider checks (the default provider writes through it
+  // as well), so it is not fuzzed there.
+  const bool aead = std::string(name).find("GCM") != std::string::npos;
+  EVP_CIPHER* c = EVP_CIPHER_fetch(env.lib, name, kProps);
   if (c == nullptr) return;
   EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
   std::vector<uint8_t> key = in.Bytes(32), iv = in.Bytes(16);
@@ -245,8 +250,8 @@ void Ciphers(Env& env, FuzzInput& in) {
       const size_t n = data.size();
       data.resize(n + 256 + 64);  // in place, room for padding and a MAC
       int outl = 0;
-      if (in.Bool()) {
-        // AAD (GCM) or a NULL-output update.
+      if (in.Bool() && aead) {
+        // AAD.
         (void)EVP_CipherUpdate(ctx, nullptr, &outl, data.data(),
                                static_cast<int>(n));
       } else {
