@@ -224,9 +224,13 @@ void Ciphers(Env& env, FuzzInput& in) {
   EVP_CIPHER* c = EVP_CIPHER_fetch(env.lib, name, kProps);
   if (c == nullptr) return;
   EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
+  // EVP passes the context's current IV length with the IV pointer, and
+  // a parameter may have raised it (GCM: up to 128 bytes): the caller's
+  // buffer must be that long (found by this target: a 16-byte buffer was
+  // read for 128 bytes, a harness bug). Keys likewise (at most 32).
   std::vector<uint8_t> key = in.Bytes(32), iv = in.Bytes(16);
-  key.resize(32);
-  iv.resize(16);
+  key.resize(64);
+  iv.resize(256);
   const int enc = in.Bool();
   FuzzParams init, set, get;
   init.Read(in, kCipherParams);
