@@ -41,7 +41,7 @@ export ACCELCRYPT_SANITIZER_PRELOAD=$asan_rt
 # detect_leaks: on. abort_on_error=0: a report exits with ASan's exit code
 # (a test failure, not a core dump). handle_segv=0 / allow_user_segv_handler:
 # the PadLock emulator and the SIGBUS tests install their own handlers.
-export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=0:detect_odr_violation=0:allow_user_segv_handler=1:handle_sigill=0:handle_sigbus=0:handle_segv=0:verify_asan_link_order=0
+export ASAN_OPTIONS=suppressions=$supp/asan.supp:detect_leaks=1:halt_on_error=1:abort_on_error=0:detect_odr_violation=0:allow_user_segv_handler=1:handle_sigill=0:handle_sigbus=0:handle_segv=0:verify_asan_link_order=0
 export LSAN_OPTIONS=suppressions=$supp/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS=suppressions=$supp/ubsan.supp:print_stacktrace=1:halt_on_error=1
 export ACCELCRYPT_STATS_DIR=${ACCELCRYPT_STATS_DIR:-none}
