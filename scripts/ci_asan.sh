@@ -45,6 +45,10 @@ export ASAN_OPTIONS=suppressions=$supp/asan.supp:detect_leaks=1:halt_on_error=1:
 export LSAN_OPTIONS=suppressions=$supp/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS=suppressions=$supp/ubsan.supp:print_stacktrace=1:halt_on_error=1
 export ACCELCRYPT_STATS_DIR=${ACCELCRYPT_STATS_DIR:-none}
+# Tests that start a program in a cleared environment (env -i: the
+# configuration-only cases of cli_checks.sh and the server tests) pass
+# these words on (no spaces in the paths, as in the rest of the script).
+export ACCELCRYPT_SANITIZER_ENV="LD_PRELOAD=$LD_PRELOAD ASAN_OPTIONS=$ASAN_OPTIONS LSAN_OPTIONS=$LSAN_OPTIONS UBSAN_OPTIONS=$UBSAN_OPTIONS"
 
 log="$build/Testing/ci_asan.log"
 mkdir -p "$(dirname "$log")"
