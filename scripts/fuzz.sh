@@ -90,6 +90,11 @@ for t in "${targets[@]}"; do
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   size=$(find "$work" -type f | wc -l)
+  if [ "$replay" = 1 ]; then
+    execs=$(find "$seed" -type f | wc -l)
+    speed=-
+    size=$execs
+  fi
   if [ "$trc" -eq 0 ]; then
     result=ok
   else
@@ -102,6 +107,10 @@ for t in "${targets[@]}"; do
   echo "$line"
   summary+=("$line")
 done
-echo "== fuzz summary (${seconds}s per target)"
+if [ "$replay" = 1 ]; then
+  echo "== fuzz summary (committed corpus replayed)"
+else
+  echo "== fuzz summary (${seconds}s per target)"
+fi
 printf '%s\n' "${summary[@]}"
 exit "$rc"
