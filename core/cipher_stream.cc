@@ -129,7 +129,8 @@ absl::StatusOr<size_t> CipherStream::Update(absl::Span<const uint8_t> in,
     written += n;
   }
   size_t rest = in.size() - consumed;
-  std::memcpy(buf_ + buf_len_, in.data() + consumed, rest);
+  // An empty update's span may hold a null pointer (UB for memcpy).
+  if (rest > 0) std::memcpy(buf_ + buf_len_, in.data() + consumed, rest);
   buf_len_ += rest;
   if (!copy.empty()) OPENSSL_cleanse(copy.data(), copy.size());
   return written;

@@ -36,6 +36,9 @@ ACCELCRYPT_DEBIAN_PACKAGES=(
   apache2            # servers_apache: Apache httpd + mod_ssl serving HTTPS through the provider
   curl               # servers_nginx/servers_apache: the TLS client (built against OpenSSL)
   iproute2           # ss: the web server tests find a free port and the listening pid
+  clang              # scripts/fuzz.sh, CI's fuzz stage: libFuzzer targets (clang 14)
+  libclang-rt-14-dev # libFuzzer and the clang sanitizer runtimes
+  llvm               # llvm-symbolizer: sanitizer reports with file:line
 )
 
 # accelcrypt_as_root CMD...: runs CMD as root (directly when already root,

@@ -7,7 +7,7 @@
 set -eu
 bin="$1"; emu="$2"; profile="$3"; min="$4"
 out=$(ACCELCRYPT_PADLOCK_EMULATOR=1 ACCELCRYPT_PADLOCK_PROFILE="$profile" \
-      LD_PRELOAD="$emu" "$bin" --gtest_filter='*padlock*' 2>&1) || {
+      LD_PRELOAD="${ACCELCRYPT_SANITIZER_PRELOAD:+$ACCELCRYPT_SANITIZER_PRELOAD }$emu" "$bin" --gtest_filter='*padlock*' 2>&1) || {
   printf '%s\n' "$out" | tail -40; exit 1; }
 ran=$(printf '%s\n' "$out" | sed -n 's/^\[==========\] \([0-9]*\) tests\{0,1\} from.*ran.*/\1/p')
 printf '%s\n' "$out" | grep -E '^\[  (PASSED|SKIPPED|FAILED)' || true

@@ -341,7 +341,7 @@ stats)
   "$cli" config --module "$module" |
     sed "/^soft_load = 1/a backends = software\nstats_dir = $root" > "$tmp/accelcrypt.cnf"
   mine=$root/$(id -u)
-  run_ossl() { env -i PATH="$PATH" OPENSSL_CONF="$tmp/accelcrypt.cnf" openssl "$@"; }
+  run_ossl() { env -i PATH="$PATH" ${ACCELCRYPT_SANITIZER_ENV:-} OPENSSL_CONF="$tmp/accelcrypt.cnf" openssl "$@"; }
   head -c 300000 /dev/urandom > "$tmp/plain"
   run_ossl dgst -sha256 "$tmp/plain" > /dev/null || fail "openssl dgst through accelcrypt"
   [ -d "$mine" ] || fail "no per-user directory $mine"
@@ -353,7 +353,7 @@ stats)
   # A process that is still working shows its counts so far; killed with
   # SIGKILL it keeps them.
   mkfifo "$tmp/fifo"
-  env -i PATH="$PATH" OPENSSL_CONF="$tmp/accelcrypt.cnf" \
+  env -i PATH="$PATH" ${ACCELCRYPT_SANITIZER_ENV:-} OPENSSL_CONF="$tmp/accelcrypt.cnf" \
     openssl enc -aes-128-ctr -K 000102030405060708090a0b0c0d0e0f \
     -iv 0f0e0d0c0b0a09080706050403020100 -in "$tmp/fifo" -out /dev/null &
   enc=$!

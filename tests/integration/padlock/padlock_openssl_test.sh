@@ -33,6 +33,10 @@ OPENSSL="${OPENSSL_BIN:-openssl}"
 CLI="${ACCELCRYPT_CLI:?}"
 CELLS="${TRACE_CELLS:?}"
 EMU="${PADLOCK_EMU:?}"
+# A sanitizer build's runtime (scripts/ci_asan.sh sets it) stays first in
+# every preload list: our sanitized objects need it in unsanitized hosts.
+SAN="${ACCELCRYPT_SANITIZER_PRELOAD:-}"
+EMU_PRELOAD="${SAN:+$SAN }$EMU"
 CNF="${ACCELCRYPT_TEST_CNF:?}"
 BACKENDS="${ACCELCRYPT_TEST_BACKENDS:?}"
 REFS="${WORK_DIR:?}/refs"
@@ -41,7 +45,8 @@ WORK="${WORK_DIR}/${CASE%-run}${PROFILE:+-$PROFILE}${MODE:+-$MODE}"
 
 # Never inherit a developer's settings (inner loops keep what the outer
 # case and `accelcrypt trace` set up).
-unset LD_PRELOAD ACCELCRYPT_LOG_LEVEL ACCELCRYPT_PADLOCK_EMULATOR \
+if [ -n "$SAN" ]; then export LD_PRELOAD="$SAN"; else unset LD_PRELOAD; fi
+unset ACCELCRYPT_LOG_LEVEL ACCELCRYPT_PADLOCK_EMULATOR \
   ACCELCRYPT_PADLOCK_PROFILE ACCELCRYPT_PADLOCK_RNG_FAULT \
   ACCELCRYPT_PADLOCK_RNG_FAULT_AFTER
 case "$CASE" in
@@ -96,7 +101,7 @@ hex() { od -An -v -tx1 "$1" | tr -d ' \n'; }
 
 # In the emulator's environment (PROFILE, extra VAR=VALUE words first).
 emu() {
-  env LD_PRELOAD="$EMU" ACCELCRYPT_PADLOCK_EMULATOR=1 \
+  env LD_PRELOAD="$EMU_PRELOAD" ACCELCRYPT_PADLOCK_EMULATOR=1 \
     ACCELCRYPT_PADLOCK_PROFILE="$PROFILE" "$@"
 }
 # The reference: OpenSSL's default provider alone (no config: accelcrypt
@@ -355,7 +360,7 @@ case "$CASE" in
       test "$(cell "$WORK/cells" padlock AES-128-CTR bytes)" -eq 0
     # The human-readable table names padlock too.
     ACCELCRYPT_CONF="$WORK/ac.cnf" "$CLI" trace -o "$WORK/table" -- \
-      env LD_PRELOAD="$EMU" ACCELCRYPT_PADLOCK_EMULATOR=1 \
+      env LD_PRELOAD="$EMU_PRELOAD" ACCELCRYPT_PADLOCK_EMULATOR=1 \
       ACCELCRYPT_PADLOCK_PROFILE="$PROFILE" "$OPENSSL" dgst -sha256 \
       "$REFS/in.$n" >/dev/null
     check "trace table: padlock SHA2-256 $n bytes" \
@@ -421,7 +426,7 @@ case "$CASE" in
     rand_under_trace() {  # rand_under_trace TAG [VAR=VALUE...]
       local tag="$1"
       shift
-      traced "$WORK/cells.$tag" env LD_PRELOAD="$EMU" \
+      traced "$WORK/cells.$tag" env LD_PRELOAD="$EMU_PRELOAD" \
         ACCELCRYPT_PADLOCK_EMULATOR=1 ACCELCRYPT_PADLOCK_PROFILE=nano "$@" \
         "$OPENSSL" rand -hex 32 >"$WORK/out.$tag" 2>"$WORK/err.$tag"
     }
@@ -497,7 +502,7 @@ case "$CASE" in
     rm -rf "$WORK" && mkdir -p "$WORK"
     printf '[accelcrypt]\nbackends = padlock, software\n' >"$WORK/ac.cnf"
     ACCELCRYPT_CONF="$WORK/ac.cnf" traced "$WORK/cells" env \
-      LD_PRELOAD="$EMU" ACCELCRYPT_PADLOCK_EMULATOR=1 \
+      LD_PRELOAD="$EMU_PRELOAD" ACCELCRYPT_PADLOCK_EMULATOR=1 \
       ACCELCRYPT_PADLOCK_PROFILE="$PROFILE" "${EVP_TEST:?}"
     check "padlock_evp_mt_test passed under $PROFILE" test $? -eq 0
     for mode in ECB CBC CFB OFB CTR GCM; do

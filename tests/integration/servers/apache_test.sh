@@ -102,7 +102,7 @@ CFG
   rm -f "$pidfile"
   # -k start detaches; the listening socket is opened by the detached
   # parent, so success is the parent listening on the port.
-  if env -i PATH="$PATH" OPENSSL_CONF="$tmp/openssl.cnf" \
+  if env -i PATH="$PATH" ${ACCELCRYPT_SANITIZER_ENV:-} OPENSSL_CONF="$tmp/openssl.cnf" \
        "$apache" -d "$tmp" -f "$tmp/httpd.conf" -k start 2>> "$tmp/error.log"; then
     for _ in $(seq 1 50); do [ -s "$pidfile" ] && break; sleep 0.1; done
     if [ -s "$pidfile" ]; then

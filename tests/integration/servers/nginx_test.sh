@@ -76,7 +76,7 @@ http {
 CFG
   rm -f "$pidfile"
   # -e: the startup error log too (the built-in default is stderr).
-  if env -i PATH="$PATH" OPENSSL_CONF="$tmp/openssl.cnf" \
+  if env -i PATH="$PATH" ${ACCELCRYPT_SANITIZER_ENV:-} OPENSSL_CONF="$tmp/openssl.cnf" \
        "$nginx" -p "$tmp" -c "$tmp/nginx.conf" -e "$tmp/error.log" 2>> "$tmp/error.log"; then
     for _ in $(seq 1 50); do [ -s "$pidfile" ] && break; sleep 0.1; done
     if [ -s "$pidfile" ]; then master=$(cat "$pidfile"); started=1; break; fi

@@ -83,7 +83,7 @@ Ciphers aes128-ctr,aes256-gcm@openssh.com,aes128-cbc
 HostKeyAlgorithms rsa-sha2-256
 CFG
   rm -f "$pidfile"
-  if env -i PATH="$PATH" OPENSSL_CONF="$tmp/openssl.cnf" \
+  if env -i PATH="$PATH" ${ACCELCRYPT_SANITIZER_ENV:-} OPENSSL_CONF="$tmp/openssl.cnf" \
        "$sshd" -f "$tmp/sshd_config" -E "$tmp/sshd.log"; then
     for _ in $(seq 1 50); do [ -s "$pidfile" ] && break; sleep 0.1; done
     if [ -s "$pidfile" ]; then started=1; break; fi

@@ -69,6 +69,19 @@ TEST(StatsTest, JsonHasOnlyNonZeroCells) {
   EXPECT_EQ(j["backends"]["software"].size(), 1u);
 }
 
+// A name that is not UTF-8 (a backend's, or the process's comm, which any
+// program name sets) must not throw out of the JSON writer: at exit that
+// was std::terminate inside the application (found by fuzz_stats).
+TEST(StatsTest, NamesThatAreNotUtf8BecomeReplacementCharacters) {
+  Stats stats;
+  size_t slot = stats.RegisterBackend("bad\xe9name");
+  stats.Cell(slot, Alg(ACCELCRYPT_ALG_SHA256)).Add(1);
+  std::string json;
+  ASSERT_NO_THROW(json = stats.ToJson());
+  nlohmann::json j = nlohmann::json::parse(json);
+  EXPECT_EQ(j["backends"]["bad\xef\xbf\xbdname"]["SHA2-256"]["ops"], 1);
+}
+
 TEST(StatsTest, ConcurrentIncrementsAreNotLost) {
   Stats stats;
   size_t slot = stats.RegisterBackend("software");

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# CI stage: an AddressSanitizer + UndefinedBehaviorSanitizer build (GCC,
+# warnings as errors) in build-asan/, running the unit, integration and
+# fuzz-corpus suites with leak checking on. docs/testing.md.
+#
+# The shipped programs the integration tests drive (openssl, pkcs11-tool,
+# p11tool, sshd, nginx...) are not sanitized but load our sanitized
+# provider, module and engine; the ASan runtime must then be the first
+# library of the process, so it is preloaded (LD_PRELOAD) for the whole
+# test run. LeakSanitizer then watches those programs too: third-party
+# leaks are suppressed in tests/sanitizers/lsan.supp, each with its reason.
+#   ACCELCRYPT_ASAN_BUILD_DIR  build directory (default: build-asan/)
+#   CTEST_ARGS                 extra ctest arguments (e.g. -R cli)
+set -euo pipefail
+# shellcheck source=scripts/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+# shellcheck source=scripts/ci_sanitizer_env.sh
+. "$ACCELCRYPT_ROOT/scripts/ci_sanitizer_env.sh"
+
+build=${ACCELCRYPT_ASAN_BUILD_DIR:-$ACCELCRYPT_ROOT/build-asan}
+accelcrypt_install_deps
+accelcrypt_timed "asan build" accelcrypt_sanitizer_build "$build" address,undefined
+
+# OpenSSL's evp_test (an unsanitized OpenSSL test program, built from the
+# OpenSSL source) is shared with the regular build when it has one.
+if [ ! -e "$build/third_party" ] && [ -d "$ACCELCRYPT_BUILD_DIR/third_party" ]; then
+  ln -s "$ACCELCRYPT_BUILD_DIR/third_party" "$build/third_party"
+fi
+
+supp=$ACCELCRYPT_ROOT/tests/sanitizers
+asan_rt=$(gcc -print-file-name=libasan.so)
+if [ ! -e "$asan_rt" ]; then
+  echo "ci_asan.sh: GCC's libasan.so not found" >&2
+  exit 1
+fi
+export LD_PRELOAD=$asan_rt
+# Tests that set their own LD_PRELOAD (the PadLock emulator) put this first.
+export ACCELCRYPT_SANITIZER_PRELOAD=$asan_rt
+# detect_leaks: on. abort_on_error=0: a report exits with ASan's exit code
+# (a test failure, not a core dump). handle_segv=0 / allow_user_segv_handler:
+# the PadLock emulator and the SIGBUS tests install their own handlers.
+export ASAN_OPTIONS=suppressions=$supp/asan.supp:detect_leaks=1:halt_on_error=1:abort_on_error=0:detect_odr_violation=0:allow_user_segv_handler=1:handle_sigill=0:handle_sigbus=0:handle_segv=0:verify_asan_link_order=0
+export LSAN_OPTIONS=suppressions=$supp/lsan.supp:print_suppressions=0
+export UBSAN_OPTIONS=suppressions=$supp/ubsan.supp:print_stacktrace=1:halt_on_error=1
+export ACCELCRYPT_STATS_DIR=${ACCELCRYPT_STATS_DIR:-none}
+# Tests that start a program in a cleared environment (env -i: the
+# configuration-only cases of cli_checks.sh and the server tests) pass
+# these words on (no spaces in the paths, as in the rest of the script).
+export ACCELCRYPT_SANITIZER_ENV="LD_PRELOAD=$LD_PRELOAD ASAN_OPTIONS=$ASAN_OPTIONS LSAN_OPTIONS=$LSAN_OPTIONS UBSAN_OPTIONS=$UBSAN_OPTIONS"
+
+log="$build/Testing/ci_asan.log"
+mkdir -p "$(dirname "$log")"
+set +e
+start=$(date +%s)
+# shellcheck disable=SC2086  # CTEST_ARGS is a word list
+ctest --test-dir "$build" --output-on-failure -j "$(accelcrypt_jobs)" \
+  -L 'unit|integration|fuzz' --timeout 1800 ${CTEST_ARGS:-} 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+set -e
+echo "== asan tests: $(( $(date +%s) - start )) s (exit $rc)"
+exit "$rc"

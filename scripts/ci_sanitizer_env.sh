@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# Sourced by scripts/ci_asan.sh and scripts/ci_tsan.sh: configure and build a
+# sanitizer tree, and the runtime options both stages share.
+
+# accelcrypt_sanitizer_build DIR LIST [TARGET...]: configures DIR with
+# GCC and -DACCELCRYPT_SANITIZE=LIST (warnings as errors, as test.sh) and
+# builds the targets (everything when none is named).
+accelcrypt_sanitizer_build() {
+  local dir=$1 list=$2
+  shift 2
+  echo "== configure: $dir (-fsanitize=$list)"
+  cmake -S "$ACCELCRYPT_ROOT" -B "$dir" -G Ninja \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DACCELCRYPT_WERROR="${ACCELCRYPT_WERROR:-ON}" \
+    -DACCELCRYPT_SANITIZE="$list" >/dev/null
+  local targets=() t
+  for t in "$@"; do targets+=(--target "$t"); done
+  echo "== build (-j$(accelcrypt_jobs)) ${*:-all}"
+  cmake --build "$dir" -j "$(accelcrypt_jobs)" "${targets[@]}"
+}
+
+# accelcrypt_timed NAME CMD...: runs CMD and prints how long it took.
+accelcrypt_timed() {
+  local name=$1 start rc
+  shift
+  start=$(date +%s)
+  set +e
+  "$@"
+  rc=$?
+  set -e
+  echo "== $name: $(( $(date +%s) - start )) s (exit $rc)"
+  return "$rc"
+}
