@@ -4,9 +4,9 @@
 # CI stage: every fuzz target (tests/fuzz) under libFuzzer with ASan+UBSan
 # for a bounded time, after replaying the committed corpus with the same
 # sanitized binaries. docs/testing.md.
-#   ACCELCRYPT_CI_FUZZ_SECONDS  time per target (default 40: 10 targets, under
-#                               7 minutes of fuzzing)
+#   ACCELCRYPT_CI_FUZZ_SECONDS  time per target (default 20: 10 targets, under
+#                               4 minutes of fuzzing)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$root/scripts/fuzz.sh" --replay
-"$root/scripts/fuzz.sh" --seconds "${ACCELCRYPT_CI_FUZZ_SECONDS:-40}"
+"$root/scripts/fuzz.sh" --seconds "${ACCELCRYPT_CI_FUZZ_SECONDS:-20}"
