@@ -52,12 +52,26 @@ export ACCELCRYPT_SANITIZER_ENV="LD_PRELOAD=$LD_PRELOAD ASAN_OPTIONS=$ASAN_OPTIO
 
 log="$build/Testing/ci_asan.log"
 mkdir -p "$(dirname "$log")"
+# Two tests hit leaks in third-party code that no suppression can name
+# without also hiding ours (docs/testing.md, "Findings"): libcrypto 3.0
+# keeps the provider object when a provider's activation from openssl.cnf
+# fails (cli_bad_config), and pkcs11-tool leaks a byte in its key-pair
+# generation (p11_clients_pkcs11_tool). They run in a second pass with
+# leak detection off; every other ASan and UBSan check stays on there.
+third_party_leaks='^(cli_bad_config|p11_clients_pkcs11_tool)$'
 set +e
 start=$(date +%s)
 # shellcheck disable=SC2086  # CTEST_ARGS is a word list
 ctest --test-dir "$build" --output-on-failure -j "$(accelcrypt_jobs)" \
-  -L 'unit|integration|fuzz' --timeout 1800 ${CTEST_ARGS:-} 2>&1 | tee "$log"
+  -L 'unit|integration|fuzz' -E "$third_party_leaks" --timeout 1800 \
+  ${CTEST_ARGS:-} 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
+ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0 \
+  ACCELCRYPT_SANITIZER_ENV=${ACCELCRYPT_SANITIZER_ENV/detect_leaks=1/detect_leaks=0} \
+  ctest --test-dir "$build" --output-on-failure -j "$(accelcrypt_jobs)" \
+  -R "$third_party_leaks" --timeout 1800 2>&1 | tee -a "$log"
+rc2=${PIPESTATUS[0]}
+[ "$rc" -ne 0 ] || rc=$rc2
 set -e
 echo "== asan tests: $(( $(date +%s) - start )) s (exit $rc)"
 exit "$rc"
