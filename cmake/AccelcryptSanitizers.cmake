@@ -68,11 +68,17 @@ function(accelcrypt_sanitizer_source_fixes)
   endif()
   # Every file that includes <regex> (grep -l '<regex>'): a new one that
   # is missing here fails the ASan build loudly, as config_test.cc did.
-  foreach(_file IN ITEMS core/vector_runner.cc tests/unit/core/config_test.cc
-                         tests/pkcs11/pkcs11_client_test.cc)
-    get_filename_component(_dir "${PROJECT_SOURCE_DIR}/${_file}" DIRECTORY)
+  # The property is per directory that builds the file: the client
+  # backend's tests are compiled a second time in tests/p11module.
+  foreach(_entry IN ITEMS "core/vector_runner.cc:core"
+                          "tests/unit/core/config_test.cc:tests/unit/core"
+                          "tests/pkcs11/pkcs11_client_test.cc:tests/pkcs11"
+                          "tests/pkcs11/pkcs11_client_test.cc:tests/p11module/client_backend")
+    string(REPLACE ":" ";" _pair "${_entry}")
+    list(GET _pair 0 _file)
+    list(GET _pair 1 _dir)
     set_source_files_properties("${PROJECT_SOURCE_DIR}/${_file}"
-      DIRECTORY "${_dir}"
+      DIRECTORY "${PROJECT_SOURCE_DIR}/${_dir}"
       PROPERTIES COMPILE_OPTIONS "-Wno-maybe-uninitialized")
   endforeach()
 endfunction()
