@@ -16,6 +16,7 @@
 #include "core/vector_file.h"
 #include "gtest/gtest.h"
 #include "tests/support/test_env.h"
+#include "tests/support/vector_digest.h"
 
 namespace accelcrypt::testing {
 namespace {
@@ -24,35 +25,6 @@ std::string Field(const VectorRecord& r, const char* key) {
   std::string v = r.Get(key);
   if (v.empty()) v = r.SectionValue(key).value_or("");
   return v;
-}
-
-// Digest hashes `msg` with the section's "SHA-x" (libcrypto, the test's own
-// reference) and names the core's algorithm id.
-std::vector<uint8_t> Digest(const std::string& mod,
-                            const std::vector<uint8_t>& msg,
-                            accelcrypt_alg* md) {
-  std::string name = mod.substr(mod.rfind(' ') + 1);
-  name.erase(std::remove(name.begin(), name.end(), '-'), name.end());
-  const struct {
-    const char* name;
-    accelcrypt_alg id;
-  } kMds[] = {{"SHA1", ACCELCRYPT_ALG_SHA1},
-              {"SHA224", ACCELCRYPT_ALG_SHA224},
-              {"SHA256", ACCELCRYPT_ALG_SHA256},
-              {"SHA384", ACCELCRYPT_ALG_SHA384},
-              {"SHA512", ACCELCRYPT_ALG_SHA512}};
-  *md = 0;
-  for (const auto& m : kMds) {
-    if (name != m.name) continue;
-    *md = m.id;
-    std::vector<uint8_t> out(EVP_MAX_MD_SIZE);
-    unsigned int len = 0;
-    EVP_Digest(msg.data(), msg.size(), out.data(), &len,
-               EVP_get_digestbyname(m.name), nullptr);
-    out.resize(len);
-    return out;
-  }
-  return {};
 }
 
 // DerInteger encodes a big-endian unsigned value as a minimal DER INTEGER.
@@ -113,14 +85,16 @@ TEST(DsaSigGenVectorsTest, EverySignatureVerifiesOnEveryBackend) {
       const std::string mod = r.SectionValue("mod").value_or("");
       std::vector<uint8_t> msg = FromHex(r.Get("Msg"));
       PkeyParams params;
-      std::vector<uint8_t> digest = Digest(mod, msg, &params.md);
+      std::vector<uint8_t> digest =
+          VectorDigest(mod.substr(mod.rfind(' ') + 1), msg, &params.md);
       ASSERT_NE(params.md, 0u) << "no digest in [mod = " << mod << "]";
       const std::vector<uint8_t> sig =
           DssSigValue(FromHex(r.Get("R")), FromHex(r.Get("S")));
       absl::Status ok = (*loaded)->Verify(params, digest, sig);
       EXPECT_TRUE(ok.ok()) << ok;
       msg[0] ^= 0x01;
-      digest = Digest(mod, msg, &params.md);
+      digest =
+          VectorDigest(mod.substr(mod.rfind(' ') + 1), msg, &params.md);
       EXPECT_FALSE((*loaded)->Verify(params, digest, sig).ok())
           << "verified over a changed message";
       ++verified;

@@ -23,6 +23,7 @@
 #include "tests/pkcs11/softhsm_fixture.h"
 #include "tests/pkcs11/token_fixture.h"
 #include "tests/support/test_env.h"
+#include "tests/support/vector_digest.h"
 
 namespace accelcrypt::testing {
 namespace {
@@ -84,33 +85,6 @@ bool Fits(const Backend& b, accelcrypt_alg alg, size_t bits) {
   const accelcrypt_capability* cap = b.Capability(alg);
   return cap != nullptr && bits >= cap->min_key_bits &&
          bits <= cap->max_key_bits;
-}
-
-std::vector<uint8_t> Hash(const std::string& name, const std::vector<uint8_t>& m,
-                          accelcrypt_alg* id) {
-  std::string n = name;
-  n.erase(std::remove(n.begin(), n.end(), '-'), n.end());
-  const struct {
-    const char* name;
-    accelcrypt_alg id;
-  } kMds[] = {{"SHA1", ACCELCRYPT_ALG_SHA1},
-              {"SHA224", ACCELCRYPT_ALG_SHA224},
-              {"SHA256", ACCELCRYPT_ALG_SHA256},
-              {"SHA384", ACCELCRYPT_ALG_SHA384},
-              {"SHA512", ACCELCRYPT_ALG_SHA512}};
-  for (const auto& md : kMds) {
-    if (n == md.name) {
-      *id = md.id;
-      std::vector<uint8_t> out(EVP_MAX_MD_SIZE);
-      unsigned int len = 0;
-      EVP_Digest(m.data(), m.size(), out.data(), &len,
-                 EVP_get_digestbyname(md.name), nullptr);
-      out.resize(len);
-      return out;
-    }
-  }
-  *id = 0;
-  return {};
 }
 
 std::string Field(const VectorRecord& r, const char* key) {
@@ -208,7 +182,7 @@ TEST_F(PkeyVectorsTest, RsaPkcs1SigGen15Verifies) {
       PkeyParams params;
       params.padding = ACCELCRYPT_PAD_PKCS1;
       std::vector<uint8_t> digest =
-          Hash(r.Get("SHAAlg"), FromHex(r.Get("Msg")), &params.md);
+          VectorDigest(r.Get("SHAAlg"), FromHex(r.Get("Msg")), &params.md);
       ASSERT_NE(params.md, 0u) << r.Get("SHAAlg");
       std::vector<uint8_t> sig = FromHex(r.Get("S"));
       EXPECT_TRUE((*loaded)->Verify(params, digest, sig).ok())
@@ -243,7 +217,7 @@ TEST_F(PkeyVectorsTest, RsaPssSigVerResults) {
       PkeyParams params;
       params.padding = ACCELCRYPT_PAD_PSS;
       std::vector<uint8_t> digest =
-          Hash(r.Get("SHAAlg"), FromHex(r.Get("Msg")), &params.md);
+          VectorDigest(r.Get("SHAAlg"), FromHex(r.Get("Msg")), &params.md);
       std::string salt = r.Get("SaltVal");
       params.salt_len =
           salt == "00" ? 0 : static_cast<int32_t>(FromHex(salt).size());
@@ -282,7 +256,8 @@ TEST_F(PkeyVectorsTest, DsaSigVerResults) {
       std::string mod = r.SectionValue("mod").value_or("");
       PkeyParams params;
       std::vector<uint8_t> digest =
-          Hash(mod.substr(mod.rfind(' ') + 1), FromHex(r.Get("Msg")), &params.md);
+          VectorDigest(mod.substr(mod.rfind(' ') + 1), FromHex(r.Get("Msg")),
+                       &params.md);
       ASSERT_NE(params.md, 0u) << mod;
       // DER Dss-Sig-Value from R and S.
       // Minimal INTEGER: leading zero octets dropped, one 0x00 put back
