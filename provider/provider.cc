@@ -46,6 +46,7 @@ OSSL_LIB_CTX* ProvCtx::libctx() const {
 }
 
 ProvCtx::~ProvCtx() {
+  if (private_default_ != nullptr) OSSL_PROVIDER_unload(private_default_);
   if (private_libctx_ != nullptr) OSSL_LIB_CTX_free(private_libctx_);
 }
 
@@ -77,10 +78,13 @@ OSSL_LIB_CTX* ProvCtx::private_libctx() {
     OSSL_LIB_CTX* lib = OSSL_LIB_CTX_new();
     // Only OpenSSL's default provider, and no config file: accelcrypt can
     // never be loaded (and so never be called back) in here.
-    if (lib != nullptr && OSSL_PROVIDER_load(lib, "default") == nullptr) {
+    OSSL_PROVIDER* dflt =
+        lib != nullptr ? OSSL_PROVIDER_load(lib, "default") : nullptr;
+    if (lib != nullptr && dflt == nullptr) {
       OSSL_LIB_CTX_free(lib);
       lib = nullptr;
     }
+    private_default_ = dflt;
     private_libctx_ = lib;
   });
   return private_libctx_;

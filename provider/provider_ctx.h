@@ -94,6 +94,10 @@ class ProvCtx {
   std::vector<OSSL_ALGORITHM> stores_;
   std::once_flag private_libctx_once_;
   OSSL_LIB_CTX* private_libctx_ = nullptr;
+  // The default provider loaded into private_libctx_: unloaded before the
+  // context is freed (OpenSSL 3.0 keeps a loaded provider's reference
+  // otherwise, a leak LeakSanitizer reports at exit).
+  OSSL_PROVIDER* private_default_ = nullptr;
   // After core_: destroyed first, while the backends its digests use live.
   static constexpr size_t kDigestPoolDepth = 4;
   std::mutex digest_pool_mu_;

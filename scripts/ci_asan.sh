@@ -50,20 +50,44 @@ export ACCELCRYPT_STATS_DIR=${ACCELCRYPT_STATS_DIR:-none}
 # these words on (no spaces in the paths, as in the rest of the script).
 export ACCELCRYPT_SANITIZER_ENV="LD_PRELOAD=$LD_PRELOAD ASAN_OPTIONS=$ASAN_OPTIONS LSAN_OPTIONS=$LSAN_OPTIONS UBSAN_OPTIONS=$UBSAN_OPTIONS"
 
+# OpenSC 0.23's pkcs11-tool leaks in its own code: the PIN copy of every
+# --login run (a calloc in pkcs11-tool, whatever the module: SoftHSMv2 alone
+# shows it) and the BIGNUMs of --read-object --type pubkey. A suppression by
+# module name would also hide leaks of our module under pkcs11-tool's
+# frames, so a PATH wrapper runs pkcs11-tool with leak detection off and
+# every other ASan/UBSan check on. Our module's leaks are checked by its own
+# tests, the fuzzers and the other clients (p11tool, libp11, openssl).
+wrap=$build/sanitizer-bin
+mkdir -p "$wrap"
+cat > "$wrap/pkcs11-tool" <<'WRAP'
+#!/bin/sh
+ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" exec /usr/bin/pkcs11-tool "$@"
+WRAP
+chmod +x "$wrap/pkcs11-tool"
+export PATH=$wrap:$PATH
+
 log="$build/Testing/ci_asan.log"
 mkdir -p "$(dirname "$log")"
 # Two tests hit leaks in third-party code that no suppression can name
 # without also hiding ours (docs/testing.md, "Findings"): libcrypto 3.0
 # keeps the provider object when a provider's activation from openssl.cnf
-# fails (cli_bad_config), and pkcs11-tool leaks a byte in its key-pair
-# generation (p11_clients_pkcs11_tool). They run in a second pass with
-# leak detection off; every other ASan and UBSan check stays on there.
-third_party_leaks='^(cli_bad_config|p11_clients_pkcs11_tool)$'
+# fails (cli_bad_config). And in cli_trace's first case GCC 12's
+# LeakSanitizer crashes at exit of the traced openssl on a dynamic-TLS block
+# it misreads ("Tracer caught signal 11", "DTLS 6 at 0x78"; it depends on the
+# process's memory layout: a shorter ACCELCRYPT_CONF path makes it go away).
+# intercept_tls_get_addr=0 avoids it but deadlocks setlocale() in curl and
+# p11-kit. Both run in a second pass with leak detection off; every other
+# ASan and UBSan check stays on there.
+third_party_leaks='^(cli_bad_config|cli_trace)$'
+# bigendian_s390x is left to the test stage: it cross-builds with the
+# (unsanitized) s390x compiler, and apt-get's http method, run by it for
+# its private sysroot, hangs with the ASan runtime preloaded.
+not_here='^bigendian_s390x$'
 set +e
 start=$(date +%s)
 # shellcheck disable=SC2086  # CTEST_ARGS is a word list
 ctest --test-dir "$build" --output-on-failure -j "$(accelcrypt_jobs)" \
-  -L 'unit|integration|fuzz' -E "$third_party_leaks" --timeout 1800 \
+  -L 'unit|integration|fuzz' -E "$third_party_leaks|$not_here" --timeout 1800 \
   ${CTEST_ARGS:-} 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0 \

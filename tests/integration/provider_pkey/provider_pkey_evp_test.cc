@@ -61,11 +61,15 @@ class PkeyEvpTest : public ::testing::Test {
     if (!OSSL_PROVIDER_available(nullptr, "accelcrypt")) return;
     rsa_ = EVP_PKEY_Q_keygen(nullptr, nullptr, "RSA", size_t{2048});
     default_lib_ = OSSL_LIB_CTX_new();
-    OSSL_PROVIDER_load(default_lib_, "default");
+    default_prov_ = OSSL_PROVIDER_load(default_lib_, "default");
   }
   static void TearDownTestSuite() {
     EVP_PKEY_free(rsa_);
     rsa_ = nullptr;
+    // Unloaded first: OpenSSL 3.0 keeps a loaded provider's reference
+    // past OSSL_LIB_CTX_free (a leak under LeakSanitizer).
+    OSSL_PROVIDER_unload(default_prov_);
+    default_prov_ = nullptr;
     OSSL_LIB_CTX_free(default_lib_);
   }
   void SetUp() override {
@@ -94,9 +98,11 @@ class PkeyEvpTest : public ::testing::Test {
 
   static EVP_PKEY* rsa_;
   static OSSL_LIB_CTX* default_lib_;
+  static OSSL_PROVIDER* default_prov_;
 };
 EVP_PKEY* PkeyEvpTest::rsa_ = nullptr;
 OSSL_LIB_CTX* PkeyEvpTest::default_lib_ = nullptr;
+OSSL_PROVIDER* PkeyEvpTest::default_prov_ = nullptr;
 
 TEST_F(PkeyEvpTest, KeygenIsOursAndReportsParams) {
   EXPECT_EQ(ProviderOf(rsa_), "accelcrypt");

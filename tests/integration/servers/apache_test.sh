@@ -27,6 +27,15 @@ module=$2
 apache=$(command -v apache2 || echo /usr/sbin/apache2)
 [ -x "$apache" ] || { echo "SKIP: apache2 not installed (apache2, scripts/deps.sh)"; exit 77; }
 command -v curl >/dev/null || { echo "SKIP: curl not installed (scripts/deps.sh)"; exit 77; }
+# Under CI's ASan stage (the runtime preloaded into every process) the
+# detaching apache2 parent exits with LeakSanitizer's report of APR's and
+# libcrypto's start-up allocations (so "did not start"), and curl deadlocks
+# in setlocale() as in the nginx test. Third-party; the test stage runs
+# this test.
+if [ -n "${ACCELCRYPT_SANITIZER_ENV:-}" ]; then
+  echo "SKIP: apache2's parent leaks at exit and curl deadlocks with the ASan runtime preloaded; run in the regular build"
+  exit 77
+fi
 [ -f "$module" ] || { echo "FAIL: provider $module not built"; exit 1; }
 mods=/usr/lib/apache2/modules
 for m in mpm_event authz_core mime socache_shmcb ssl; do

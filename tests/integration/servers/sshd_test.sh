@@ -20,6 +20,15 @@ module=$2
 sshd=$(command -v sshd || echo /usr/sbin/sshd)
 [ -x "$sshd" ] || { echo "SKIP: sshd not installed (openssh-server, scripts/deps.sh)"; exit 77; }
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: sshd's privilege separation needs root"; exit 77; }
+# Under CI's ASan stage the runtime is preloaded into sshd, whose pre-auth
+# child runs in OpenSSH's seccomp sandbox: the runtime's own system calls
+# kill it with SIGSYS ("preauth child terminated by signal 31"), and
+# OpenSSH 9.2 cannot turn the sandbox off. The test stage runs this test;
+# nginx and Apache cover the provider inside servers under ASan.
+if [ -n "${ACCELCRYPT_SANITIZER_ENV:-}" ]; then
+  echo "SKIP: sshd's seccomp sandbox kills a process with the ASan runtime preloaded (SIGSYS); run in the regular build"
+  exit 77
+fi
 [ -f "$module" ] || { echo "FAIL: provider $module not built"; exit 1; }
 # sshd runs from /: every path it is given must be absolute.
 module=$(cd "$(dirname "$module")" && pwd)/$(basename "$module")

@@ -387,7 +387,8 @@ void DoXsha(Regs& r, int reg, size_t insn_len, uintptr_t ip, int sig,
         Sha256Blocks(reinterpret_cast<uint32_t*>(di), p, whole);
       uint8_t tail[128] = {};
       const size_t tl = rest % 64;
-      memcpy(tail, p + 64 * whole, tl);
+      // An empty message may come with a null source (RSI): copy nothing.
+      if (tl != 0) memcpy(tail, p + 64 * whole, tl);
       tail[tl] = 0x80;
       const size_t padded = tl + 9 <= 64 ? 64 : 128;
       uint64_t bits = static_cast<uint64_t>(total) * 8;
