@@ -112,8 +112,9 @@ while pos < len(d):
 PY
   while read -r blk; do
     # tail, not dd: GNU dd's skip on a file, with the ASan runtime preloaded
-    # (CI's ASan stage), stops short of the archive's end.
-    tail -c +$((blk * 512 + 1)) "$tmp/accelcrypt.pkg" | cpio -idmu --quiet 2>>"$tmp/cpio.err" ||
+    # (CI's ASan stage), stops short of the archive's end. Only cpio's exit
+    # status counts: tail may die of SIGPIPE once cpio has read its trailer.
+    cpio -idmu --quiet 2>>"$tmp/cpio.err" < <(tail -c +$((blk * 512 + 1)) "$tmp/accelcrypt.pkg") ||
       fail "cpio could not read the archive at block $blk: $(tail -3 "$tmp/cpio.err")"
   done < "$tmp/offsets"
   cd - >/dev/null
