@@ -10,10 +10,13 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "core/algorithms.h"
 #include "nlohmann/json.hpp"
 
@@ -21,6 +24,169 @@ namespace accelcrypt {
 namespace {
 
 constexpr uint64_t kBuckets[] = {16, 64, 256, 1024, 8192, 16384};
+
+// LoadedKeys are the operation keys an "algorithms" entry of the file is
+// loaded under. Entries without an operation (format 1, or written so by
+// hand): a cipher's stands for both directions, "rsa"/"dsa" for signing.
+std::vector<std::string> LoadedKeys(const std::string& entry) {
+  if (entry.find('/') != std::string::npos) return {entry};
+  if (entry == "rsa" || entry == "dsa") {
+    return {Calibration::OpKey(entry, "sign")};
+  }
+  const AlgorithmInfo* info = FindAlgorithmByName(entry);
+  if (info != nullptr && info->family == Family::kCipher) {
+    return {Calibration::OpKey(entry, "encrypt"),
+            Calibration::OpKey(entry, "decrypt")};
+  }
+  return {entry};
+}
+
+// The load cache (calibration.h, "Load cache"): its first line, then
+// "source <length> <fnv1a-64 hex>" of the JSON text it was made from.
+constexpr absl::string_view kCacheMagic = "accelcrypt-calibration-cache 1";
+
+// Fnv1a64 identifies the JSON text a cache was made from (not a security
+// check: both files have the same owner and directory).
+uint64_t Fnv1a64(absl::string_view text) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+// ReadWhole reads a regular file into `out`; false with errno set when it
+// cannot (missing, a directory, unreadable).
+bool ReadWhole(const std::string& path, std::string* out) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  out->clear();
+  char buf[16384];
+  for (;;) {
+    const ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int saved = errno;
+      close(fd);
+      errno = saved;
+      return false;
+    }
+    if (n == 0) break;
+    out->append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return true;
+}
+
+// FromCache parses a load cache made from a JSON text of `length` bytes
+// and hash `hash`; nullopt when it is not one (another source, another
+// format, damaged): the caller then parses the JSON.
+std::optional<Calibration> FromCache(absl::string_view cache, size_t length,
+                                     uint64_t hash) {
+  std::vector<absl::string_view> lines =
+      absl::StrSplit(cache, '\n', absl::SkipEmpty());
+  if (lines.size() < 3 || lines[0] != kCacheMagic ||
+      lines[1] != absl::StrFormat("source %d %016x", length, hash)) {
+    return std::nullopt;
+  }
+  Calibration cal;
+  bool have_cpu = false;
+  for (size_t i = 2; i < lines.size(); ++i) {
+    std::vector<absl::string_view> f = absl::StrSplit(lines[i], '\t');
+    if (f[0] == "cpu" && f.size() == 2) {
+      cal.cpu = std::string(f[1]);
+      have_cpu = true;
+    } else if (f[0] == "backend" && f.size() == 3) {
+      cal.backend_versions[std::string(f[1])] = std::string(f[2]);
+    } else if (f[0] == "ns" && f.size() == 5) {
+      uint64_t bucket;
+      double value;
+      if (!absl::SimpleAtoi(f[2], &bucket) || !absl::SimpleAtod(f[4], &value) ||
+          !(value > 0)) {
+        return std::nullopt;
+      }
+      cal.ns[std::string(f[1])][bucket][std::string(f[3])] = value;
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!have_cpu) return std::nullopt;
+  return cal;
+}
+
+// ToCache is FromCache's input for `cal`, made from a JSON text of
+// `length` bytes and hash `hash`; empty when a name holds a tab or a line
+// break (no cache then: the JSON is parsed).
+std::string ToCache(const Calibration& cal, size_t length, uint64_t hash) {
+  auto plain = [](absl::string_view v) {
+    return v.find_first_of("\t\n") == absl::string_view::npos;
+  };
+  bool ok = plain(cal.cpu);
+  for (const auto& [name, version] : cal.backend_versions) {
+    ok = ok && plain(name) && plain(version);
+  }
+  for (const auto& [key, buckets] : cal.ns) {
+    ok = ok && plain(key);
+    for (const auto& [bucket, backends] : buckets) {
+      for (const auto& [backend, value] : backends) ok = ok && plain(backend);
+    }
+  }
+  if (!ok) return std::string();
+  std::string out = absl::StrFormat("%s\nsource %d %016x\ncpu\t%s\n",
+                                    kCacheMagic, length, hash, cal.cpu);
+  for (const auto& [name, version] : cal.backend_versions) {
+    absl::StrAppendFormat(&out, "backend\t%s\t%s\n", name, version);
+  }
+  // What loading the JSON makes of each entry (LoadedKeys), so that the
+  // cache and the JSON load to the same data.
+  std::map<std::string, std::map<uint64_t, Calibration::Cells>> loaded;
+  for (const auto& [entry, buckets] : cal.ns) {
+    for (const std::string& key : LoadedKeys(entry)) {
+      for (const auto& [bucket, backends] : buckets) {
+        for (const auto& [backend, value] : backends) {
+          if (value > 0) loaded[key][bucket][backend] = value;
+        }
+      }
+    }
+  }
+  for (const auto& [key, buckets] : loaded) {
+    for (const auto& [bucket, backends] : buckets) {
+      for (const auto& [backend, value] : backends) {
+        // %.17g: the double read back is the one written.
+        absl::StrAppendFormat(&out, "ns\t%s\t%d\t%s\t%.17g\n", key, bucket,
+                              backend, value);
+      }
+    }
+  }
+  return out;
+}
+
+// WriteAtomically writes `text` to `path` through a temporary file and a
+// rename.
+absl::Status WriteAtomically(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) {
+      return absl::UnavailableError(absl::StrFormat(
+          "cannot write %s: %s", tmp, std::strerror(errno)));
+    }
+    out << text;
+    if (!out.flush()) {
+      out.close();
+      unlink(tmp.c_str());
+      return absl::UnavailableError(absl::StrFormat("cannot write %s", tmp));
+    }
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    int saved = errno;
+    unlink(tmp.c_str());
+    return absl::UnavailableError(absl::StrFormat(
+        "cannot rename %s: %s", path, std::strerror(saved)));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status MakeDirs(const std::string& dir) {
   if (dir.empty()) return absl::OkStatus();
@@ -61,17 +227,34 @@ uint64_t Calibration::BucketFor(uint64_t size) {
   return kBuckets[std::size(kBuckets) - 1];
 }
 
+std::string Calibration::CachePath(const std::string& path) {
+  return path + ".cache";
+}
+
 absl::StatusOr<Calibration> Calibration::Load(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrFormat("no calibration file at %s (run `accelcrypt "
-                        "calibrate`)",
-                        path));
+  // This runs at every provider load: the JSON is read whole (one read for
+  // the usual 20 KB), and parsed only when its load cache does not match.
+  std::string text;
+  if (!ReadWhole(path, &text)) {
+    if (errno == ENOENT || errno == ENOTDIR || errno == EACCES) {
+      return absl::NotFoundError(
+          absl::StrFormat("no calibration file at %s (run `accelcrypt "
+                          "calibrate`)",
+                          path));
+    }
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "calibration file %s is malformed (cannot read it: %s)", path,
+        std::strerror(errno)));
   }
-  // Read whole, then parse from memory (this runs at every provider load).
-  std::string text((std::istreambuf_iterator<char>(in)),
-                   std::istreambuf_iterator<char>());
+  const uint64_t hash = Fnv1a64(text);
+  std::string cache;
+  if (ReadWhole(CachePath(path), &cache)) {
+    std::optional<Calibration> cached = FromCache(cache, text.size(), hash);
+    if (cached.has_value()) {
+      cached->from_cache = true;
+      return *std::move(cached);
+    }
+  }
   nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
   const int format = doc.is_object() ? doc.value("format", 0) : 0;
   if (doc.is_discarded() || !doc.is_object() || (format != 1 && format != 2) ||
@@ -89,17 +272,7 @@ absl::StatusOr<Calibration> Calibration::Load(const std::string& path) {
   }
   for (const auto& [entry, buckets] : doc["algorithms"].items()) {
     if (!buckets.is_object()) continue;
-    // Entries without an operation (format 1, or written so by hand): a
-    // cipher's stands for both directions, "rsa"/"dsa" for signing.
-    std::vector<std::string> keys = {entry};
-    if (entry.find('/') == std::string::npos) {
-      const AlgorithmInfo* info = FindAlgorithmByName(entry);
-      if (entry == "rsa" || entry == "dsa") {
-        keys = {OpKey(entry, "sign")};
-      } else if (info != nullptr && info->family == Family::kCipher) {
-        keys = {OpKey(entry, "encrypt"), OpKey(entry, "decrypt")};
-      }
-    }
+    const std::vector<std::string> keys = LoadedKeys(entry);
     for (const auto& [bucket, backends] : buckets.items()) {
       uint64_t b;
       if (!absl::SimpleAtoi(bucket, &b) || !backends.is_object()) {
@@ -143,23 +316,16 @@ absl::Status Calibration::Save(const std::string& path) const {
     absl::Status st = MakeDirs(path.substr(0, slash));
     if (!st.ok()) return st;
   }
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) {
-      return absl::UnavailableError(absl::StrFormat(
-          "cannot write %s: %s", tmp, std::strerror(errno)));
-    }
-    out << ToJson() << "\n";
-    if (!out.flush()) {
-      return absl::UnavailableError(absl::StrFormat("cannot write %s", tmp));
-    }
-  }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    int saved = errno;
-    unlink(tmp.c_str());
-    return absl::UnavailableError(absl::StrFormat(
-        "cannot rename %s: %s", path, std::strerror(saved)));
+  const std::string text = ToJson() + "\n";
+  absl::Status st = WriteAtomically(path, text);
+  if (!st.ok()) return st;
+  // The load cache is an optimisation: when it cannot be written, Load
+  // parses the JSON (an older cache no longer matches it).
+  const std::string cache = ToCache(*this, text.size(), Fnv1a64(text));
+  if (cache.empty()) {
+    unlink(CachePath(path).c_str());
+  } else {
+    (void)WriteAtomically(CachePath(path), cache);
   }
   return absl::OkStatus();
 }

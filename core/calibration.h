@@ -3,6 +3,7 @@
 #define ACCELCRYPT_CORE_CALIBRATION_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -50,14 +51,29 @@ struct Calibration {
 
   std::string cpu;
   std::map<std::string, std::string> backend_versions;
+  // Backend name -> ns per operation (found by string_view: no allocation
+  // in the router's load-time lookups).
+  using Cells = std::map<std::string, double, std::less<>>;
   // algorithm key (AlgorithmInfo::key) -> bucket -> backend -> ns per op.
-  std::map<std::string, std::map<uint64_t, std::map<std::string, double>>> ns;
+  std::map<std::string, std::map<uint64_t, Cells>> ns;
+  // from_cache says Load took the load cache (not saved).
+  bool from_cache = false;
 
   // Load reads and validates a file: kNotFound when absent,
   // kInvalidArgument when malformed.
+  //
+  // Load cache: parsing the JSON costs about 4 M instructions, paid by every
+  // process that loads the provider, so Save also writes CachePath(path), a
+  // line-per-value text made from the same data and naming the length and
+  // FNV-1a hash of the JSON text it stands for. Load reads the JSON's bytes
+  // and takes the cache only when both match (a JSON edited or replaced by
+  // hand or by another tool is parsed), else it parses the JSON.
   static absl::StatusOr<Calibration> Load(const std::string& path);
-  // Save writes atomically (temp file + rename), creating the directory.
+  // Save writes atomically (temp file + rename), creating the directory,
+  // then the load cache (best effort).
   absl::Status Save(const std::string& path) const;
+  // CachePath is the load cache of the calibration file `path`.
+  static std::string CachePath(const std::string& path);
   std::string ToJson() const;
 
   // Fastest returns backend names for `alg_key` at `bucket`, fastest first

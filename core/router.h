@@ -41,6 +41,8 @@ namespace accelcrypt {
 //    back into that same backend.
 // Objects it returns count ops/bytes in Stats and report backend(). The
 // router is thread-safe and outlives every object it returns.
+struct Calibration;
+
 class Router {
  public:
   static absl::StatusOr<std::unique_ptr<Router>> Create(
@@ -210,10 +212,8 @@ class Router {
   // ("aes-128-cbc/encrypt", "sha256"; Calibration::OpKey) and size
   // bucket, the backends as the calibration ranked them, fastest first
   // (empty when no calibration is in use). For `accelcrypt list`.
-  const std::map<std::string, std::map<uint64_t, std::vector<std::string>>>&
-  Measured() const {
-    return measured_;
-  }
+  std::map<std::string, std::map<uint64_t, std::vector<std::string>>>
+  Measured() const;
   // PkeyBuckets lists the calibrated key sizes of an operation ("rsa" or
   // "rsa/sign", "rsa/verify", "dsa", "dsa/sign", "dsa/verify") with backend
   // names fastest first (empty when not calibrated). For `accelcrypt list`.
@@ -298,7 +298,10 @@ class Router {
   // the calibration.
   std::map<std::string, std::map<uint64_t, std::vector<std::string>>>
       pkey_fastest_;
-  std::map<std::string, std::map<uint64_t, std::vector<std::string>>> measured_;
+  // The calibration in use (null when none) and its entries for the
+  // ciphers and digests in use, for Measured().
+  std::shared_ptr<const Calibration> calibration_;
+  std::vector<std::string> measured_keys_;
   // PkeyFastest returns the backend measured fastest for operation `op`
   // ("rsa/sign", ...) with keys of `key_bits` (the nearest bucket >=
   // key_bits, else the largest), among the names in `candidates` order;

@@ -38,7 +38,8 @@ void Router::LoadCalibration(const Config& config) {
   size_routed_.assign(n_algs, false);
   route_why_.assign(n_algs, "priority");
   pkey_fastest_.clear();
-  measured_.clear();
+  measured_keys_.clear();
+  calibration_.reset();
   calibrated_ = false;
   for (const AlgorithmInfo& alg : AllAlgorithms()) {
     const std::vector<size_t>& route = routes_[alg.index];
@@ -69,7 +70,8 @@ void Router::LoadCalibration(const Config& config) {
                                      uncalibrated));
     return;
   }
-  const Calibration& cal = found->first;
+  calibration_ = std::make_shared<const Calibration>(std::move(found->first));
+  const Calibration& cal = *calibration_;
   const std::string& path = found->second;
   const std::string cpu = CpuSignature();
   if (cal.cpu != cpu) {
@@ -124,7 +126,7 @@ void Router::LoadCalibration(const Config& config) {
         if (cells != entry->second.end()) {
           for (size_t i : route) {
             auto v =
-                cells->second.find(std::string(slots_[i]->backend->name()));
+                cells->second.find(slots_[i]->backend->name());
             if (v != cells->second.end()) best = std::min(best, v->second);
           }
         }
@@ -133,7 +135,7 @@ void Router::LoadCalibration(const Config& config) {
             everywhere[i] = false;
             continue;
           }
-          auto v = cells->second.find(std::string(slots_[i]->backend->name()));
+          auto v = cells->second.find(slots_[i]->backend->name());
           if (v == cells->second.end() || v->second > best * margin) {
             everywhere[i] = false;
           }
@@ -156,12 +158,9 @@ void Router::LoadCalibration(const Config& config) {
                                       : dir == 0                    ? "encrypt"
                                                  : "decrypt");
       auto entry = cal.ns.find(key);
-      if (entry != cal.ns.end()) {
-        for (const auto& [bucket, cells] : entry->second) {
-          (void)cells;
-          measured_[key][bucket] = cal.Fastest(key, bucket);
-        }
-      }
+      // Measured() ranks these from the calibration when asked (`accelcrypt
+      // list`), not at every load.
+      if (entry != cal.ns.end()) measured_keys_.push_back(key);
       BucketRoutes& by_bucket = size_routes_[alg.index][dir];
       by_bucket.assign(buckets.size(), {});
       for (size_t b = 0; b < buckets.size(); ++b) {
@@ -177,7 +176,7 @@ void Router::LoadCalibration(const Config& config) {
         // Measured route members, fastest first.
         std::vector<std::pair<double, size_t>> ranked;
         for (size_t i : route) {
-          auto v = cells->second.find(std::string(slots_[i]->backend->name()));
+          auto v = cells->second.find(slots_[i]->backend->name());
           if (v != cells->second.end()) ranked.push_back({v->second, i});
         }
         if (ranked.empty()) {
@@ -247,6 +246,21 @@ void Router::LoadCalibration(const Config& config) {
       absl::StrFormat("policy = %s: calibration %s covers %d "
                       "algorithms",
                       policy_, path, covered));
+}
+
+std::map<std::string, std::map<uint64_t, std::vector<std::string>>>
+Router::Measured() const {
+  std::map<std::string, std::map<uint64_t, std::vector<std::string>>> out;
+  if (!calibrated_ || calibration_ == nullptr) return out;
+  for (const std::string& key : measured_keys_) {
+    auto entry = calibration_->ns.find(key);
+    if (entry == calibration_->ns.end()) continue;
+    for (const auto& [bucket, cells] : entry->second) {
+      (void)cells;
+      out[key][bucket] = calibration_->Fastest(key, bucket);
+    }
+  }
+  return out;
 }
 
 Router::Slot* Router::Preferred(const AlgorithmInfo& alg, uint64_t size,

@@ -630,7 +630,7 @@ int RunCalibrate(const CalibrateOptions& options) {
   std::vector<std::vector<std::string>> table;
   // append_cells finishes a row: each column's time, the fastest backend
   // and how much faster it is than the next one.
-  auto append_cells = [&](const std::map<std::string, double>& cells,
+  auto append_cells = [&](const Calibration::Cells& cells,
                          std::vector<std::string> row) {
     std::vector<std::pair<double, std::string>> ranked;
     for (const std::string& c : columns) {
@@ -659,7 +659,7 @@ int RunCalibrate(const CalibrateOptions& options) {
                                         : dir == 0 ? "encrypt"
                                                    : "decrypt",
                                         std::to_string(bucket)};
-        std::map<std::string, double> cells;
+        Calibration::Cells cells;
         if (a != cal.ns.end()) {
           auto b = a->second.find(bucket);
           if (b != a->second.end()) cells = b->second;

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <string>
@@ -62,6 +63,7 @@ class RouterFastestTest : public ::testing::Test {
   }
   void TearDown() override {
     unlink(path_.c_str());
+    unlink(Calibration::CachePath(path_).c_str());
     rmdir(dir_.c_str());
   }
 
@@ -161,6 +163,62 @@ std::string NotesOf(Core& core) {
   std::string all;
   for (const std::string& n : core.router().notes()) all += n + "\n";
   return all;
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+}
+
+void WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+}
+
+// The load cache (calibration.h) holds the same data as the JSON, and is
+// taken only for the JSON text it was made from.
+TEST_F(RouterFastestTest, LoadCacheHoldsTheJsonsDataAndOnlyForThatJson) {
+  WriteCalibration("AuthenticAMD 25/1/1 \"quoted\" name", versions_);
+  ASSERT_EQ(access(Calibration::CachePath(path_).c_str(), R_OK), 0)
+      << "Save wrote no load cache";
+  ASSERT_OK_AND_ASSIGN(Calibration cached, Calibration::Load(path_));
+  EXPECT_TRUE(cached.from_cache);
+  const std::string cache_text = ReadText(Calibration::CachePath(path_));
+  unlink(Calibration::CachePath(path_).c_str());
+  ASSERT_OK_AND_ASSIGN(Calibration parsed, Calibration::Load(path_));
+  EXPECT_FALSE(parsed.from_cache);
+  EXPECT_EQ(cached.cpu, parsed.cpu);
+  EXPECT_EQ(cached.backend_versions, parsed.backend_versions);
+  EXPECT_EQ(cached.ns, parsed.ns);
+  EXPECT_EQ(cached.ns.size(), 3u);  // aes-128-ctr in both directions, sha256
+
+  // The JSON edited after the cache was made (same length: one digit
+  // changed): the JSON's value counts, not the cache's.
+  WriteText(Calibration::CachePath(path_), cache_text);
+  std::string json = ReadText(path_);
+  nlohmann::json doc = nlohmann::json::parse(json);
+  doc["algorithms"]["sha256"]["16"]["software"] = 21.0;  // was 20
+  WriteText(path_, doc.dump(1) + "\n");
+  ASSERT_OK_AND_ASSIGN(Calibration edited, Calibration::Load(path_));
+  EXPECT_FALSE(edited.from_cache);
+  EXPECT_EQ(edited.ns["sha256"][16]["software"], 21.0);
+
+  // A damaged cache is not an error: the JSON is parsed.
+  WriteCalibration("cpu", versions_);
+  std::string damaged = ReadText(Calibration::CachePath(path_));
+  damaged.resize(damaged.size() / 2);
+  damaged += "ns\tsha256\tsixteen\tsoftware\t1\n";
+  WriteText(Calibration::CachePath(path_), damaged);
+  ASSERT_OK_AND_ASSIGN(Calibration after_damage, Calibration::Load(path_));
+  EXPECT_FALSE(after_damage.from_cache);
+  EXPECT_EQ(after_damage.ns["sha256"][16]["software"], 20.0);
+
+  // The JSON gone: no calibration, whatever the cache says.
+  WriteCalibration("cpu", versions_);
+  unlink(path_.c_str());
+  EXPECT_EQ(Calibration::Load(path_).status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 TEST_F(RouterFastestTest, RoutesBySizeAsCalibrated) {
