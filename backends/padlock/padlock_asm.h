@@ -2,7 +2,7 @@
 //
 // Leaf functions around the PadLock instructions (VIA PadLock Programming
 // Guide; register roles per intelxed `datafiles/via`, see
-// /work/shared/padlock-facts.md §2.2, §3.2, §4.1). Each function executes
+// docs/padlock-facts.md §2.2, §3.2, §4.1). Each function executes
 // exactly one instruction; everything else (chunking, bounce buffers, key
 // schedules, padding, health tests) lives in the portable code around them.
 // No allocation, no status: plain functions over bytes.

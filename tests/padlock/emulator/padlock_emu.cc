@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The SIGILL handler: decode, profile gating, and the register/memory
-// semantics of /work/shared/padlock-facts.md §6.3. Async-signal-safe: no
+// semantics of docs/padlock-facts.md §6.3. Async-signal-safe: no
 // malloc, no locks, no stdio; per-thread state in initial-exec TLS; global
 // counters are lock-free atomics.
 #include "tests/padlock/emulator/padlock_emu.h"
