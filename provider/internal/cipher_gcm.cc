@@ -102,8 +102,18 @@ absl::Status GcmTlsNextIv(CipherCtx& ctx, uint8_t* out, size_t len) {
   if (!ctx.iv_gen || !ctx.key_set) {
     return TlsError(ctx, "no fixed IV or key set");
   }
+  // `len` is the caller's buffer (the parameter's data_size): never write
+  // past it. OpenSSL's getivgen takes 0 as "the whole IV" (the legacy
+  // EVP_CTRL_GCM_IV_GEN convention) and writes ivlen bytes into a
+  // zero-size buffer; a zero-size buffer is refused here (found by the
+  // provider_params fuzzer: regress-gcm-ivgen-zero-size).
+  if (len == 0) {
+    return TlsError(ctx,
+                    "no room for the explicit IV (a buffer of 0 bytes; pass "
+                    "the number of bytes wanted, 8 for TLS)");
+  }
   ACCELCRYPT_RETURN_IF_ERROR(GcmStartWithIv(ctx));
-  if (len == 0 || len > ctx.ivlen) len = ctx.ivlen;
+  if (len > ctx.ivlen) len = ctx.ivlen;
   std::memcpy(out, ctx.iv + ctx.ivlen - len, len);
   for (size_t i = ctx.ivlen; i > ctx.ivlen - 8; --i) {
     if (++ctx.iv[i - 1] != 0) break;

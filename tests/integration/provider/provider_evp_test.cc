@@ -881,6 +881,46 @@ TEST_F(ProviderEvpTest, TlsGcmRecordsInteroperateWithDefault) {
   }
 }
 
+// TLS GCM's explicit IV (TLS1_GET_IV_GEN, EVP_CTRL_GCM_IV_GEN) is written
+// into the caller's buffer and never past it: successive calls count up, and
+// a buffer of 0 bytes is refused with nothing written (OpenSSL's getivgen
+// takes 0 as "the whole IV"; the provider_params fuzzer found the overflow:
+// regress-gcm-ivgen-zero-size).
+TEST_F(ProviderEvpTest, TlsGcmIvGenWritesOnlyIntoTheCallersBuffer) {
+  CipherPtr acc = Fetch("AES-128-GCM", kAccel);
+  const Bytes key = Random(16, 93), fixed = Random(4, 94);
+  CtxPtr ctx(EVP_CIPHER_CTX_new());
+  ASSERT_TRUE(
+      EVP_CipherInit_ex2(ctx.get(), acc.get(), key.data(), nullptr, 1, nullptr));
+  Bytes fixed_copy = fixed;
+  ASSERT_EQ(EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_SET_IV_FIXED, 4,
+                                fixed_copy.data()),
+            1)
+      << LastReason();
+  Bytes first(8), second(8);
+  ASSERT_EQ(EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_IV_GEN, 8, first.data()),
+            1)
+      << LastReason();
+  ASSERT_EQ(
+      EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_IV_GEN, 8, second.data()), 1)
+      << LastReason();
+  uint64_t a = 0, b = 0;
+  for (int i = 0; i < 8; ++i) {
+    a = (a << 8) | first[i];
+    b = (b << 8) | second[i];
+  }
+  EXPECT_EQ(b, a + 1) << "the invocation counter did not count up";
+
+  unsigned char guard[16];
+  std::memset(guard, 0xA5, sizeof(guard));
+  OSSL_PARAM get[] = {OSSL_PARAM_construct_octet_string(
+                          OSSL_CIPHER_PARAM_AEAD_TLS1_GET_IV_GEN, guard, 0),
+                      OSSL_PARAM_construct_end()};
+  EXPECT_EQ(EVP_CIPHER_CTX_get_params(ctx.get(), get), 0);
+  for (unsigned char c : guard) EXPECT_EQ(c, 0xA5) << "written past 0 bytes";
+  ERR_clear_error();
+}
+
 // One TLS 1.2 CBC record through libssl's provider interface: version and
 // MAC size as parameters, the record in place through update, the MAC
 // fetched as a parameter. Returns the update's output length.
