@@ -41,6 +41,47 @@ std::vector<std::string> LoadedKeys(const std::string& entry) {
   return {entry};
 }
 
+// ParseJson is Load's parse of the JSON text of the file `path` (named in
+// errors).
+absl::StatusOr<Calibration> ParseJson(const std::string& text,
+                                      const std::string& path) {
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  const int format = doc.is_object() ? doc.value("format", 0) : 0;
+  if (doc.is_discarded() || !doc.is_object() || (format != 1 && format != 2) ||
+      !doc.contains("cpu") || !doc["cpu"].is_string() ||
+      !doc.contains("algorithms") || !doc["algorithms"].is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("calibration file %s is malformed", path));
+  }
+  Calibration cal;
+  cal.cpu = doc["cpu"].get<std::string>();
+  if (doc.contains("backends") && doc["backends"].is_object()) {
+    for (const auto& [name, version] : doc["backends"].items()) {
+      if (version.is_string()) cal.backend_versions[name] = version;
+    }
+  }
+  for (const auto& [entry, buckets] : doc["algorithms"].items()) {
+    if (!buckets.is_object()) continue;
+    const std::vector<std::string> keys = LoadedKeys(entry);
+    for (const auto& [bucket, backends] : buckets.items()) {
+      uint64_t b;
+      if (!absl::SimpleAtoi(bucket, &b) || !backends.is_object()) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("calibration file %s: bad bucket '%s' for %s", path,
+                            bucket, entry));
+      }
+      for (const auto& [backend, value] : backends.items()) {
+        if (value.is_number() && value.get<double>() > 0) {
+          for (const std::string& key : keys) {
+            cal.ns[key][b][backend] = value.get<double>();
+          }
+        }
+      }
+    }
+  }
+  return cal;
+}
+
 // The load cache (calibration.h, "Load cache"): its first line, then
 // "source <length> <fnv1a-64 hex>" of the JSON text it was made from.
 constexpr absl::string_view kCacheMagic = "accelcrypt-calibration-cache 1";
@@ -115,9 +156,9 @@ std::optional<Calibration> FromCache(absl::string_view cache, size_t length,
   return cal;
 }
 
-// ToCache is FromCache's input for `cal`, made from a JSON text of
-// `length` bytes and hash `hash`; empty when a name holds a tab or a line
-// break (no cache then: the JSON is parsed).
+// ToCache is FromCache's input for `cal` (as ParseJson loaded it from a
+// JSON text of `length` bytes and hash `hash`); empty when a name holds a
+// tab or a line break (no cache then: the JSON is parsed).
 std::string ToCache(const Calibration& cal, size_t length, uint64_t hash) {
   auto plain = [](absl::string_view v) {
     return v.find_first_of("\t\n") == absl::string_view::npos;
@@ -138,19 +179,7 @@ std::string ToCache(const Calibration& cal, size_t length, uint64_t hash) {
   for (const auto& [name, version] : cal.backend_versions) {
     absl::StrAppendFormat(&out, "backend\t%s\t%s\n", name, version);
   }
-  // What loading the JSON makes of each entry (LoadedKeys), so that the
-  // cache and the JSON load to the same data.
-  std::map<std::string, std::map<uint64_t, Calibration::Cells>> loaded;
-  for (const auto& [entry, buckets] : cal.ns) {
-    for (const std::string& key : LoadedKeys(entry)) {
-      for (const auto& [bucket, backends] : buckets) {
-        for (const auto& [backend, value] : backends) {
-          if (value > 0) loaded[key][bucket][backend] = value;
-        }
-      }
-    }
-  }
-  for (const auto& [key, buckets] : loaded) {
+  for (const auto& [key, buckets] : cal.ns) {
     for (const auto& [bucket, backends] : buckets) {
       for (const auto& [backend, value] : backends) {
         // %.17g: the double read back is the one written.
@@ -255,41 +284,7 @@ absl::StatusOr<Calibration> Calibration::Load(const std::string& path) {
       return *std::move(cached);
     }
   }
-  nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
-  const int format = doc.is_object() ? doc.value("format", 0) : 0;
-  if (doc.is_discarded() || !doc.is_object() || (format != 1 && format != 2) ||
-      !doc.contains("cpu") || !doc["cpu"].is_string() ||
-      !doc.contains("algorithms") || !doc["algorithms"].is_object()) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("calibration file %s is malformed", path));
-  }
-  Calibration cal;
-  cal.cpu = doc["cpu"].get<std::string>();
-  if (doc.contains("backends") && doc["backends"].is_object()) {
-    for (const auto& [name, version] : doc["backends"].items()) {
-      if (version.is_string()) cal.backend_versions[name] = version;
-    }
-  }
-  for (const auto& [entry, buckets] : doc["algorithms"].items()) {
-    if (!buckets.is_object()) continue;
-    const std::vector<std::string> keys = LoadedKeys(entry);
-    for (const auto& [bucket, backends] : buckets.items()) {
-      uint64_t b;
-      if (!absl::SimpleAtoi(bucket, &b) || !backends.is_object()) {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("calibration file %s: bad bucket '%s' for %s", path,
-                            bucket, entry));
-      }
-      for (const auto& [backend, value] : backends.items()) {
-        if (value.is_number() && value.get<double>() > 0) {
-          for (const std::string& key : keys) {
-            cal.ns[key][b][backend] = value.get<double>();
-          }
-        }
-      }
-    }
-  }
-  return cal;
+  return ParseJson(text, path);
 }
 
 std::string Calibration::ToJson() const {
@@ -320,8 +315,12 @@ absl::Status Calibration::Save(const std::string& path) const {
   absl::Status st = WriteAtomically(path, text);
   if (!st.ok()) return st;
   // The load cache is an optimisation: when it cannot be written, Load
-  // parses the JSON (an older cache no longer matches it).
-  const std::string cache = ToCache(*this, text.size(), Fnv1a64(text));
+  // parses the JSON (an older cache no longer matches it). It holds what
+  // parsing the text just written gives (format-1 entries expanded, values
+  // <= 0 dropped), so both ways load the same data.
+  absl::StatusOr<Calibration> loaded = ParseJson(text, path);
+  const std::string cache =
+      loaded.ok() ? ToCache(*loaded, text.size(), Fnv1a64(text)) : "";
   if (cache.empty()) {
     unlink(CachePath(path).c_str());
   } else {
