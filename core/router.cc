@@ -1732,9 +1732,27 @@ absl::StatusOr<KeyMaterial> Router::DescribeTokenKey(std::string_view uri) {
   }
   if (!device.ok()) return device;
   if (!invalid.ok()) return invalid;
-  return absl::NotFoundError(absl::StrFormat("no backend holds the key %s%s%s",
-                                             shown, why.empty() ? "" : ": ",
-                                             absl::StrJoin(why, "; ")));
+  // A backend that did not load may be the one the user meant (a token
+  // label mistyped, a token missing for a moment): its reason belongs in
+  // this message, not only in `accelcrypt list`.
+  std::vector<std::string> unloaded;
+  if (registry_ != nullptr) {
+    for (const LoadEvent& event : registry_->events()) {
+      if (event.ok || !event.algorithm.empty() ||
+          absl::StrContains(event.message, "excluded by configuration")) {
+        continue;
+      }
+      const std::string& origin = event.backend;
+      unloaded.push_back(absl::StrFormat(
+          "%s (%s)", origin.substr(origin.find_last_of('/') + 1),
+          event.message));
+    }
+  }
+  return absl::NotFoundError(absl::StrFormat(
+      "no backend holds the key %s%s%s%s%s", shown, why.empty() ? "" : ": ",
+      absl::StrJoin(why, "; "),
+      unloaded.empty() ? "" : "; backends not loaded: ",
+      absl::StrJoin(unloaded, ", ")));
 }
 
 }  // namespace accelcrypt

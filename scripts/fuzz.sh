@@ -5,9 +5,12 @@
 # build-fuzz/ and runs each named target (all when none is named) for a
 # bounded time, one after the other. docs/testing.md explains the targets.
 #
-#   scripts/fuzz.sh [--seconds N] [--build-only] [--replay] [TARGET...]
+#   scripts/fuzz.sh [--seconds N] [--build-only] [--no-build] [--replay]
+#                   [TARGET...]
 #     --seconds N   time per target (default 60)
 #     --build-only  configure and build, run nothing
+#     --no-build    run the binaries already built (a long campaign goes on
+#                   while the source tree is being edited)
 #     --replay      run only the committed corpus (no new inputs)
 #   ACCELCRYPT_FUZZ_BUILD_DIR  build directory (default: build-fuzz/)
 #   ACCELCRYPT_FUZZ_ARGS       extra libFuzzer flags (e.g. -jobs=2 -workers=2)
@@ -23,14 +26,16 @@ set -euo pipefail
 
 seconds=60
 build_only=0
+no_build=0
 replay=0
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds=$2; shift 2 ;;
     --build-only) build_only=1; shift ;;
+    --no-build) no_build=1; shift ;;
     --replay) replay=1; shift ;;
-    -h|--help) sed -n '4,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '4,22p' "$0"; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -40,10 +45,12 @@ build=${ACCELCRYPT_FUZZ_BUILD_DIR:-$ACCELCRYPT_ROOT/build-fuzz}
 if ! command -v clang++ >/dev/null 2>&1; then
   accelcrypt_install_deps
 fi
-echo "== configure: $build (clang, libFuzzer, ASan+UBSan)"
-CC=clang CXX=clang++ cmake -S "$ACCELCRYPT_ROOT" -B "$build" -G Ninja \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DACCELCRYPT_WERROR=OFF \
-  -DACCELCRYPT_FUZZ=ON -DACCELCRYPT_SANITIZE=address,undefined >/dev/null
+if [ "$no_build" = 0 ] || [ ! -e "$build/fuzz_targets.txt" ]; then
+  echo "== configure: $build (clang, libFuzzer, ASan+UBSan)"
+  CC=clang CXX=clang++ cmake -S "$ACCELCRYPT_ROOT" -B "$build" -G Ninja \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DACCELCRYPT_WERROR=OFF \
+    -DACCELCRYPT_FUZZ=ON -DACCELCRYPT_SANITIZE=address,undefined >/dev/null
+fi
 mapfile -t all < "$build/fuzz_targets.txt"
 if [ ${#targets[@]} -eq 0 ]; then targets=("${all[@]}"); fi
 for t in "${targets[@]}"; do
@@ -52,10 +59,19 @@ for t in "${targets[@]}"; do
     exit 2
   fi
 done
-echo "== build (-j$(accelcrypt_jobs)): ${targets[*]}"
-build_args=()
-for t in "${targets[@]}"; do build_args+=(--target "fuzz_$t"); done
-cmake --build "$build" -j "$(accelcrypt_jobs)" "${build_args[@]}"
+if [ "$no_build" = 0 ]; then
+  echo "== build (-j$(accelcrypt_jobs)): ${targets[*]}"
+  build_args=()
+  for t in "${targets[@]}"; do build_args+=(--target "fuzz_$t"); done
+  cmake --build "$build" -j "$(accelcrypt_jobs)" "${build_args[@]}"
+else
+  for t in "${targets[@]}"; do
+    if [ ! -x "$build/bin/fuzz_$t" ]; then
+      echo "fuzz.sh: --no-build: $build/bin/fuzz_$t is not built" >&2
+      exit 2
+    fi
+  done
+fi
 [ "$build_only" = 1 ] && exit 0
 
 # Leaks are findings; so is any UBSan report. The symbolizer gives file:line.

@@ -563,10 +563,28 @@ case "$CASE" in
     check_not "wrong PIN: the marker holds no PIN" \
       grep -q "wrong-7315" "$WORK"/state/pin-refused-*.marker
     # The one process that tried is any of the 20 (they race); every other
-    # one says it did not try again and why.
+    # one says it did not try again and why. SoftHSMv2 rewrites its
+    # token.object on a refused C_Login (the PIN-count flags), and a process
+    # reading the token at that moment sees it uninitialised (measured: 1 in
+    # 200 `pkcs11-tool -T` beside a loop of wrong logins). Such a process
+    # never reaches a login (the count above holds for it) and says so: "no
+    # initialised token" among the backends not loaded.
     said=$(grep -l "refused earlier" "$WORK"/w*.log 2>/dev/null | wc -l)
-    check "wrong PIN: the processes that did not try say why ($said of 20)" \
-      test "$said" -ge 19
+    raced=$(grep -L "refused earlier" "$WORK"/w*.log 2>/dev/null |
+      xargs -r grep -l "backends not loaded: .*no initialised token" | wc -l)
+    echo "wrong PIN: $said processes say the PIN was refused earlier," \
+      "$raced saw SoftHSMv2's token mid-rewrite"
+    check "wrong PIN: the processes that did not try say why ($said + $raced of 20)" \
+      test "$((said + raced))" -ge 19
+    check "wrong PIN: most processes met the marker ($said of 20)" \
+      test "$said" -ge 15
+    if [ "$((said + raced))" -lt 19 ]; then
+      for f in "$WORK"/w*.log; do
+        grep -q "refused earlier\|no initialised token" "$f" && continue
+        echo "--- $f (did not say why):"
+        head -c 4000 "$f"
+      done
+    fi
     if [ -n "$CLI" ]; then
       check "accelcrypt pin-status lists the marker" \
         grep -q "CKR_PIN_INCORRECT" <("$CLI" pin-status)
