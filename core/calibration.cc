@@ -6,12 +6,15 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <optional>
 #include <sstream>
+#include <system_error>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
@@ -125,29 +128,71 @@ bool ReadWhole(const std::string& path, std::string* out) {
 // format, damaged): the caller then parses the JSON.
 std::optional<Calibration> FromCache(absl::string_view cache, size_t length,
                                      uint64_t hash) {
-  std::vector<absl::string_view> lines =
-      absl::StrSplit(cache, '\n', absl::SkipEmpty());
-  if (lines.size() < 3 || lines[0] != kCacheMagic ||
-      lines[1] != absl::StrFormat("source %d %016x", length, hash)) {
+  // Every process that loads the provider runs this over about 500 lines:
+  // one pass, no per-line containers, and the lines of one key and bucket
+  // (ToCache writes them in map order) go into the maps found for the line
+  // before, so a map lookup and a key string are paid per key, not per line.
+  size_t pos = 0;
+  auto next_line = [&](absl::string_view* line) {
+    while (pos < cache.size()) {
+      size_t end = cache.find('\n', pos);
+      if (end == absl::string_view::npos) end = cache.size();
+      *line = cache.substr(pos, end - pos);
+      pos = end + 1;
+      if (!line->empty()) return true;
+    }
+    return false;
+  };
+  absl::string_view line;
+  if (!next_line(&line) || line != kCacheMagic || !next_line(&line) ||
+      line != absl::StrFormat("source %d %016x", length, hash)) {
     return std::nullopt;
   }
   Calibration cal;
   bool have_cpu = false;
-  for (size_t i = 2; i < lines.size(); ++i) {
-    std::vector<absl::string_view> f = absl::StrSplit(lines[i], '\t');
-    if (f[0] == "cpu" && f.size() == 2) {
-      cal.cpu = std::string(f[1]);
-      have_cpu = true;
-    } else if (f[0] == "backend" && f.size() == 3) {
-      cal.backend_versions[std::string(f[1])] = std::string(f[2]);
-    } else if (f[0] == "ns" && f.size() == 5) {
-      uint64_t bucket;
-      double value;
-      if (!absl::SimpleAtoi(f[2], &bucket) || !absl::SimpleAtod(f[4], &value) ||
-          !(value > 0)) {
+  absl::string_view last_key;
+  std::map<uint64_t, Calibration::Cells>* by_bucket = nullptr;
+  uint64_t last_bucket = 0;
+  Calibration::Cells* cells = nullptr;
+  while (next_line(&line)) {
+    absl::string_view f[5];
+    size_t n = 0;
+    for (size_t start = 0;;) {
+      const size_t tab = line.find('\t', start);
+      if (n == 5) return std::nullopt;  // too many fields
+      f[n++] = line.substr(start, tab == absl::string_view::npos
+                                      ? absl::string_view::npos
+                                      : tab - start);
+      if (tab == absl::string_view::npos) break;
+      start = tab + 1;
+    }
+    if (f[0] == "ns" && n == 5) {
+      uint64_t bucket = 0;
+      double value = 0;
+      const char* b_end = f[2].data() + f[2].size();
+      const char* v_end = f[4].data() + f[4].size();
+      auto b = std::from_chars(f[2].data(), b_end, bucket);
+      auto v = std::from_chars(f[4].data(), v_end, value);
+      if (f[2].empty() || b.ec != std::errc() || b.ptr != b_end ||
+          f[4].empty() || v.ec != std::errc() || v.ptr != v_end ||
+          !(value > 0) || !std::isfinite(value)) {
         return std::nullopt;
       }
-      cal.ns[std::string(f[1])][bucket][std::string(f[3])] = value;
+      if (by_bucket == nullptr || f[1] != last_key) {
+        by_bucket = &cal.ns[std::string(f[1])];
+        last_key = f[1];
+        cells = nullptr;
+      }
+      if (cells == nullptr || bucket != last_bucket) {
+        cells = &(*by_bucket)[bucket];
+        last_bucket = bucket;
+      }
+      cells->insert_or_assign(std::string(f[3]), value);
+    } else if (f[0] == "cpu" && n == 2) {
+      cal.cpu = std::string(f[1]);
+      have_cpu = true;
+    } else if (f[0] == "backend" && n == 3) {
+      cal.backend_versions[std::string(f[1])] = std::string(f[2]);
     } else {
       return std::nullopt;
     }
