@@ -274,15 +274,13 @@ bool IsCoreKey(std::string_view key) {
 const char* ConfigGet(void* host_ctx, const char* key) {
   auto* state = static_cast<internal::HostState*>(host_ctx);
   if (state->config == nullptr || key == nullptr) return nullptr;
-  std::string scoped = absl::StrFormat("%s.%s", state->name, key);
-  std::optional<std::string> v = state->config->Get(scoped);
-  // The global section answers only for keys that are not the core's own:
-  // a global `disable = pkcs11` must not reach the x86 backend as its
-  // `disable` (a list of CPU features) and make it decline.
-  if (!v.has_value() && !IsCoreKey(key)) v = state->config->Get(key);
+  std::optional<std::string> v =
+      BackendConfigValue(*state->config, state->name, key);
   if (!v.has_value()) return nullptr;
   absl::MutexLock lock(&state->mu);
-  auto it = state->cache.emplace(scoped, *v).first;
+  auto it = state->cache
+                .emplace(absl::StrFormat("%s.%s", state->name, key), *v)
+                .first;
   return it->second.c_str();
 }
 
@@ -294,6 +292,18 @@ void HostLog(void* host_ctx, int level, const char* message) {
 }
 
 }  // namespace
+
+std::optional<std::string> BackendConfigValue(const Config& config,
+                                              std::string_view backend,
+                                              std::string_view key) {
+  std::optional<std::string> v =
+      config.Get(absl::StrFormat("%s.%s", AsAbsl(backend), AsAbsl(key)));
+  // The global section answers only for keys that are not the core's own:
+  // a global `disable = pkcs11` must not reach the x86 backend as its
+  // `disable` (a list of CPU features) and make it decline.
+  if (!v.has_value() && !IsCoreKey(key)) v = config.Get(key);
+  return v;
+}
 
 absl::StatusOr<std::unique_ptr<Backend>> Backend::Create(
     const accelcrypt_backend_desc* desc, void* dl_handle, const Config* config,

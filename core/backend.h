@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -164,6 +165,13 @@ struct RawCipherView {
 // RawView returns the view of `cipher` when Backend::NewCipher made it,
 // otherwise an empty view. Valid while `cipher` lives.
 RawCipherView RawView(Cipher& cipher);
+
+// BackendConfigValue is the value a backend named `backend` reads as `key`
+// through its host's config_get: `backend.key`, else `key` from the global
+// section unless `key` is one of the core's own settings.
+std::optional<std::string> BackendConfigValue(const Config& config,
+                                              std::string_view backend,
+                                              std::string_view key);
 
 }  // namespace accelcrypt
 

@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
+#include "accelcrypt/backend.h"
 
 namespace accelcrypt {
 namespace {
@@ -150,13 +151,60 @@ ElfIdentity SelfIdentity() {
   return id;
 }
 
+// ReadNotes appends the load hints found in one PT_NOTE segment (already
+// checked to lie inside the file). Notes of other owners are skipped; a
+// malformed note ends the segment's reading (the hints are advice: a module
+// whose note cannot be read is simply loaded).
+void ReadNotes(int fd, const Segment& seg, bool le, LoadHints* hints) {
+  if (seg.filesz > (64u << 10)) return;  // no note table is this big
+  std::vector<unsigned char> buf(static_cast<size_t>(seg.filesz));
+  if (buf.empty() || !ReadAt(fd, seg.offset, buf.data(), buf.size())) return;
+  auto align4 = [](uint64_t v) { return (v + 3) & ~uint64_t{3}; };
+  uint64_t at = 0;
+  while (at + 12 <= buf.size()) {
+    uint32_t namesz, descsz, type;
+    std::memcpy(&namesz, &buf[at], 4);
+    std::memcpy(&descsz, &buf[at + 4], 4);
+    std::memcpy(&type, &buf[at + 8], 4);
+    namesz = FromFile(namesz, le);
+    descsz = FromFile(descsz, le);
+    type = FromFile(type, le);
+    const uint64_t name_at = at + 12;
+    const uint64_t desc_at = name_at + align4(namesz);
+    const uint64_t next = desc_at + align4(descsz);
+    if (desc_at > buf.size() || next > buf.size() ||
+        descsz > buf.size() - desc_at) {
+      return;
+    }
+    const char* name = reinterpret_cast<const char*>(&buf[name_at]);
+    if (type == ACCELCRYPT_NOTE_LOAD_HINTS &&
+        namesz == sizeof(ACCELCRYPT_NOTE_NAME) &&
+        std::memcmp(name, ACCELCRYPT_NOTE_NAME, namesz) == 0) {
+      const char* p = reinterpret_cast<const char*>(&buf[desc_at]);
+      const char* end = p + descsz;
+      while (p < end) {
+        const char* nul = static_cast<const char*>(std::memchr(p, 0, end - p));
+        if (nul == nullptr) break;  // an unterminated last string is dropped
+        std::string entry(p, nul);
+        const size_t eq = entry.find('=');
+        if (eq != std::string::npos && eq > 0) {
+          hints->emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
+        }
+        p = nul + 1;
+      }
+    }
+    at = next;
+  }
+}
+
 const char* ClassName(unsigned char c) {
   return c == ELFCLASS64 ? "64-bit" : c == ELFCLASS32 ? "32-bit" : "unknown";
 }
 
 }  // namespace
 
-absl::Status CheckLoadableModule(const std::string& path) {
+absl::Status CheckLoadableModule(const std::string& path, LoadHints* hints) {
+  if (hints != nullptr) hints->clear();
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
     return absl::FailedPreconditionError(
@@ -216,8 +264,13 @@ absl::Status CheckLoadableModule(const std::string& path) {
                : ReadPhdr<Elf32_Phdr>(fd, at, le, &seg))) {
       return absl::FailedPreconditionError("truncated program header");
     }
+    if (seg.type == PT_NOTE && hints != nullptr && seg.offset <= size &&
+        seg.filesz <= size - seg.offset) {
+      ReadNotes(fd, seg, le, hints);
+    }
     if (seg.type != PT_LOAD && seg.type != PT_DYNAMIC) continue;
     if (seg.offset > size || seg.filesz > size - seg.offset) {
+      if (hints != nullptr) hints->clear();
       return absl::FailedPreconditionError(absl::StrFormat(
           "truncated: segment %d ends at byte %d, file has %d", i,
           seg.offset + seg.filesz, size));

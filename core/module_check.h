@@ -3,6 +3,8 @@
 #define ACCELCRYPT_CORE_MODULE_CHECK_H_
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 
@@ -22,7 +24,14 @@ namespace accelcrypt {
 //    of the file (truncation).
 // OK means only "dlopen will not crash on the file's shape"; the entry symbol
 // and ABI version are checked after loading, as before.
-absl::Status CheckLoadableModule(const std::string& path);
+//
+// When `hints` is not null, it receives the module's load hints (the
+// "key=value" strings of its ACCELCRYPT_NOTE_LOAD_HINTS note, accelcrypt/
+// backend.h), read from its PT_NOTE segments in the same pass; empty when
+// it has none.
+using LoadHints = std::vector<std::pair<std::string, std::string>>;
+absl::Status CheckLoadableModule(const std::string& path,
+                                 LoadHints* hints = nullptr);
 
 }  // namespace accelcrypt
 

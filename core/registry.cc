@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <optional>
+#include <string>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
@@ -18,6 +20,31 @@
 
 namespace accelcrypt {
 namespace {
+
+// DeclinedByHints applies a module's load hints before it is loaded:
+// nullopt to load it; an empty string when `excluded` (which records its
+// own event) refuses the hinted name; else the reason the backend declines
+// without the setting it needs.
+template <typename Excluded>
+std::optional<std::string> DeclinedByHints(const LoadHints& hints,
+                                           const Config& config,
+                                           const Excluded& excluded) {
+  std::string name;
+  for (const auto& [key, value] : hints) {
+    if (key == "name") name = value;
+  }
+  if (name.empty()) return std::nullopt;
+  if (excluded(name)) return std::string();
+  for (const auto& [key, value] : hints) {
+    if (key != "needs-config" || value.empty()) continue;
+    if (!BackendConfigValue(config, name, value).has_value()) {
+      return absl::StrFormat(
+          "%s: no %s configured (set %s.%s); the module was not loaded", name,
+          value, name, value);
+    }
+  }
+  return std::nullopt;
+}
 
 bool IsDirectory(const std::string& path) {
   struct stat st;
@@ -125,6 +152,14 @@ absl::StatusOr<std::unique_ptr<Registry>> Registry::Create(
   // before Backend::Create calls its init, so an excluded backend never
   // initialises (no device opened, no module dlopened by it). A descriptor
   // of another ABI version is left to Create, which reports the mismatch.
+  auto excluded_name = [&](const std::string& name) {
+    if ((only.empty() || Contains(only, name)) && !Contains(disabled, name)) {
+      return false;
+    }
+    registry->events_.push_back(
+        {name, "", "not loaded: excluded by configuration", false});
+    return true;
+  };
   auto excluded = [&](const accelcrypt_backend_desc* desc) {
     if (desc == nullptr || desc->abi_version != ACCELCRYPT_ABI_VERSION ||
         desc->struct_size <
@@ -132,13 +167,7 @@ absl::StatusOr<std::unique_ptr<Registry>> Registry::Create(
         desc->name == nullptr) {
       return false;
     }
-    std::string name(desc->name);
-    if ((only.empty() || Contains(only, name)) && !Contains(disabled, name)) {
-      return false;
-    }
-    registry->events_.push_back(
-        {name, "", "not loaded: excluded by configuration", false});
-    return true;
+    return excluded_name(desc->name);
   };
 
   for (accelcrypt_backend_entry_fn entry : internal::BuiltinBackends()) {
@@ -159,10 +188,22 @@ absl::StatusOr<std::unique_ptr<Registry>> Registry::Create(
     for (const std::string& path : ModulesIn(dir)) {
       // A broken file must be refused before dlopen: the loader maps it as
       // its headers say, and a truncated one kills the process with SIGBUS.
-      if (absl::Status shape = CheckLoadableModule(path); !shape.ok()) {
+      LoadHints hints;
+      if (absl::Status shape = CheckLoadableModule(path, &hints);
+          !shape.ok()) {
         registry->events_.push_back(
             {path, "", absl::StrFormat("not loaded: %s", shape.message()),
              false});
+        continue;
+      }
+      // The module's load hints (accelcrypt/backend.h): a backend that is
+      // excluded, or would decline for want of a setting, is not loaded at
+      // all (mapping and initialising a module costs every process).
+      if (std::optional<std::string> declined =
+              DeclinedByHints(hints, config, excluded_name)) {
+        if (!declined->empty()) {
+          registry->events_.push_back({path, "", *declined, false, true});
+        }
         continue;
       }
       void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);

@@ -302,3 +302,8 @@ accelcrypt_backend_entry(uint32_t host_abi_version) {
   if (host_abi_version != ACCELCRYPT_ABI_VERSION) return nullptr;
   return &accelcrypt::pkcs11_client::kDescriptor;
 }
+
+// Without pkcs11.module this backend declines (ReadConfig): the loader
+// reads that here and does not load the module at all.
+ACCELCRYPT_BACKEND_LOAD_HINTS(ACCELCRYPT_LOAD_HINT("name=pkcs11")
+                                  ACCELCRYPT_LOAD_HINT("needs-config=module"));

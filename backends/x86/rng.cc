@@ -1,8 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "backends/x86/rng.h"
 
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "backends/x86/internal/aes_leaf.h"
 
 namespace accelcrypt::x86 {
@@ -12,7 +19,71 @@ bool RdseedSource(void*, uint64_t* out) {
   return internal::Rdseed64(out, EntropySourceX86::kRdseedTries);
 }
 
+constexpr char kRecordMagic[] = "accelcrypt rdseed start-up passed 1024";
+constexpr char kRootRecord[] = "/run/accelcrypt/rdseed-startup";
+
+// ReadSmall reads up to 255 bytes of `path`; empty when it cannot, or when
+// `trusted` and the file is not a regular file whose owner is this user or
+// root and that neither group nor others can write.
+std::string ReadSmall(const std::string& path, bool trusted) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return "";
+  struct stat st;
+  if (trusted &&
+      (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+       (st.st_uid != 0 && st.st_uid != geteuid()) ||
+       (st.st_mode & (S_IWGRP | S_IWOTH)) != 0)) {
+    close(fd);
+    return "";
+  }
+  char buf[256];
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+}
+
 }  // namespace
+
+StartupRecord StartupRecord::ForThisUser() {
+  const char* mode = std::getenv("ACCELCRYPT_RDSEED_STARTUP");
+  if (mode != nullptr && std::string(mode) == "every-process") return None();
+  std::string boot_id = std::string(absl::StripAsciiWhitespace(
+      ReadSmall("/proc/sys/kernel/random/boot_id", /*trusted=*/false)));
+  if (boot_id.empty()) return None();
+  if (geteuid() == 0) return StartupRecord({kRootRecord}, kRootRecord, boot_id);
+  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+  std::string mine = runtime != nullptr && runtime[0] == '/'
+                         ? absl::StrCat(runtime, "/accelcrypt-rdseed-startup")
+                         : "";
+  std::vector<std::string> read;
+  if (!mine.empty()) read.push_back(mine);
+  read.push_back(kRootRecord);
+  return StartupRecord(std::move(read), mine, boot_id);
+}
+
+bool StartupRecord::Passed() const {
+  if (boot_id_.empty()) return false;
+  const std::string want = absl::StrCat(kRecordMagic, " ", boot_id_, "\n");
+  for (const std::string& path : read_paths_) {
+    if (ReadSmall(path, /*trusted=*/true) == want) return true;
+  }
+  return false;
+}
+
+void StartupRecord::Remember() const {
+  if (boot_id_.empty() || write_path_.empty()) return;
+  if (write_path_ == kRootRecord) mkdir("/run/accelcrypt", 0755);
+  const std::string text = absl::StrCat(kRecordMagic, " ", boot_id_, "\n");
+  const std::string tmp = absl::StrCat(write_path_, ".", getpid());
+  const int fd =
+      open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  const bool ok =
+      write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  if (close(fd) != 0 || !ok || rename(tmp.c_str(), write_path_.c_str()) != 0) {
+    unlink(tmp.c_str());
+  }
+}
 
 bool HealthTests::Feed(uint64_t sample) {
   bool ok = true;
@@ -37,19 +108,26 @@ bool HealthTests::Feed(uint64_t sample) {
 
 absl::StatusOr<std::unique_ptr<EntropySourceX86>>
 EntropySourceX86::CreateRdseed() {
-  return CreateForTest(&RdseedSource, nullptr);
+  return CreateForTest(&RdseedSource, nullptr, StartupRecord::ForThisUser());
 }
 
 absl::StatusOr<std::unique_ptr<EntropySourceX86>>
-EntropySourceX86::CreateForTest(RawSource source, void* arg) {
-  return std::unique_ptr<EntropySourceX86>(new EntropySourceX86(source, arg));
+EntropySourceX86::CreateForTest(RawSource source, void* arg,
+                                StartupRecord record) {
+  return std::unique_ptr<EntropySourceX86>(
+      new EntropySourceX86(source, arg, std::move(record)));
 }
 
 absl::Status EntropySourceX86::StartUp() {
   // SP 800-90B §4.3 start-up testing, at the first request rather than at
   // load: a process that never asks for entropy never spends the 1024
-  // samples. A health-test failure puts the source out of service for good;
-  // no data (RDSEED exhausted) leaves start-up to the next request.
+  // samples, and none does once the test passed in this boot (the record).
+  // A health-test failure puts the source out of service for good; no data
+  // (RDSEED exhausted) leaves start-up to the next request.
+  if (record_.Passed()) {
+    started_ = true;
+    return absl::OkStatus();
+  }
   for (int i = 0; i < kStartupSamples; ++i) {
     uint64_t word;
     absl::Status s = NextWord(&word);
@@ -61,6 +139,7 @@ absl::Status EntropySourceX86::StartUp() {
     }
   }
   started_ = true;
+  record_.Remember();
   return absl::OkStatus();
 }
 

@@ -5,7 +5,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "backends/x86/cpu_features.h"
@@ -177,6 +184,94 @@ TEST(X86RngTest, AbiEntropyFromRdseed) {
   EXPECT_NE(a, b);
   EXPECT_EQ(t->entropy(inst->handle(), nullptr, 4, &bits, &e),
             ACCELCRYPT_ERR_INVALID_ARGUMENT);
+}
+
+// The per-boot start-up record: a passed start-up test is remembered for
+// the boot it ran in, and only a trusted record of that boot skips it.
+class StartupRecordTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/accelcrypt-rdseed-record-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    path_ = dir_ + "/rdseed-startup";
+  }
+  void TearDown() override {
+    unlink(path_.c_str());
+    rmdir(dir_.c_str());
+  }
+  StartupRecord Record(const std::string& boot) const {
+    return StartupRecord({path_}, path_, boot);
+  }
+  // Calls of the raw source for one 16-byte request from a new source.
+  uint64_t CallsForOneRequest(const StartupRecord& record,
+                              Script::Fault fault = Script::kNone) {
+    Script s;
+    s.fault = fault;
+    s.good_words = 10;
+    auto src = EntropySourceX86::CreateForTest(&ScriptSource, &s, record);
+    EXPECT_TRUE(src.ok());
+    std::vector<uint8_t> buf(16);
+    size_t bits = 0;
+    last_status_ = (*src)->Fill(buf.data(), buf.size(), &bits);
+    return s.calls;
+  }
+  std::string Contents() const {
+    std::ifstream in(path_);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  std::string dir_, path_;
+  absl::Status last_status_;
+};
+
+TEST_F(StartupRecordTest, PassedStartupServesLaterSourcesOfThatBoot) {
+  EXPECT_EQ(CallsForOneRequest(Record("boot-a")), 1024u + 2u);
+  ASSERT_TRUE(last_status_.ok()) << last_status_;
+  EXPECT_THAT(Contents(), testing::HasSubstr("boot-a"));
+  EXPECT_TRUE(Record("boot-a").Passed());
+  // A second process of the same boot: no start-up samples, and the
+  // continuous tests still see every word.
+  EXPECT_EQ(CallsForOneRequest(Record("boot-a")), 2u);
+  EXPECT_TRUE(last_status_.ok());
+}
+
+TEST_F(StartupRecordTest, AnotherBootTestsAgain) {
+  EXPECT_EQ(CallsForOneRequest(Record("boot-a")), 1024u + 2u);
+  EXPECT_FALSE(Record("boot-b").Passed());
+  EXPECT_EQ(CallsForOneRequest(Record("boot-b")), 1024u + 2u);
+  EXPECT_THAT(Contents(), testing::HasSubstr("boot-b"));
+}
+
+TEST_F(StartupRecordTest, WritableByOthersOrForeignTextIsNotBelieved) {
+  EXPECT_EQ(CallsForOneRequest(Record("boot-a")), 1024u + 2u);
+  ASSERT_EQ(chmod(path_.c_str(), 0666), 0);
+  EXPECT_FALSE(Record("boot-a").Passed());
+  EXPECT_EQ(CallsForOneRequest(Record("boot-a")), 1024u + 2u);
+  std::ofstream(path_) << "boot-a\n";
+  ASSERT_EQ(chmod(path_.c_str(), 0644), 0);
+  EXPECT_FALSE(Record("boot-a").Passed());
+}
+
+TEST_F(StartupRecordTest, FailedStartupIsNotRemembered) {
+  CallsForOneRequest(Record("boot-a"), Script::kStuck);
+  EXPECT_EQ(last_status_.code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(access(path_.c_str(), F_OK), 0);
+  EXPECT_FALSE(Record("boot-a").Passed());
+}
+
+TEST_F(StartupRecordTest, NoBootIdMeansEveryProcessTests) {
+  EXPECT_EQ(CallsForOneRequest(Record("")), 1024u + 2u);
+  EXPECT_NE(access(path_.c_str(), F_OK), 0);
+  EXPECT_EQ(CallsForOneRequest(StartupRecord::None()), 1024u + 2u);
+}
+
+TEST(X86RngTest, EveryProcessModeKeepsNoRecord) {
+  setenv("ACCELCRYPT_RDSEED_STARTUP", "every-process", 1);
+  StartupRecord r = StartupRecord::ForThisUser();
+  unsetenv("ACCELCRYPT_RDSEED_STARTUP");
+  EXPECT_FALSE(r.Passed());
 }
 
 }  // namespace

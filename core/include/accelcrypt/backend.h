@@ -569,6 +569,49 @@ typedef struct accelcrypt_backend_desc {
  * fields), for loaders reading old backends. */
 #define ACCELCRYPT_CAPABILITY_SIZE_V1 24u
 
+/* ---------------------------------------------------------------------------
+ * Load hints: an ELF note a backend module may carry so that the loader can
+ * tell, by reading the file and without loading it, that the backend would
+ * decline here. Loading a module costs every process that loads the provider
+ * (mapping, relocation, the module's static constructors) even when the
+ * backend then declines, so a backend whose decline depends only on the
+ * configuration says so here. Note name "accelcrypt", type
+ * ACCELCRYPT_NOTE_LOAD_HINTS; its descriptor is a series of NUL-terminated
+ * "key=value" strings:
+ *   name=NAME          the name the backend gives itself (its descriptor's
+ *                      `name`), which scopes the keys below;
+ *   needs-config=KEY   the backend declines unless its configuration has KEY
+ *                      (NAME.KEY, or KEY in the global section, as the
+ *                      host's config_get answers it). Without it the loader
+ *                      does not load the module and records the backend as
+ *                      declined, with the key to set.
+ * A loader ignores keys it does not know; a module without the note, or
+ * without `name`, is always loaded. Write it with
+ *   ACCELCRYPT_BACKEND_LOAD_HINTS(ACCELCRYPT_LOAD_HINT("name=mybackend")
+ *                                 ACCELCRYPT_LOAD_HINT("needs-config=device"))
+ * at file scope in one source file of the module (GCC or Clang, ELF). The
+ * strings must not contain '"' or '\\'.
+ * ------------------------------------------------------------------------- */
+#define ACCELCRYPT_NOTE_LOAD_HINTS 1u
+#define ACCELCRYPT_NOTE_NAME "accelcrypt"
+#if defined(__GNUC__) && defined(__ELF__)
+#define ACCELCRYPT_LOAD_HINT(key_value) ".asciz \"" key_value "\"\n"
+#define ACCELCRYPT_BACKEND_LOAD_HINTS(hints)                          \
+  __asm__(".pushsection .note.accelcrypt,\"a\",%note\n"               \
+          ".balign 4\n"                                                \
+          ".long 11\n"         /* namesz: "accelcrypt" and its NUL */  \
+          ".long 2f - 1f\n"    /* descsz */                            \
+          ".long 1\n"          /* ACCELCRYPT_NOTE_LOAD_HINTS */        \
+          ".asciz \"accelcrypt\"\n"                                    \
+          ".balign 4\n"                                                \
+          "1:\n" hints "2:\n"                                          \
+          ".balign 4\n"                                                \
+          ".popsection\n")
+#else
+#define ACCELCRYPT_LOAD_HINT(key_value)
+#define ACCELCRYPT_BACKEND_LOAD_HINTS(hints)
+#endif
+
 /* The entry point every backend module exports. host_abi_version is the
  * loader's ACCELCRYPT_ABI_VERSION; a backend returns NULL if it cannot serve
  * that version. The descriptor is static and never freed. */

@@ -11,7 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <map>
+#include <utility>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -172,6 +175,77 @@ TEST_F(ModuleCheckTest, RegistrySkipsBrokenFilesWithEvents) {
                   << " to stand for a library without the entry symbol";
   }
   EXPECT_NE((*registry)->Find("failing"), nullptr);
+}
+
+// Load hints (accelcrypt/backend.h): the PKCS#11 client backend declares
+// that it needs pkcs11.module; a module without the note has none.
+TEST_F(ModuleCheckTest, LoadHintsAreReadFromTheModulesNote) {
+  const fs::path pkcs11 = fs::path(BackendDir()) / "pkcs11.so";
+  if (!fs::exists(pkcs11)) GTEST_SKIP() << "no " << pkcs11 << " in this build";
+  LoadHints hints;
+  ASSERT_TRUE(CheckLoadableModule(pkcs11.string(), &hints).ok());
+  EXPECT_THAT(hints, ::testing::UnorderedElementsAre(
+                         std::make_pair(std::string("name"),
+                                        std::string("pkcs11")),
+                         std::make_pair(std::string("needs-config"),
+                                        std::string("module"))));
+  ASSERT_TRUE(CheckLoadableModule(GoodModule().string(), &hints).ok());
+  EXPECT_TRUE(hints.empty());
+}
+
+TEST_F(ModuleCheckTest, ADamagedNoteGivesNoHintsAndNoCrash) {
+  const fs::path pkcs11 = fs::path(BackendDir()) / "pkcs11.so";
+  if (!fs::exists(pkcs11)) GTEST_SKIP() << "no " << pkcs11 << " in this build";
+  std::vector<char> bytes = ReadFile(pkcs11);
+  const std::string owner("accelcrypt", sizeof("accelcrypt"));
+  auto at = std::search(bytes.begin(), bytes.end(), owner.begin(), owner.end());
+  ASSERT_NE(at, bytes.end());
+  const size_t name = static_cast<size_t>(at - bytes.begin());
+  ASSERT_GE(name, 12u);
+  // descsz (the word before the type) claims far more than the segment.
+  const uint32_t huge = 0x7fffffff;
+  std::memcpy(&bytes[name - 8], &huge, sizeof(huge));
+  LoadHints hints = {{"stale", "entry"}};
+  EXPECT_TRUE(CheckLoadableModule(Write("damaged.so", bytes).string(), &hints)
+                  .ok());
+  EXPECT_TRUE(hints.empty());
+}
+
+// The registry does not load a module whose hints say it would decline:
+// only the hints path, which never calls dlopen, gives that reason; set
+// up, the backend is loaded and declines for its own reason.
+TEST_F(ModuleCheckTest, ABackendThatWouldDeclineIsNotLoaded) {
+  const fs::path pkcs11 = fs::path(BackendDir()) / "pkcs11.so";
+  if (!fs::exists(pkcs11)) GTEST_SKIP() << "no " << pkcs11 << " in this build";
+  std::vector<char> bytes = ReadFile(pkcs11);
+  const fs::path copy = Write("pkcs11.so", bytes);
+  unsetenv("ACCELCRYPT_PKCS11_MODULE");
+  auto reason = [&](const std::map<std::string, std::string>& extra) {
+    std::map<std::string, std::string> all = {{"backend_dir", dir_.string()},
+                                              {"selftest", "0"}};
+    for (const auto& [k, v] : extra) all[k] = v;
+    auto registry = Registry::Create(BuildTreeConfig(all));
+    EXPECT_TRUE(registry.ok()) << registry.status();
+    std::string out;
+    if (!registry.ok()) return out;
+    for (const LoadEvent& ev : (*registry)->events()) {
+      if (ev.backend == copy.string() || ev.backend == "pkcs11") {
+        out += ev.message + (ev.declined ? " [declined]" : "") + "\n";
+      }
+    }
+    return out;
+  };
+  EXPECT_EQ(reason({}),
+            "pkcs11: no module configured (set pkcs11.module); the module "
+            "was not loaded [declined]\n");
+  // Configured, it is loaded, and its own init declines (no such module).
+  const std::string configured =
+      reason({{"pkcs11.module", "/nonexistent/module.so"}});
+  EXPECT_THAT(configured, HasSubstr("/nonexistent/module.so"));
+  EXPECT_THAT(configured, ::testing::Not(HasSubstr("was not loaded")));
+  // Excluded by name, from the hints, also without loading it.
+  EXPECT_EQ(reason({{"backends", "software"}}),
+            "not loaded: excluded by configuration\n");
 }
 
 }  // namespace
