@@ -1,31 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "core/status.h"
 
-#include <algorithm>
-#include <cstring>
-
-#include "absl/strings/cord.h"
+#include "accelcrypt/kit/status.h"
 
 namespace accelcrypt {
-namespace {
 
-constexpr char kDetailUrl[] = "accelcrypt.detail";
-constexpr char kAuthFailed[] = "auth_failed";
-
-}  // namespace
-
+// The authentication-failure convention and the Status -> ABI mapping are
+// the backend kit's (accelcrypt/kit/status.h), so that what a backend sends
+// and what the core reads back cannot drift apart.
 absl::Status AuthFailedError(std::string_view message) {
-  absl::Status status = absl::InvalidArgumentError(AsAbsl(message));
-  status.SetPayload(kDetailUrl, absl::Cord(kAuthFailed));
-  return status;
+  return kit::AuthFailedError(message);
 }
 
 StatusDetail GetStatusDetail(const absl::Status& status) {
-  auto payload = status.GetPayload(kDetailUrl);
-  if (payload.has_value() && *payload == kAuthFailed) {
-    return StatusDetail::kAuthFailed;
-  }
-  return StatusDetail::kNone;
+  return kit::IsAuthFailed(status) ? StatusDetail::kAuthFailed
+                                   : StatusDetail::kNone;
 }
 
 bool IsDeviceError(const absl::Status& status) {
@@ -71,44 +60,7 @@ absl::Status FromAbi(accelcrypt_status code, std::string_view message) {
 }
 
 accelcrypt_status ToAbi(const absl::Status& status, accelcrypt_error* err) {
-  accelcrypt_status code;
-  if (GetStatusDetail(status) == StatusDetail::kAuthFailed) {
-    code = ACCELCRYPT_ERR_AUTH_FAILED;
-  } else {
-    switch (status.code()) {
-      case absl::StatusCode::kOk:
-        return ACCELCRYPT_OK;
-      case absl::StatusCode::kInvalidArgument:
-        code = ACCELCRYPT_ERR_INVALID_ARGUMENT;
-        break;
-      case absl::StatusCode::kFailedPrecondition:
-        code = ACCELCRYPT_ERR_FAILED_PRECONDITION;
-        break;
-      case absl::StatusCode::kOutOfRange:
-        code = ACCELCRYPT_ERR_OUT_OF_RANGE;
-        break;
-      case absl::StatusCode::kUnimplemented:
-        code = ACCELCRYPT_ERR_UNIMPLEMENTED;
-        break;
-      case absl::StatusCode::kUnavailable:
-        code = ACCELCRYPT_ERR_UNAVAILABLE;
-        break;
-      case absl::StatusCode::kResourceExhausted:
-        code = ACCELCRYPT_ERR_RESOURCE_EXHAUSTED;
-        break;
-      default:
-        code = ACCELCRYPT_ERR_INTERNAL;
-        break;
-    }
-  }
-  if (err != nullptr) {
-    err->code = code;
-    size_t n = std::min(status.message().size(),
-                        sizeof(err->message) - 1);
-    std::memcpy(err->message, status.message().data(), n);
-    err->message[n] = '\0';
-  }
-  return code;
+  return kit::ToAbi(status, err);
 }
 
 }  // namespace accelcrypt

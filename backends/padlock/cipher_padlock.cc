@@ -36,23 +36,6 @@ const CipherCtx* Impl(const accelcrypt_cipher_ctx* c) {
   return reinterpret_cast<const CipherCtx*>(c);
 }
 
-const char* ModeName(uint32_t mode) {
-  switch (mode) {
-    case ACCELCRYPT_MODE_ECB:
-      return "ECB";
-    case ACCELCRYPT_MODE_CBC:
-      return "CBC";
-    case ACCELCRYPT_MODE_CFB128:
-      return "CFB128";
-    case ACCELCRYPT_MODE_OFB:
-      return "OFB";
-    case ACCELCRYPT_MODE_CTR:
-      return "CTR";
-    case ACCELCRYPT_MODE_GCM:
-      return "GCM";
-  }
-  return "?";
-}
 
 // Call runs one xcrypt on aligned data and folds the chaining value back when
 // the unit returned it elsewhere (facts §2.6, "copy or refresh iv").
@@ -259,19 +242,19 @@ bool Overlap(const uint8_t* in, const uint8_t* out, size_t len) {
 accelcrypt_status NewCtx(void* backend, accelcrypt_alg alg,
                          accelcrypt_cipher_ctx** out, accelcrypt_error* err) {
   if (out == nullptr) {
-    return SetError(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
                     "padlock: cipher newctx: NULL output");
   }
   const auto* be = static_cast<const Backend*>(backend);
   bool declared = false;
   for (size_t i = 0; i < be->num_caps; ++i) declared |= be->caps[i].alg == alg;
   if (!declared || ACCELCRYPT_ALG_FAMILY(alg) != ACCELCRYPT_FAMILY_CIPHER) {
-    return SetError(err, ACCELCRYPT_ERR_UNIMPLEMENTED,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_UNIMPLEMENTED,
                     "padlock: cipher 0x%08x not offered", alg);
   }
   auto* c = new (std::nothrow) CipherCtx();
   if (c == nullptr) {
-    return SetError(err, ACCELCRYPT_ERR_RESOURCE_EXHAUSTED,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_RESOURCE_EXHAUSTED,
                     "padlock: out of memory");
   }
   c->backend = be;
@@ -287,25 +270,25 @@ accelcrypt_status Init(accelcrypt_cipher_ctx* ctx, int encrypt,
                        size_t iv_len, accelcrypt_error* err) {
   CipherCtx* c = Impl(ctx);
   if (c == nullptr || key == nullptr) {
-    return SetError(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
                     "padlock: cipher init: NULL context or key");
   }
   if (key_len != c->key_len) {
-    return SetError(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
                     "padlock: AES-%zu-%s: key is %zu bytes", c->key_len * 8,
-                    ModeName(c->mode), key_len);
+                    kit::ModeName(c->mode), key_len);
   }
   const bool gcm = c->mode == ACCELCRYPT_MODE_GCM;
   const size_t want_iv = c->mode == ACCELCRYPT_MODE_ECB ? 0 : 16;
   if (gcm ? (iv_len < 1 || iv_len > 1024) : iv_len != want_iv) {
-    return SetError(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
                     "padlock: AES-%zu-%s: IV is %zu bytes", c->key_len * 8,
-                    ModeName(c->mode), iv_len);
+                    kit::ModeName(c->mode), iv_len);
   }
   if (iv_len > 0 && iv == nullptr) {
-    return SetError(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
                     "padlock: AES-%zu-%s: NULL IV", c->key_len * 8,
-                    ModeName(c->mode));
+                    kit::ModeName(c->mode));
   }
   const bool blockwise =
       c->mode == ACCELCRYPT_MODE_ECB || c->mode == ACCELCRYPT_MODE_CBC;
@@ -371,18 +354,18 @@ accelcrypt_status Update(accelcrypt_cipher_ctx* ctx, const uint8_t* in,
                          size_t in_len, uint8_t* out, accelcrypt_error* err) {
   CipherCtx* c = Impl(ctx);
   if (c == nullptr || !c->keyed) {
-    return SetError(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
                     "padlock: cipher update before init");
   }
   if (in_len == 0) return ACCELCRYPT_OK;
   if (in == nullptr || out == nullptr) {
-    return SetError(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
-                    "padlock: AES-%s update: NULL buffer", ModeName(c->mode));
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
+                    "padlock: AES-%s update: NULL buffer", kit::ModeName(c->mode));
   }
   if (Overlap(in, out, in_len)) {
-    return SetError(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
                     "padlock: AES-%s update: buffers partly overlap",
-                    ModeName(c->mode));
+                    kit::ModeName(c->mode));
   }
   // One reload per operation (facts §2.5): another context may have run on
   // this CPU since our last call.
@@ -390,10 +373,10 @@ accelcrypt_status Update(accelcrypt_cipher_ctx* ctx, const uint8_t* in,
     case ACCELCRYPT_MODE_ECB:
     case ACCELCRYPT_MODE_CBC:
       if (in_len % 16 != 0) {
-        return SetError(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
+        return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
                         "padlock: AES-%s update: %zu bytes is not whole "
                         "blocks",
-                        ModeName(c->mode), in_len);
+                        kit::ModeName(c->mode), in_len);
       }
       ForceKeyReload();
       if (c->mode == ACCELCRYPT_MODE_ECB) {
@@ -413,12 +396,12 @@ accelcrypt_status Update(accelcrypt_cipher_ctx* ctx, const uint8_t* in,
       return ACCELCRYPT_OK;
     case ACCELCRYPT_MODE_GCM: {
       if (c->finished) {
-        return SetError(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
+        return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
                         "padlock: AES-GCM update after final");
       }
       // Messages are limited to 2^39 - 256 bits (SP 800-38D §5.2.1.1).
       if (c->ct_len + in_len > (uint64_t{1} << 36) - 32) {
-        return SetError(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
+        return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
                         "padlock: AES-GCM message too long");
       }
       if (!c->data_started) {
@@ -433,26 +416,26 @@ accelcrypt_status Update(accelcrypt_cipher_ctx* ctx, const uint8_t* in,
       return ACCELCRYPT_OK;
     }
   }
-  return SetError(err, ACCELCRYPT_ERR_INTERNAL, "padlock: unknown mode");
+  return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INTERNAL, "padlock: unknown mode");
 }
 
 accelcrypt_status Aad(accelcrypt_cipher_ctx* ctx, const uint8_t* aad,
                       size_t aad_len, accelcrypt_error* err) {
   CipherCtx* c = Impl(ctx);
   if (c == nullptr || !c->keyed) {
-    return SetError(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
                     "padlock: aad before init");
   }
   if (c->mode != ACCELCRYPT_MODE_GCM) {
-    return SetError(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
-                    "padlock: AES-%s has no AAD", ModeName(c->mode));
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
+                    "padlock: AES-%s has no AAD", kit::ModeName(c->mode));
   }
   if (c->data_started || c->finished) {
-    return SetError(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
                     "padlock: AES-GCM AAD after data");
   }
   if (aad_len > 0 && aad == nullptr) {
-    return SetError(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
                     "padlock: AES-GCM: NULL AAD");
   }
   GhashBytes(c, aad, aad_len);
@@ -463,16 +446,16 @@ accelcrypt_status Aad(accelcrypt_cipher_ctx* ctx, const uint8_t* aad,
 accelcrypt_status Final(accelcrypt_cipher_ctx* ctx, accelcrypt_error* err) {
   CipherCtx* c = Impl(ctx);
   if (c == nullptr || !c->keyed) {
-    return SetError(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
                     "padlock: final before init");
   }
   if (c->mode != ACCELCRYPT_MODE_GCM) return ACCELCRYPT_OK;
   if (c->finished) {
-    return SetError(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
                     "padlock: AES-GCM final called twice");
   }
   if (!c->encrypt && c->expected_tag_len == 0) {
-    return SetError(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
                     "padlock: AES-GCM decrypt final without a tag");
   }
   GhashFlush(c);
@@ -490,7 +473,7 @@ accelcrypt_status Final(accelcrypt_cipher_ctx* ctx, accelcrypt_error* err) {
   const bool ok = ConstantTimeEqual(computed, c->tag, c->expected_tag_len);
   SecureZero(computed, sizeof(computed));
   if (!ok) {
-    return SetError(err, ACCELCRYPT_ERR_AUTH_FAILED,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_AUTH_FAILED,
                     "padlock: AES-GCM tag mismatch");
   }
   return ACCELCRYPT_OK;
@@ -501,11 +484,11 @@ accelcrypt_status GetTag(accelcrypt_cipher_ctx* ctx, uint8_t* tag,
   CipherCtx* c = Impl(ctx);
   if (c == nullptr || c->mode != ACCELCRYPT_MODE_GCM || !c->encrypt ||
       !c->finished) {
-    return SetError(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
                     "padlock: get_tag needs a finished AES-GCM encryption");
   }
   if (tag == nullptr || tag_len < 4 || tag_len > 16) {
-    return SetError(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
                     "padlock: AES-GCM tag length %zu (4..16)", tag_len);
   }
   memcpy(tag, c->tag, tag_len);
@@ -517,12 +500,12 @@ accelcrypt_status SetTag(accelcrypt_cipher_ctx* ctx, const uint8_t* tag,
   CipherCtx* c = Impl(ctx);
   if (c == nullptr || c->mode != ACCELCRYPT_MODE_GCM || c->encrypt ||
       c->finished || !c->keyed) {
-    return SetError(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
                     "padlock: set_tag needs an AES-GCM decryption before "
                     "final");
   }
   if (tag == nullptr || tag_len < 4 || tag_len > 16) {
-    return SetError(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
                     "padlock: AES-GCM tag length %zu (4..16)", tag_len);
   }
   memcpy(c->tag, tag, tag_len);
@@ -536,7 +519,7 @@ accelcrypt_status GetState(const accelcrypt_cipher_ctx* ctx,
   const CipherCtx* c = Impl(ctx);
   if (c == nullptr || out == nullptr || !c->keyed ||
       c->mode == ACCELCRYPT_MODE_GCM) {
-    return SetError(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
                     "padlock: get_state needs an initialised non-AEAD "
                     "context");
   }
@@ -551,14 +534,14 @@ accelcrypt_status SetState(accelcrypt_cipher_ctx* ctx,
   CipherCtx* c = Impl(ctx);
   if (c == nullptr || state == nullptr || !c->keyed ||
       c->mode == ACCELCRYPT_MODE_GCM) {
-    return SetError(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
                     "padlock: set_state needs an initialised non-AEAD "
                     "context");
   }
   const bool blockwise =
       c->mode == ACCELCRYPT_MODE_ECB || c->mode == ACCELCRYPT_MODE_CBC;
   if (state->num > 15 || (blockwise && state->num != 0)) {
-    return SetError(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
                     "padlock: set_state: position %u out of range", state->num);
   }
   memcpy(c->ace.iv, state->iv, 16);
@@ -579,12 +562,12 @@ accelcrypt_status DupCtx(const accelcrypt_cipher_ctx* ctx,
                          accelcrypt_cipher_ctx** out, accelcrypt_error* err) {
   const CipherCtx* c = Impl(ctx);
   if (c == nullptr || out == nullptr) {
-    return SetError(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
                     "padlock: dupctx: NULL argument");
   }
   auto* d = new (std::nothrow) CipherCtx(*c);
   if (d == nullptr) {
-    return SetError(err, ACCELCRYPT_ERR_RESOURCE_EXHAUSTED,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_RESOURCE_EXHAUSTED,
                     "padlock: out of memory");
   }
   *out = reinterpret_cast<accelcrypt_cipher_ctx*>(d);

@@ -247,7 +247,7 @@ void FinishInto(DigestCtx* d) {
 accelcrypt_status NewCtx(void* backend, accelcrypt_alg alg,
                          accelcrypt_digest_ctx** out, accelcrypt_error* err) {
   if (out == nullptr) {
-    return SetError(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
                     "padlock: digest newctx: NULL output");
   }
   const auto* be = static_cast<const Backend*>(backend);
@@ -255,11 +255,11 @@ accelcrypt_status NewCtx(void* backend, accelcrypt_alg alg,
   for (size_t i = 0; i < be->num_caps; ++i) declared |= be->caps[i].alg == alg;
   auto* d = declared ? new (std::nothrow) DigestCtx() : nullptr;
   if (!declared) {
-    return SetError(err, ACCELCRYPT_ERR_UNIMPLEMENTED,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_UNIMPLEMENTED,
                     "padlock: digest 0x%08x not offered", alg);
   }
   if (d == nullptr) {
-    return SetError(err, ACCELCRYPT_ERR_RESOURCE_EXHAUSTED,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_RESOURCE_EXHAUSTED,
                     "padlock: out of memory");
   }
   Setup(d, be, alg);
@@ -270,7 +270,7 @@ accelcrypt_status NewCtx(void* backend, accelcrypt_alg alg,
 accelcrypt_status Init(accelcrypt_digest_ctx* ctx, accelcrypt_error* err) {
   DigestCtx* d = Impl(ctx);
   if (d == nullptr) {
-    return SetError(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
                     "padlock: digest init: NULL context");
   }
   Reset(d);
@@ -281,12 +281,12 @@ accelcrypt_status Update(accelcrypt_digest_ctx* ctx, const uint8_t* data,
                          size_t len, accelcrypt_error* err) {
   DigestCtx* d = Impl(ctx);
   if (d == nullptr || d->finished) {
-    return SetError(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
                     "padlock: digest update after final (init first)");
   }
   if (len == 0) return ACCELCRYPT_OK;
   if (data == nullptr) {
-    return SetError(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
                     "padlock: %s update: NULL data", AlgName(d->alg));
   }
   if (d->oneshot_design) {
@@ -302,11 +302,11 @@ accelcrypt_status Final(accelcrypt_digest_ctx* ctx, uint8_t* out,
                         size_t out_len, accelcrypt_error* err) {
   DigestCtx* d = Impl(ctx);
   if (d == nullptr || d->finished) {
-    return SetError(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
                     "padlock: digest final twice (init first)");
   }
   if (out == nullptr || out_len < d->out_len) {
-    return SetError(err, ACCELCRYPT_ERR_OUT_OF_RANGE,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_OUT_OF_RANGE,
                     "padlock: %s final: output needs %zu bytes",
                     AlgName(d->alg), d->out_len);
   }
@@ -325,11 +325,11 @@ accelcrypt_status Oneshot(void* backend, accelcrypt_alg alg,
   if (st != ACCELCRYPT_OK) return st;
   DigestCtx* d = Impl(ctx);
   if (out == nullptr || out_len < d->out_len) {
-    st = SetError(err, ACCELCRYPT_ERR_OUT_OF_RANGE,
+    st = kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_OUT_OF_RANGE,
                   "padlock: %s: output needs %zu bytes", AlgName(alg),
                   d->out_len);
   } else if (len > 0 && data == nullptr) {
-    st = SetError(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
+    st = kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
                   "padlock: %s: NULL data", AlgName(alg));
   } else if (d->oneshot_design && len <= kOneShotLimit) {
     // C7's native design: the whole message in one finalizing call.
@@ -352,12 +352,12 @@ accelcrypt_status DupCtx(const accelcrypt_digest_ctx* ctx,
                          accelcrypt_digest_ctx** out, accelcrypt_error* err) {
   const DigestCtx* d = Impl(ctx);
   if (d == nullptr || out == nullptr) {
-    return SetError(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
                     "padlock: digest dupctx: NULL argument");
   }
   auto* n = new (std::nothrow) DigestCtx(*d);
   if (n == nullptr) {
-    return SetError(err, ACCELCRYPT_ERR_RESOURCE_EXHAUSTED,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_RESOURCE_EXHAUSTED,
                     "padlock: out of memory");
   }
   *out = reinterpret_cast<accelcrypt_digest_ctx*>(n);

@@ -2,7 +2,6 @@
 //
 // The PadLock backend's ABI shim: descriptor, init (detection), capability
 // list, family tables and description.
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,18 +14,6 @@
 #include "backends/padlock/test_hooks.h"
 
 namespace accelcrypt::padlock {
-
-accelcrypt_status SetError(accelcrypt_error* err, accelcrypt_status code,
-                           const char* fmt, ...) {
-  if (err != nullptr) {
-    err->code = code;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->message, sizeof(err->message), fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
 
 namespace {
 
@@ -42,25 +29,25 @@ void AddCap(Backend* be, accelcrypt_alg alg, uint32_t flags,
 accelcrypt_status Init(const accelcrypt_host* host, void** backend_out,
                        accelcrypt_error* err) {
   if (backend_out == nullptr) {
-    return SetError(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
                     "padlock: init: NULL output");
   }
   const TestHooks hooks = LookupTestHooks();
   const Features f =
       DetectFeatures(hooks.cpuid != nullptr ? hooks.cpuid : RealCpuid);
   if (!f.centaur_vendor) {
-    return SetError(err, ACCELCRYPT_ERR_UNAVAILABLE,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_UNAVAILABLE,
                     "no PadLock unit: CPU vendor %s", f.vendor);
   }
   if (!f.ace && !f.phe && !f.rng) {
-    return SetError(err, ACCELCRYPT_ERR_UNAVAILABLE,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_UNAVAILABLE,
                     "no PadLock unit enabled: CPU vendor %s, CPUID "
                     "0xC0000001 EDX 0x%08x",
                     f.vendor, f.centaur_edx);
   }
   auto* be = new (std::nothrow) Backend();
   if (be == nullptr) {
-    return SetError(err, ACCELCRYPT_ERR_RESOURCE_EXHAUSTED,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_RESOURCE_EXHAUSTED,
                     "padlock: out of memory");
   }
   be->features = f;
@@ -101,7 +88,7 @@ accelcrypt_status GetCapabilities(void* backend,
                                   const accelcrypt_capability** out,
                                   size_t* num_out, accelcrypt_error* err) {
   if (backend == nullptr || out == nullptr || num_out == nullptr) {
-    return SetError(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
                     "padlock: get_capabilities: NULL argument");
   }
   const auto* be = static_cast<const Backend*>(backend);

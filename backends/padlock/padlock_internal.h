@@ -17,15 +17,13 @@
 #include <mutex>
 
 #include "accelcrypt/backend.h"
+#include "accelcrypt/kit/abi_error.h"
 #include "backends/padlock/cpuid.h"
 
 namespace accelcrypt::padlock {
 
-// SetError writes a printf-style message into `err` (when not NULL) and
-// returns `code`.
-accelcrypt_status SetError(accelcrypt_error* err, accelcrypt_status code,
-                           const char* fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+// Errors are written with the backend kit's kit::WriteAbiErrorf
+// (accelcrypt/kit/abi_error.h).
 
 // RngState holds the SP 800-90B continuous health tests of the xstore
 // source. Guarded by `mu`.

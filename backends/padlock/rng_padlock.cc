@@ -99,7 +99,7 @@ accelcrypt_status Entropy(void* backend, uint8_t* out, size_t len,
                           size_t* entropy_bits, accelcrypt_error* err) {
   auto* be = static_cast<Backend*>(backend);
   if ((len > 0 && out == nullptr) || entropy_bits == nullptr) {
-    return SetError(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
                     "padlock: entropy: NULL buffer");
   }
   // On every failure the whole output is wiped: nothing of a failed
@@ -108,7 +108,7 @@ accelcrypt_status Entropy(void* backend, uint8_t* out, size_t len,
   std::lock_guard<std::mutex> lock(be->rng.mu);
   RngState& s = be->rng;
   if (s.failed) {
-    return SetError(err, ACCELCRYPT_ERR_UNAVAILABLE,
+    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_UNAVAILABLE,
                     "padlock: RNG out of service: %s", s.reason);
   }
   uint8_t block[8];
@@ -116,11 +116,11 @@ accelcrypt_status Entropy(void* backend, uint8_t* out, size_t len,
     for (int i = 0; i < kStartupSamples / 8; ++i) {
       const Draw r = Draw8(s, block);
       if (r == Draw::kEmpty) {
-        return SetError(err, ACCELCRYPT_ERR_UNAVAILABLE,
+        return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_UNAVAILABLE,
                         "padlock: RNG start-up: xstore returned no data");
       }
       if (r == Draw::kFailed) {
-        return SetError(err, ACCELCRYPT_ERR_UNAVAILABLE,
+        return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_UNAVAILABLE,
                         "padlock: RNG start-up test: %s", s.reason);
       }
     }
@@ -132,11 +132,11 @@ accelcrypt_status Entropy(void* backend, uint8_t* out, size_t len,
       SecureZero(out, len);
       SecureZero(block, sizeof(block));
       if (r == Draw::kEmpty) {
-        return SetError(err, ACCELCRYPT_ERR_UNAVAILABLE,
+        return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_UNAVAILABLE,
                         "padlock: RNG: xstore returned no data %d times",
                         kMaxEmptyReads);
       }
-      return SetError(err, ACCELCRYPT_ERR_UNAVAILABLE,
+      return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_UNAVAILABLE,
                       "padlock: RNG taken out of service: %s", s.reason);
     }
     const size_t take = len - pos < 8 ? len - pos : 8;

@@ -12,7 +12,6 @@
 namespace accelcrypt::pkcs11_client {
 namespace {
 
-constexpr char kAuthFailedUrl[] = "accelcrypt.pkcs11_client.auth_failed";
 
 struct RvName {
   CK_RV rv;
@@ -71,11 +70,8 @@ std::string CkRvName(CK_RV rv) {
 }
 
 absl::Status AuthFailed(std::string_view what) {
-  absl::Status st(absl::StatusCode::kInvalidArgument,
-                  absl::StrFormat("pkcs11: %s: signature does not verify",
-                                  std::string(what)));
-  st.SetPayload(kAuthFailedUrl, absl::Cord("1"));
-  return st;
+  return kit::AuthFailedError(absl::StrFormat(
+      "pkcs11: %s: signature does not verify", std::string(what)));
 }
 
 absl::Status FromCkRv(CK_RV rv, std::string_view what) {
@@ -147,50 +143,6 @@ TokenQuirks QuirksFor(std::string_view manufacturer, std::string_view model) {
     }
   }
   return q;
-}
-
-accelcrypt_status WriteAbiError(accelcrypt_status code, std::string_view message,
-                                accelcrypt_error* err) {
-  if (err != nullptr) {
-    err->code = code;
-    size_t n = std::min(message.size(), sizeof(err->message) - 1);
-    std::memcpy(err->message, message.data(), n);
-    err->message[n] = '\0';
-  }
-  return code;
-}
-
-accelcrypt_status ToAbi(const absl::Status& status, accelcrypt_error* err) {
-  if (status.ok()) return ACCELCRYPT_OK;
-  accelcrypt_status code = ACCELCRYPT_ERR_INTERNAL;
-  if (status.GetPayload(kAuthFailedUrl).has_value()) {
-    code = ACCELCRYPT_ERR_AUTH_FAILED;
-  } else {
-    switch (status.code()) {
-      case absl::StatusCode::kInvalidArgument:
-        code = ACCELCRYPT_ERR_INVALID_ARGUMENT;
-        break;
-      case absl::StatusCode::kFailedPrecondition:
-        code = ACCELCRYPT_ERR_FAILED_PRECONDITION;
-        break;
-      case absl::StatusCode::kOutOfRange:
-        code = ACCELCRYPT_ERR_OUT_OF_RANGE;
-        break;
-      case absl::StatusCode::kUnimplemented:
-        code = ACCELCRYPT_ERR_UNIMPLEMENTED;
-        break;
-      case absl::StatusCode::kUnavailable:
-        code = ACCELCRYPT_ERR_UNAVAILABLE;
-        break;
-      case absl::StatusCode::kResourceExhausted:
-        code = ACCELCRYPT_ERR_RESOURCE_EXHAUSTED;
-        break;
-      default:
-        code = ACCELCRYPT_ERR_INTERNAL;
-    }
-  }
-  std::string_view msg(status.message().data(), status.message().size());
-  return WriteAbiError(code, msg, err);
 }
 
 }  // namespace accelcrypt::pkcs11_client

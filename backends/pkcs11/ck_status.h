@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "accelcrypt/backend.h"
+#include "accelcrypt/kit/status.h"
 
 namespace accelcrypt::pkcs11_client {
 
@@ -40,20 +41,16 @@ struct TokenQuirks {
 };
 TokenQuirks QuirksFor(std::string_view manufacturer, std::string_view model);
 
-// AuthFailed returns kInvalidArgument carrying the detail ToAbi maps to
-// ACCELCRYPT_ERR_AUTH_FAILED.
+// AuthFailed is the kit's authentication failure (accelcrypt/kit/status.h)
+// for a signature that does not verify.
 absl::Status AuthFailed(std::string_view what);
 
 // CkRvName returns "CKR_PIN_INCORRECT" style names, or the hex value.
 std::string CkRvName(CK_RV rv);
 
-// ToAbi converts a status into an ABI code and writes the message into
-// `err` (may be null).
-accelcrypt_status ToAbi(const absl::Status& status, accelcrypt_error* err);
-
-// WriteAbiError fills `err` with `code` and `message`; returns `code`.
-accelcrypt_status WriteAbiError(accelcrypt_status code, std::string_view message,
-                                accelcrypt_error* err);
+// The kit's ToAbi and WriteAbiError, under this backend's namespace.
+using kit::ToAbi;
+using kit::WriteAbiError;
 
 }  // namespace accelcrypt::pkcs11_client
 

@@ -44,19 +44,10 @@ struct Instance {
   }
 };
 
+// Guard: the kit's (accelcrypt/kit/status.h), named for this backend.
 template <typename F>
 accelcrypt_status Guard(accelcrypt_error* err, F&& f) {
-  try {
-    absl::Status status = std::forward<F>(f)();
-    if (status.ok()) return ACCELCRYPT_OK;
-    return ToAbi(status, err);
-  } catch (const std::bad_alloc&) {
-    return WriteAbiError(ACCELCRYPT_ERR_RESOURCE_EXHAUSTED,
-                         "pkcs11: out of memory", err);
-  } catch (...) {
-    return WriteAbiError(ACCELCRYPT_ERR_INTERNAL,
-                         "pkcs11: unexpected exception", err);
-  }
+  return kit::Guard("pkcs11", err, std::forward<F>(f));
 }
 
 Instance* AsInstance(void* backend) { return static_cast<Instance*>(backend); }

@@ -6,7 +6,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "accelcrypt/backend.h"
 
 namespace accelcrypt::software {
 
@@ -20,21 +19,11 @@ std::string DrainOpenSslErrors();
 absl::Status LibcryptoError(absl::StatusCode code, absl::string_view alg,
                             absl::string_view what);
 
-// AuthFailedError returns the status for an AEAD tag mismatch: code
-// kInvalidArgument (a caller error, never retried) carrying a detail that
-// ToAbi maps to ACCELCRYPT_ERR_AUTH_FAILED. Clears the error queue.
+// AuthFailedError returns the status for an AEAD tag mismatch, the kit's
+// (accelcrypt/kit/status.h: kInvalidArgument, a caller error never
+// retried, that the kit's ToAbi sends as ACCELCRYPT_ERR_AUTH_FAILED).
+// Clears the error queue.
 absl::Status AuthFailedError(absl::string_view alg);
-
-// ToAbi converts `status` to a plugin-ABI code and, when `err` is not null
-// and the status is an error, writes the code and the (truncated) message
-// into it. Writes nothing on success.
-accelcrypt_status ToAbi(const absl::Status& status, accelcrypt_error* err);
-
-// WriteAbiError fills `err` (may be null) with `code` and `message` and
-// returns `code`. For the shims' catch blocks, where no Status exists.
-accelcrypt_status WriteAbiError(accelcrypt_status code,
-                                absl::string_view message,
-                                accelcrypt_error* err);
 
 }  // namespace accelcrypt::software
 

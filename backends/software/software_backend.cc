@@ -27,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "accelcrypt/backend.h"
+#include "accelcrypt/kit/status.h"
 #include "backends/software/aes_software.h"
 #include "backends/software/lib_context.h"
 #include "backends/software/openssl_error.h"
@@ -40,22 +41,13 @@
 namespace accelcrypt::software {
 namespace {
 
-// Guard runs `f` (returning absl::Status) and converts its result, turning
-// any exception into a code: nothing C++ leaves through the ABI.
+// Guard: the kit's (accelcrypt/kit/status.h), named for this backend.
 template <typename F>
 inline accelcrypt_status Guard(accelcrypt_error* err, F&& f) {
-  try {
-    absl::Status status = std::forward<F>(f)();
-    if (ABSL_PREDICT_TRUE(status.ok())) return ACCELCRYPT_OK;
-    return ToAbi(status, err);
-  } catch (const std::bad_alloc&) {
-    return WriteAbiError(ACCELCRYPT_ERR_RESOURCE_EXHAUSTED,
-                         "software: out of memory", err);
-  } catch (...) {
-    return WriteAbiError(ACCELCRYPT_ERR_INTERNAL,
-                         "software: unexpected exception", err);
-  }
+  return kit::Guard("software", err, std::forward<F>(f));
 }
+
+using kit::WriteAbiError;
 
 accelcrypt_status NullArgument(const char* what, accelcrypt_error* err) {
   char message[96];

@@ -7,6 +7,8 @@
 #include <memory>
 
 #include "absl/strings/str_format.h"
+#include "accelcrypt/kit/abi_error.h"
+#include "accelcrypt/kit/status.h"
 
 namespace accelcrypt::x86 {
 namespace {
@@ -38,23 +40,6 @@ int GhashPowersFor(GcmImpl impl, size_t blocks) {
   return static_cast<int>(std::min(want, most));
 }
 
-const char* ModeName(uint32_t mode) {
-  switch (mode) {
-    case ACCELCRYPT_MODE_ECB:
-      return "ECB";
-    case ACCELCRYPT_MODE_CBC:
-      return "CBC";
-    case ACCELCRYPT_MODE_CFB128:
-      return "CFB128";
-    case ACCELCRYPT_MODE_OFB:
-      return "OFB";
-    case ACCELCRYPT_MODE_CTR:
-      return "CTR";
-    case ACCELCRYPT_MODE_GCM:
-      return "GCM";
-  }
-  return "?";
-}
 
 uint64_t LoadBe64(const uint8_t* p) {
   uint64_t v;
@@ -112,7 +97,7 @@ absl::StatusOr<std::unique_ptr<AesX86>> AesX86::Create(
       (mode == ACCELCRYPT_MODE_GCM && impl.gcm == GcmImpl::kNone)) {
     return absl::UnimplementedError(absl::StrFormat(
         "x86: AES-%d-%s needs %s, which this CPU lacks or was disabled",
-        key_bytes * 8, ModeName(mode),
+        key_bytes * 8, kit::ModeName(mode),
         mode == ACCELCRYPT_MODE_GCM ? "AES-NI and PCLMULQDQ" : "AES-NI"));
   }
   return std::unique_ptr<AesX86>(new AesX86(alg, impl));
@@ -165,7 +150,7 @@ std::string_view AesX86::implementation() const {
 absl::Status AesX86::Init(bool encrypt, const uint8_t* key, size_t key_len,
                           const uint8_t* iv, size_t iv_len) {
   const int bits = static_cast<int>(key_len_ * 8);
-  const char* mode = ModeName(mode_);
+  const char* mode = kit::ModeName(mode_);
   if (key == nullptr) {
     if (key_len != 0 || phase_ == Phase::kNoKey) {
       return absl::InvalidArgumentError(
@@ -317,12 +302,12 @@ absl::Status AesX86::Update(const uint8_t* in, size_t in_len, uint8_t* out) {
   const int bits = static_cast<int>(key_len_ * 8);
   if (phase_ == Phase::kNoKey) {
     return absl::FailedPreconditionError(absl::StrFormat(
-        "x86: AES-%d-%s update before init", bits, ModeName(mode_)));
+        "x86: AES-%d-%s update before init", bits, kit::ModeName(mode_)));
   }
   if (in_len == 0) return absl::OkStatus();
   if (in == nullptr || out == nullptr) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "x86: AES-%d-%s update with a NULL buffer", bits, ModeName(mode_)));
+        "x86: AES-%d-%s update with a NULL buffer", bits, kit::ModeName(mode_)));
   }
   if (mode_ == ACCELCRYPT_MODE_GCM) return UpdateGcm(in, in_len, out);
 
@@ -330,7 +315,7 @@ absl::Status AesX86::Update(const uint8_t* in, size_t in_len, uint8_t* out) {
       in_len % 16 != 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "x86: AES-%d-%s takes whole 16-byte blocks, got %d bytes", bits,
-        ModeName(mode_), in_len));
+        kit::ModeName(mode_), in_len));
   }
   const size_t blocks = in_len / 16;
   switch (mode_) {
@@ -440,7 +425,7 @@ absl::Status AesX86::Aad(const uint8_t* aad, size_t aad_len) {
   const int bits = static_cast<int>(key_len_ * 8);
   if (mode_ != ACCELCRYPT_MODE_GCM) {
     return absl::InvalidArgumentError(
-        absl::StrFormat("x86: AES-%d-%s takes no AAD", bits, ModeName(mode_)));
+        absl::StrFormat("x86: AES-%d-%s takes no AAD", bits, kit::ModeName(mode_)));
   }
   if (phase_ != Phase::kReady && phase_ != Phase::kAad) {
     return absl::FailedPreconditionError(absl::StrFormat(
@@ -571,7 +556,7 @@ absl::Status AesX86::Final() {
   const int bits = static_cast<int>(key_len_ * 8);
   if (phase_ == Phase::kNoKey) {
     return absl::FailedPreconditionError(absl::StrFormat(
-        "x86: AES-%d-%s final before init", bits, ModeName(mode_)));
+        "x86: AES-%d-%s final before init", bits, kit::ModeName(mode_)));
   }
   if (mode_ != ACCELCRYPT_MODE_GCM) return absl::OkStatus();
   if (phase_ == Phase::kDone) {
@@ -594,7 +579,7 @@ absl::Status AesX86::Final() {
     __asm__ volatile("" : "+r"(diff));
     explicit_bzero(tag, sizeof(tag));
     if (diff != 0) {
-      return absl::UnauthenticatedError(
+      return kit::AuthFailedError(
           absl::StrFormat("x86: AES-%d-GCM tag mismatch", bits));
     }
   } else {
@@ -609,7 +594,7 @@ absl::Status AesX86::GetTag(uint8_t* tag, size_t tag_len) const {
   const int bits = static_cast<int>(key_len_ * 8);
   if (mode_ != ACCELCRYPT_MODE_GCM) {
     return absl::InvalidArgumentError(
-        absl::StrFormat("x86: AES-%d-%s has no tag", bits, ModeName(mode_)));
+        absl::StrFormat("x86: AES-%d-%s has no tag", bits, kit::ModeName(mode_)));
   }
   if (tag == nullptr || tag_len < 4 || tag_len > 16) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -627,7 +612,7 @@ absl::Status AesX86::SetTag(const uint8_t* tag, size_t tag_len) {
   const int bits = static_cast<int>(key_len_ * 8);
   if (mode_ != ACCELCRYPT_MODE_GCM) {
     return absl::InvalidArgumentError(
-        absl::StrFormat("x86: AES-%d-%s has no tag", bits, ModeName(mode_)));
+        absl::StrFormat("x86: AES-%d-%s has no tag", bits, kit::ModeName(mode_)));
   }
   if (tag == nullptr || tag_len < 4 || tag_len > 16) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -651,7 +636,7 @@ absl::Status AesX86::GetState(accelcrypt_cipher_state* out) const {
   }
   if (phase_ == Phase::kNoKey) {
     return absl::FailedPreconditionError(absl::StrFormat(
-        "x86: AES-%d-%s get_state before init", bits, ModeName(mode_)));
+        "x86: AES-%d-%s get_state before init", bits, kit::ModeName(mode_)));
   }
   memcpy(out->iv, iv_, 16);
   out->num = num_;
@@ -666,14 +651,14 @@ absl::Status AesX86::SetState(const accelcrypt_cipher_state& state) {
   }
   if (phase_ == Phase::kNoKey) {
     return absl::FailedPreconditionError(absl::StrFormat(
-        "x86: AES-%d-%s set_state before init", bits, ModeName(mode_)));
+        "x86: AES-%d-%s set_state before init", bits, kit::ModeName(mode_)));
   }
   const bool blockwise =
       mode_ == ACCELCRYPT_MODE_ECB || mode_ == ACCELCRYPT_MODE_CBC;
   if (state.num > 15 || (blockwise && state.num != 0)) {
     return absl::InvalidArgumentError(
         absl::StrFormat("x86: AES-%d-%s state position %d is out of range",
-                        bits, ModeName(mode_), state.num));
+                        bits, kit::ModeName(mode_), state.num));
   }
   memcpy(iv_, state.iv, 16);
   num_ = state.num;

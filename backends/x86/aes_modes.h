@@ -26,8 +26,8 @@ namespace accelcrypt::x86 {
 // anything, so a failed call leaves the object as it was.
 //
 // Status codes: kInvalidArgument for bad lengths and sizes,
-// kFailedPrecondition for calls out of order, kUnauthenticated for a GCM tag
-// mismatch, kUnimplemented for state export on GCM.
+// kFailedPrecondition for calls out of order, kit::AuthFailedError for a GCM
+// tag mismatch, kUnimplemented for state export on GCM.
 class AesX86 {
  public:
   // Create returns a context for `alg`, or kUnimplemented when `impl` has no

@@ -11,10 +11,13 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "accelcrypt/kit/abi_error.h"
+#include "accelcrypt/kit/status.h"
 #include "backends/x86/aes_modes.h"
 #include "backends/x86/cpu_features.h"
 #include "backends/x86/rng.h"
@@ -36,56 +39,11 @@ struct Backend {
   std::unique_ptr<EntropySourceX86> entropy;
 };
 
-accelcrypt_status ToCode(absl::StatusCode code) {
-  switch (code) {
-    case absl::StatusCode::kOk:
-      return ACCELCRYPT_OK;
-    case absl::StatusCode::kInvalidArgument:
-      return ACCELCRYPT_ERR_INVALID_ARGUMENT;
-    case absl::StatusCode::kFailedPrecondition:
-      return ACCELCRYPT_ERR_FAILED_PRECONDITION;
-    case absl::StatusCode::kOutOfRange:
-      return ACCELCRYPT_ERR_OUT_OF_RANGE;
-    case absl::StatusCode::kUnauthenticated:
-      return ACCELCRYPT_ERR_AUTH_FAILED;
-    case absl::StatusCode::kUnimplemented:
-      return ACCELCRYPT_ERR_UNIMPLEMENTED;
-    case absl::StatusCode::kUnavailable:
-      return ACCELCRYPT_ERR_UNAVAILABLE;
-    case absl::StatusCode::kResourceExhausted:
-      return ACCELCRYPT_ERR_RESOURCE_EXHAUSTED;
-    default:
-      return ACCELCRYPT_ERR_INTERNAL;
-  }
-}
-
-accelcrypt_status Fail(accelcrypt_error* err, accelcrypt_status code,
-                       absl::string_view message) {
-  if (err != nullptr) {
-    err->code = code;
-    const size_t n = std::min(message.size(), sizeof(err->message) - 1);
-    memcpy(err->message, message.data(), n);
-    err->message[n] = '\0';
-  }
-  return code;
-}
-
-accelcrypt_status Report(accelcrypt_error* err, const absl::Status& s) {
-  if (s.ok()) return ACCELCRYPT_OK;
-  return Fail(err, ToCode(s.code()), s.message());
-}
-
-// Guard runs `f` (returning absl::Status) and turns the result, or any
-// exception, into an ABI code.
+// The kit's mapping and guard (accelcrypt/kit/status.h), named for this
+// backend.
 template <typename F>
 accelcrypt_status Guard(accelcrypt_error* err, F&& f) {
-  try {
-    return Report(err, f());
-  } catch (const std::bad_alloc&) {
-    return Fail(err, ACCELCRYPT_ERR_RESOURCE_EXHAUSTED, "x86: out of memory");
-  } catch (...) {
-    return Fail(err, ACCELCRYPT_ERR_INTERNAL, "x86: unexpected exception");
-  }
+  return kit::Guard("x86", err, std::forward<F>(f));
 }
 
 absl::Status NullArgument(const char* what) {
