@@ -20,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "accelcrypt/kit/files.h"
 #include "core/algorithms.h"
 #include "nlohmann/json.hpp"
 
@@ -98,29 +99,6 @@ uint64_t Fnv1a64(absl::string_view text) {
     h *= 0x100000001b3ULL;
   }
   return h;
-}
-
-// ReadWhole reads a regular file into `out`; false with errno set when it
-// cannot (missing, a directory, unreadable).
-bool ReadWhole(const std::string& path, std::string* out) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  out->clear();
-  char buf[16384];
-  for (;;) {
-    const ssize_t n = read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int saved = errno;
-      close(fd);
-      errno = saved;
-      return false;
-    }
-    if (n == 0) break;
-    out->append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  return true;
 }
 
 // FromCache parses a load cache made from a JSON text of `length` bytes
@@ -237,27 +215,11 @@ std::string ToCache(const Calibration& cal, size_t length, uint64_t hash) {
 }
 
 // WriteAtomically writes `text` to `path` through a temporary file and a
-// rename.
+// rename (readable by every user: the calibration serves daemons too).
 absl::Status WriteAtomically(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) {
-      return absl::UnavailableError(absl::StrFormat(
-          "cannot write %s: %s", tmp, std::strerror(errno)));
-    }
-    out << text;
-    if (!out.flush()) {
-      out.close();
-      unlink(tmp.c_str());
-      return absl::UnavailableError(absl::StrFormat("cannot write %s", tmp));
-    }
-  }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    int saved = errno;
-    unlink(tmp.c_str());
+  if (!kit::WriteFileAtomically(path, text, {.mode = 0644})) {
     return absl::UnavailableError(absl::StrFormat(
-        "cannot rename %s: %s", path, std::strerror(saved)));
+        "cannot write %s: %s", path, std::strerror(errno)));
   }
   return absl::OkStatus();
 }
@@ -309,7 +271,7 @@ absl::StatusOr<Calibration> Calibration::Load(const std::string& path) {
   // This runs at every provider load: the JSON is read whole (one read for
   // the usual 20 KB), and parsed only when its load cache does not match.
   std::string text;
-  if (!ReadWhole(path, &text)) {
+  if (!kit::ReadFile(path, &text)) {
     if (errno == ENOENT || errno == ENOTDIR || errno == EACCES) {
       return absl::NotFoundError(
           absl::StrFormat("no calibration file at %s (run `accelcrypt "
@@ -322,7 +284,7 @@ absl::StatusOr<Calibration> Calibration::Load(const std::string& path) {
   }
   const uint64_t hash = Fnv1a64(text);
   std::string cache;
-  if (ReadWhole(CachePath(path), &cache)) {
+  if (kit::ReadFile(CachePath(path), &cache)) {
     std::optional<Calibration> cached = FromCache(cache, text.size(), hash);
     if (cached.has_value()) {
       cached->from_cache = true;

@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "absl/strings/str_format.h"
+#include "accelcrypt/kit/files.h"
 #include "nlohmann/json.hpp"
 
 #ifndef ACCELCRYPT_STATS_ROOT
@@ -204,41 +205,17 @@ void Delist(Stats* s) {
 std::atomic<uint64_t> g_write_seq{0};
 
 // WriteJsonFile writes `json` to `final_path` without ever replacing an
-// existing file: temp file, then link (EEXIST when taken).
+// existing file: temp file, then link (kAlreadyExists when taken).
 absl::Status WriteJsonFile(const std::string& final_path,
                            const std::string& json) {
-  std::string tmp_path = final_path + ".tmp";
-  int fd = open(tmp_path.c_str(),
-                O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) {
-    return absl::UnavailableError(absl::StrFormat(
-        "cannot write stats to %s: %s", tmp_path, std::strerror(errno)));
+  if (kit::WriteFileAtomically(final_path, json,
+                               {.mode = 0600, .no_replace = true})) {
+    return absl::OkStatus();
   }
-  size_t off = 0;
-  while (off < json.size()) {
-    ssize_t n = write(fd, json.data() + off, json.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int saved = errno;
-      close(fd);
-      unlink(tmp_path.c_str());
-      return absl::UnavailableError(absl::StrFormat(
-          "cannot write stats to %s: %s", tmp_path, std::strerror(saved)));
-    }
-    off += static_cast<size_t>(n);
-  }
-  close(fd);
-  int rc = link(tmp_path.c_str(), final_path.c_str());
-  int saved = errno;
-  unlink(tmp_path.c_str());
-  if (rc != 0) {
-    return saved == EEXIST
-               ? absl::AlreadyExistsError(final_path)
-               : absl::UnavailableError(absl::StrFormat(
-                     "cannot create stats file %s: %s", final_path,
-                     std::strerror(saved)));
-  }
-  return absl::OkStatus();
+  return errno == EEXIST ? absl::AlreadyExistsError(final_path)
+                         : absl::UnavailableError(absl::StrFormat(
+                               "cannot create stats file %s: %s", final_path,
+                               std::strerror(errno)));
 }
 
 }  // namespace

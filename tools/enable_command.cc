@@ -22,6 +22,7 @@
 #include <system_error>
 #include <vector>
 
+#include "accelcrypt/kit/files.h"
 #include "tools/commands.h"
 
 namespace accelcrypt::tools {
@@ -79,57 +80,24 @@ bool SamePath(const std::string& a, const std::string& b) {
 }
 
 bool ReadFile(const std::string& path, std::string* out, std::string* err) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  if (!kit::ReadFile(path, out)) {
     *err = std::strerror(errno);
     return false;
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) {
-    *err = "read error";
-    return false;
-  }
-  *out = ss.str();
   return true;
 }
 
 // WriteLike writes `content` to `path` through a temporary file in the same
 // directory renamed over it, with the owner and mode of `like` (the file as
-// it was). Nothing is left behind on failure.
+// it was), synced first. Nothing is left behind on failure.
 bool WriteLike(const std::string& path, const struct stat& like,
                const std::string& content, std::string* err) {
-  std::string tmp = path + ".accelcrypt-tmp.XXXXXX";
-  int fd = mkstemp(tmp.data());
-  if (fd < 0) {
+  if (!kit::WriteFileAtomically(path, content, {.like = &like, .sync = true})) {
     *err = std::strerror(errno);
     return false;
   }
-  bool ok = true;
-  size_t done = 0;
-  while (ok && done < content.size()) {
-    ssize_t n = write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) ok = false;
-    else done += static_cast<size_t>(n);
-  }
-  if (ok && fchmod(fd, like.st_mode & 07777) != 0) ok = false;
-  if (ok && geteuid() == 0 && fchown(fd, like.st_uid, like.st_gid) != 0) {
-    ok = false;
-  }
-  if (ok && fsync(fd) != 0) ok = false;
-  if (ok) *err = "";
-  else *err = std::strerror(errno);
-  if (close(fd) != 0 && ok) {
-    ok = false;
-    *err = std::strerror(errno);
-  }
-  if (ok && rename(tmp.c_str(), path.c_str()) != 0) {
-    ok = false;
-    *err = std::strerror(errno);
-  }
-  if (!ok) unlink(tmp.c_str());
-  return ok;
+  *err = "";
+  return true;
 }
 
 // Lines splits at '\n'; a final line without one counts too.

@@ -24,6 +24,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "accelcrypt/kit/files.h"
 
 namespace accelcrypt::pkcs11_client {
 namespace {
@@ -193,12 +194,6 @@ std::optional<PinHash> ReadMarker(const std::string& path) {
 
 absl::Status WriteMarker(const std::string& path, const TokenIdentity& token,
                          const PinHash& refused) {
-  const std::string tmp = absl::StrFormat("%s.%d.tmp", path, getpid());
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    return absl::UnavailableError(absl::StrFormat(
-        "cannot write %s: %s", tmp, std::strerror(errno)));
-  }
   std::string text = absl::StrFormat(
       "# accelcrypt PKCS#11 client backend: this token refused a PIN, which\n"
       "# will not be tried again. Fix pin_file/pin_env (a different PIN is\n"
@@ -216,15 +211,9 @@ absl::Status WriteMarker(const std::string& path, const TokenIdentity& token,
       absl::BytesToHexString(absl::string_view(
           reinterpret_cast<const char*>(refused.hash.data()),
           refused.hash.size())));
-  bool ok = write(fd, text.data(), text.size()) ==
-            static_cast<ssize_t>(text.size());
-  ok = fsync(fd) == 0 && ok;
-  ok = close(fd) == 0 && ok;
-  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    unlink(tmp.c_str());
+  if (!kit::WriteFileAtomically(path, text, {.mode = 0600, .sync = true})) {
     return absl::UnavailableError(
-        absl::StrFormat("cannot write %s: %s", path, std::strerror(err)));
+        absl::StrFormat("cannot write %s: %s", path, std::strerror(errno)));
   }
   return absl::OkStatus();
 }

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "accelcrypt/kit/files.h"
 #include "backends/x86/internal/aes_leaf.h"
 
 namespace accelcrypt::x86 {
@@ -26,20 +27,13 @@ constexpr char kRootRecord[] = "/run/accelcrypt/rdseed-startup";
 // `trusted` and the file is not a regular file whose owner is this user or
 // root and that neither group nor others can write.
 std::string ReadSmall(const std::string& path, bool trusted) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return "";
-  struct stat st;
-  if (trusted &&
-      (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-       (st.st_uid != 0 && st.st_uid != geteuid()) ||
-       (st.st_mode & (S_IWGRP | S_IWOTH)) != 0)) {
-    close(fd);
+  std::string out;
+  if (!kit::ReadFile(path, &out,
+                     {.max_bytes = 255, .no_follow = true,
+                      .trusted_only = trusted})) {
     return "";
   }
-  char buf[256];
-  ssize_t n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+  return out;
 }
 
 }  // namespace
@@ -74,15 +68,7 @@ void StartupRecord::Remember() const {
   if (boot_id_.empty() || write_path_.empty()) return;
   if (write_path_ == kRootRecord) mkdir("/run/accelcrypt", 0755);
   const std::string text = absl::StrCat(kRecordMagic, " ", boot_id_, "\n");
-  const std::string tmp = absl::StrCat(write_path_, ".", getpid());
-  const int fd =
-      open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return;
-  const bool ok =
-      write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  if (close(fd) != 0 || !ok || rename(tmp.c_str(), write_path_.c_str()) != 0) {
-    unlink(tmp.c_str());
-  }
+  (void)kit::WriteFileAtomically(write_path_, text, {.mode = 0644});
 }
 
 bool HealthTests::Feed(uint64_t sample) {

@@ -90,7 +90,7 @@ expect_rc 3 "$exe" enable --openssl-cnf "$tmp/nonexistent.cnf" --snippet "$snip"
 grep -q "nonexistent.cnf" "$tmp/out" || fail "no message naming the missing openssl.cnf"
 expect_rc 3 "$exe" disable --openssl-cnf "$tmp/etc" --snippet "$snip"
 grep -q "not a regular file" "$tmp/out" || fail "no message for a directory"
-if ls "$tmp"/*.accelcrypt-tmp.* "$tmp"/etc/*.accelcrypt-tmp.* >/dev/null 2>&1; then
+if ls "$tmp"/*.tmp.* "$tmp"/etc/*.tmp.* >/dev/null 2>&1; then
   fail "temporary files left behind"
 fi
 expect_rc 2 "$exe" enable --no-such-option
