@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
+#include "accelcrypt/kit/dsa_sig.h"
 #include "core/calibration.h"
 #include "core/config_keys.h"
 #include "core/status.h"
@@ -842,11 +843,10 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
 
   size_t SignatureSize() const override {
     if (key_.type == KeyMaterial::Type::kRsa) return (key_.bits() + 7) / 8;
-    // DER Dss-Sig-Value: SEQUENCE of two INTEGERs of at most |q| + 1 bytes.
+    // DER Dss-Sig-Value (the ABI's form).
     size_t q = key_.dsa_q.size();
     while (q > 0 && key_.dsa_q[key_.dsa_q.size() - q] == 0) --q;
-    size_t body = 2 * (2 + q + 1);
-    return body + (body < 128 ? 2 : 3);
+    return kit::DsaDerMaxSize(q);
   }
   const KeyMaterial& key() const override { return key_; }
   std::string last_backend() const override {

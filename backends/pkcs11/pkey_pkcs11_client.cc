@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/types/span.h"
+#include "accelcrypt/kit/dsa_sig.h"
 #include "backends/pkcs11/ck_status.h"
 
 namespace accelcrypt::pkcs11_client {
@@ -115,73 +116,6 @@ absl::Status OutOfRange(size_t need, size_t* out_len) {
       "pkcs11: output buffer too small (%d bytes needed)", need));
 }
 
-// DER Dss-Sig-Value (RFC 3279 section 2.2.2) <-> r||s as CKM_DSA uses it
-// (PKCS#11 v2.40 section 2.2.5: each half q bytes).
-void DerInt(const uint8_t* v, size_t len, std::vector<uint8_t>* out) {
-  size_t i = 0;
-  while (i + 1 < len && v[i] == 0) ++i;
-  bool pad = (v[i] & 0x80) != 0;
-  out->push_back(0x02);
-  out->push_back(static_cast<uint8_t>(len - i + (pad ? 1 : 0)));
-  if (pad) out->push_back(0);
-  out->insert(out->end(), v + i, v + len);
-}
-
-std::vector<uint8_t> EncodeDsa(const uint8_t* rs, size_t q_len) {
-  std::vector<uint8_t> body;
-  DerInt(rs, q_len, &body);
-  DerInt(rs + q_len, q_len, &body);
-  std::vector<uint8_t> out{0x30};
-  if (body.size() >= 128) out.push_back(0x81);
-  out.push_back(static_cast<uint8_t>(body.size()));
-  out.insert(out.end(), body.begin(), body.end());
-  return out;
-}
-
-bool ReadLen(const uint8_t* p, size_t n, size_t* pos, size_t* len) {
-  if (*pos >= n) return false;
-  uint8_t b = p[(*pos)++];
-  if (b < 0x80) {
-    *len = b;
-    return true;
-  }
-  if (b != 0x81 || *pos >= n) return false;
-  *len = p[(*pos)++];
-  return *len >= 0x80;
-}
-
-bool ReadInt(const uint8_t* p, size_t n, size_t* pos, size_t q_len,
-             uint8_t* out) {
-  size_t len;
-  if (*pos >= n || p[(*pos)++] != 0x02 || !ReadLen(p, n, pos, &len) ||
-      len == 0 || *pos + len > n) {
-    return false;
-  }
-  const uint8_t* v = p + *pos;
-  *pos += len;
-  if (v[0] & 0x80) return false;  // negative
-  if (len > 1 && v[0] == 0 && !(v[1] & 0x80)) return false;  // not minimal
-  while (len > 0 && *v == 0) {
-    ++v;
-    --len;
-  }
-  if (len > q_len) return false;
-  std::memset(out, 0, q_len - len);
-  std::memcpy(out + q_len - len, v, len);
-  return true;
-}
-
-bool DecodeDsa(const uint8_t* der, size_t n, size_t q_len,
-               std::vector<uint8_t>* rs) {
-  rs->assign(2 * q_len, 0);
-  size_t pos = 0, len;
-  if (n < 2 || der[pos++] != 0x30 || !ReadLen(der, n, &pos, &len) ||
-      pos + len != n) {
-    return false;
-  }
-  return ReadInt(der, n, &pos, q_len, rs->data()) &&
-         ReadInt(der, n, &pos, q_len, rs->data() + q_len) && pos == n;
-}
 
 
 // Hash runs `md` over the concatenation of `parts` in the backend's private
@@ -531,9 +465,7 @@ absl::Status PkeyPkcs11Client::Sign(const accelcrypt_pkey_params& params,
         "pkcs11: input is %d bytes, the digest is %d", tbs_len, md->len));
   }
   if (!rsa_) {
-    // DER SEQUENCE of two INTEGERs of at most q_len + 1 bytes.
-    const size_t body = 2 * (2 + q_len_ + 1);
-    const size_t need = body + (body < 128 ? 2 : 3);
+    const size_t need = kit::DsaDerMaxSize(q_len_);
     if (sig == nullptr || *sig_len < need) return OutOfRange(need, sig_len);
     if (!token_->mech(CKM_DSA).present) {
       return absl::UnimplementedError("pkcs11: token has no CKM_DSA");
@@ -553,7 +485,7 @@ absl::Status PkeyPkcs11Client::Sign(const accelcrypt_pkey_params& params,
       return rv;
     });
     if (!st.ok()) return st;
-    std::vector<uint8_t> der = EncodeDsa(rs.data(), q_len_);
+    std::vector<uint8_t> der = kit::DsaRsToDer(rs.data(), q_len_);
     std::memcpy(sig, der.data(), der.size());
     *sig_len = der.size();
     return absl::OkStatus();
@@ -790,8 +722,8 @@ absl::Status PkeyPkcs11Client::Verify(const accelcrypt_pkey_params& params,
         "pkcs11: input is %d bytes, the digest is %d", tbs_len, md->len));
   }
   if (!rsa_) {
-    std::vector<uint8_t> rs;
-    if (!DecodeDsa(sig, sig_len, q_len_, &rs)) {
+    std::vector<uint8_t> rs(2 * q_len_);
+    if (!kit::DsaDerToRs(sig, sig_len, q_len_, rs.data())) {
       return AuthFailed("DSA signature is not a valid DER Dss-Sig-Value");
     }
     CK_MECHANISM m{CKM_DSA, nullptr, 0};

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "accelcrypt/kit/dsa_sig.h"
 #include "core/core.h"
 #include "core/status.h"
 #include "pkcs11/common/ck_error.h"
@@ -73,74 +74,6 @@ size_t StrippedLen(const std::vector<uint8_t>& v) {
   size_t i = 0;
   while (i < v.size() && v[i] == 0) ++i;
   return v.size() - i;
-}
-
-// DER for Dss-Sig-Value ::= SEQUENCE { r INTEGER, s INTEGER }.
-void DerLength(std::vector<uint8_t>* out, size_t len) {
-  if (len < 128) {
-    out->push_back(static_cast<uint8_t>(len));
-  } else if (len < 256) {
-    out->push_back(0x81);
-    out->push_back(static_cast<uint8_t>(len));
-  } else {
-    out->push_back(0x82);
-    out->push_back(static_cast<uint8_t>(len >> 8));
-    out->push_back(static_cast<uint8_t>(len));
-  }
-}
-void DerInteger(std::vector<uint8_t>* out, absl::Span<const uint8_t> v) {
-  while (v.size() > 1 && v.front() == 0) v.remove_prefix(1);
-  const bool pad = v.empty() || (v.front() & 0x80) != 0;
-  out->push_back(0x02);
-  DerLength(out, v.size() + (pad ? 1 : 0));
-  if (pad) out->push_back(0);
-  out->insert(out->end(), v.begin(), v.end());
-}
-std::vector<uint8_t> RsToDer(absl::Span<const uint8_t> r,
-                             absl::Span<const uint8_t> s) {
-  std::vector<uint8_t> body;
-  DerInteger(&body, r);
-  DerInteger(&body, s);
-  std::vector<uint8_t> out = {0x30};
-  DerLength(&out, body.size());
-  out.insert(out.end(), body.begin(), body.end());
-  return out;
-}
-// ReadDer reads one tag-length header at *p; false when malformed.
-bool ReadDer(absl::Span<const uint8_t>* p, uint8_t tag,
-             absl::Span<const uint8_t>* value) {
-  if (p->size() < 2 || (*p)[0] != tag) return false;
-  size_t len = (*p)[1];
-  size_t header = 2;
-  if (len == 0x81 || len == 0x82) {
-    const size_t n = len == 0x81 ? 1 : 2;
-    if (p->size() < 2 + n) return false;
-    len = 0;
-    for (size_t i = 0; i < n; ++i) len = (len << 8) | (*p)[2 + i];
-    header += n;
-  } else if (len > 0x7f) {
-    return false;
-  }
-  if (p->size() - header < len) return false;
-  *value = p->subspan(header, len);
-  p->remove_prefix(header + len);
-  return true;
-}
-// DerToRs writes r || s, each `q_len` bytes, into `out`.
-bool DerToRs(absl::Span<const uint8_t> der, size_t q_len, uint8_t* out) {
-  absl::Span<const uint8_t> seq, r, s;
-  if (!ReadDer(&der, 0x30, &seq) || !der.empty()) return false;
-  if (!ReadDer(&seq, 0x02, &r) || !ReadDer(&seq, 0x02, &s) || !seq.empty()) {
-    return false;
-  }
-  for (absl::Span<const uint8_t>* v : {&r, &s}) {
-    while (!v->empty() && v->front() == 0) v->remove_prefix(1);
-    if (v->size() > q_len) return false;
-  }
-  std::memset(out, 0, 2 * q_len);
-  std::copy(r.begin(), r.end(), out + q_len - r.size());
-  std::copy(s.begin(), s.end(), out + 2 * q_len - s.size());
-  return true;
 }
 
 // PkeyOp is one RSA or DSA operation. Mechanisms with a hash in their name
@@ -258,10 +191,12 @@ class PkeyOp final : public OperationBase {
       std::vector<uint8_t> der(key_->ops().SignatureSize());
       auto len = key_->ops().Sign(params_, tbs, absl::MakeSpan(der));
       if (!len.ok()) return CoreFailure(len.status(), CKR_FUNCTION_FAILED);
-      if (!DerToRs(absl::MakeConstSpan(der).first(*len), q_len_, out.data())) {
+      std::vector<uint8_t> rs(2 * q_len_);
+      if (!kit::DsaDerToRs(der.data(), *len, q_len_, rs.data())) {
         return CkError(CKR_FUNCTION_FAILED,
                        "DSA: the backend returned a malformed signature");
       }
+      std::copy(rs.begin(), rs.end(), out.begin());
       return need;
     }
     ACCELCRYPT_RETURN_IF_ERROR(CheckSignInput(tbs));
@@ -343,8 +278,7 @@ class PkeyOp final : public OperationBase {
       if (sig.size() != 2 * q_len_) {
         return CkError(CKR_SIGNATURE_LEN_RANGE, "DSA signature is 2 * |q|");
       }
-      std::vector<uint8_t> der =
-          RsToDer(sig.first(q_len_), sig.subspan(q_len_));
+      std::vector<uint8_t> der = kit::DsaRsToDer(sig.data(), q_len_);
       return SignatureResult(key_->ops().Verify(params_, tbs, der));
     }
     ACCELCRYPT_RETURN_IF_ERROR(CheckSignInput(tbs));

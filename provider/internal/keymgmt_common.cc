@@ -15,6 +15,7 @@
 #include <new>
 
 #include "absl/strings/str_format.h"
+#include "accelcrypt/kit/dsa_sig.h"
 #include "core/status.h"
 #include "provider/errors.h"
 
@@ -270,11 +271,8 @@ int KeymgmtGetParams(const KeyFormat& format, void* keydata,
       if (key->rsa()) {
         size = (m.bits() + 7) / 8;
       } else {
-        // DER Dss-Sig-Value: SEQUENCE { INTEGER r, INTEGER s }, each at
-        // most |q| + 1 bytes (a leading zero keeps it positive).
-        size_t q = Minimal(m.dsa_q).size();
-        size_t body = 2 * (2 + q + 1);
-        size = body + (body < 128 ? 2 : 3);
+        // DER Dss-Sig-Value: SEQUENCE { INTEGER r, INTEGER s }.
+        size = kit::DsaDerMaxSize(Minimal(m.dsa_q).size());
       }
       if (!OSSL_PARAM_set_int(p, static_cast<int>(size))) return 0;
     }
