@@ -123,12 +123,18 @@ absl::StatusOr<Config> Config::LoadFile(const std::string& path) {
     // No accelcrypt section: accept a file holding only the default section.
     AddSection(conf.get(), "default", "", path, lines, &config);
   }
-  // Backend sections: every section named backend_<name>.
-  // NCONF has no section iterator; read the names we know from `backends`
-  // and the usual ones.
-  std::vector<std::string> names = config.GetList("backends");
-  for (const char* n : {"software", "padlock", "x86", "pkcs11", "failing"}) {
-    names.emplace_back(n);
+  // Backend sections: every section named backend_<name>, whatever backend
+  // it is for (a third party's included): its keys become `<name>.<key>`.
+  std::vector<std::string> names;
+  if (STACK_OF(OPENSSL_CSTRING)* sections =
+          NCONF_get_section_names(conf.get())) {
+    for (int i = 0; i < sk_OPENSSL_CSTRING_num(sections); ++i) {
+      absl::string_view sec = sk_OPENSSL_CSTRING_value(sections, i);
+      if (absl::ConsumePrefix(&sec, "backend_") && !sec.empty()) {
+        names.emplace_back(sec);
+      }
+    }
+    sk_OPENSSL_CSTRING_free(sections);
   }
   for (const std::string& name : names) {
     std::string sec = absl::StrCat("backend_", name);

@@ -98,6 +98,26 @@ TEST(ConfigTest, LoadsTheAccelcryptSectionWithOpenSslSyntax) {
   EXPECT_FALSE(config.Get("providers").has_value());
 }
 
+// A third party's backend gets its section by its name alone: sections are
+// found by their `backend_` prefix, not from a list of known backends.
+TEST(ConfigTest, AnyBackendSectionIsRead) {
+  TempConf conf(
+      "[accelcrypt]\n"
+      "policy = priority\n"
+      "[backend_acme_hsm]\n"
+      "device = /dev/acme0\n"
+      "[backend_]\n"
+      "orphan = 1\n"
+      "[not_a_backend]\n"
+      "device = /dev/other\n");
+  ASSERT_OK_AND_ASSIGN(Config config, Config::LoadFile(conf.path()));
+  EXPECT_THAT(config.Get("acme_hsm.device"), Optional(std::string("/dev/acme0")));
+  EXPECT_FALSE(config.Get("device").has_value());
+  EXPECT_FALSE(config.Get("orphan").has_value());
+  EXPECT_FALSE(config.Get(".orphan").has_value());
+  EXPECT_TRUE(config.Validate().ok()) << config.Validate();
+}
+
 TEST(ConfigTest, SectionNamedByAccelcryptConf) {
   TempConf conf(
       "accelcrypt_conf = my_accel\n"
