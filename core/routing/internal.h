@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: Apache-2.0
+// core/routing/: what the router hands out. The Router (core/router.h,
+// router.cc: policy, order, breaker; router_fastest.cc: the calibrated
+// routes) builds the candidate order; these objects run an operation on
+// it:
+//   routed_cipher.cc  RoutedCipher: one cipher stream, fallback before data
+//                     and mid-stream (portable state, or GCM within the
+//                     replay buffer); CPU backends take the copy-free path;
+//   routed_digest.cc  RoutedDigest: the same for digests;
+//   routed_pkey.cc    RoutedPublicKeyOps: RSA/DSA per operation, with the
+//                     results of offload backends checked on the CPU.
+// The replay/fallback rule in one place: a backend that declares
+// ACCELCRYPT_CAP_CPU for an algorithm has no device errors, so nothing is
+// copied to replay its input; any other backend's input is kept (up to
+// replay_max bytes) so that a device error mid-stream moves the operation
+// to the next candidate with no wrong bytes. Internal to the core.
+#ifndef ACCELCRYPT_CORE_ROUTING_INTERNAL_H_
+#define ACCELCRYPT_CORE_ROUTING_INTERNAL_H_
+
+#include <time.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_format.h"
+#include "core/router.h"
+
+namespace accelcrypt::routing {
+
+// t_inside is the backend this thread is running in (BackendGuard), read
+// and set directly on the cipher update fast path. Initial-exec: this
+// object is dlopen'ed into other processes, and the default model calls
+// __tls_get_addr on every access (measured on that path); `__thread`, not
+// `thread_local`, so that no TLS wrapper call is made across files.
+extern __thread const Backend* t_inside
+    __attribute__((tls_model("initial-exec")));
+
+inline uint64_t NowNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull +
+         static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// NoBackend is the status when no candidate served `info`: the last
+// candidate's failure, or "no backend offers" when none was tried.
+inline absl::Status NoBackend(const AlgorithmInfo& info,
+                              const absl::Status& last) {
+  if (last.ok()) {
+    return absl::UnimplementedError(
+        absl::StrFormat("no backend offers %s", info.name));
+  }
+  return last;
+}
+
+// Inside runs `fn` with the thread marked as inside `backend`.
+template <typename Fn>
+auto Inside(const Backend* backend, Fn&& fn) {
+  BackendGuard guard(backend);
+  return fn();
+}
+
+// RunsOnCpu is true when `slot` declares ACCELCRYPT_CAP_CPU for `info`: its
+// updates have no device errors, so nothing is kept to replay them.
+inline bool RunsOnCpu(const Router::Slot* slot, const AlgorithmInfo& info) {
+  const accelcrypt_capability* cap = slot->backend->Capability(info.id);
+  return cap != nullptr && (cap->flags & ACCELCRYPT_CAP_CPU) != 0;
+}
+
+// OpenRoutedCipher / OpenRoutedDigest create the object on the first
+// candidate of `order` that works.
+absl::StatusOr<std::unique_ptr<Cipher>> OpenRoutedCipher(
+    Router* router, const AlgorithmInfo& info, Router::SlotList order,
+    size_t replay_max);
+absl::StatusOr<std::unique_ptr<Digest>> OpenRoutedDigest(
+    Router* router, const AlgorithmInfo& info, Router::SlotList order,
+    size_t replay_max);
+// NewRoutedPublicKeyOps serves `key` through the router's per-operation
+// order (Router::PkeyOrder).
+std::unique_ptr<PublicKeyOps> NewRoutedPublicKeyOps(Router* router,
+                                                    KeyMaterial key);
+
+}  // namespace accelcrypt::routing
+
+#endif  // ACCELCRYPT_CORE_ROUTING_INTERNAL_H_
