@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "accelcrypt/kit/openssl_errors.h"
 #include "core/algorithms.h"
 #include "core/config_keys.h"
 #include "core/status.h"
@@ -27,17 +28,7 @@ struct ConfDeleter {
   void operator()(CONF* conf) const { NCONF_free(conf); }
 };
 
-std::string DrainErrors() {
-  std::string out;
-  unsigned long e;
-  char buf[256];
-  while ((e = ERR_get_error()) != 0) {
-    ERR_error_string_n(e, buf, sizeof(buf));
-    if (!out.empty()) out += "; ";
-    out += buf;
-  }
-  return out;
-}
+std::string DrainErrors() { return kit::DrainOpenSslErrors(); }
 
 // KeyLines maps "section/key" to the line of `path` where it is assigned
 // (the last assignment wins, as in NCONF). Keys that come from an .include

@@ -8,29 +8,14 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "accelcrypt/kit/openssl_errors.h"
 #include "accelcrypt/kit/status.h"
 
 namespace accelcrypt::software {
 
 std::string DrainOpenSslErrors() {
-  std::string out;
-  const char* data = nullptr;
-  int flags = 0;
-  unsigned long e;
-  while ((e = ERR_get_error_all(nullptr, nullptr, nullptr, &data, &flags)) !=
-         0) {
-    char buf[256];
-    ERR_error_string_n(e, buf, sizeof(buf));
-    if (!out.empty()) out += "; ";
-    out += buf;
-    if ((flags & ERR_TXT_STRING) != 0 && data != nullptr && *data != '\0') {
-      out += " (";
-      out += data;
-      out += ")";
-    }
-  }
-  if (out.empty()) return "no libcrypto error recorded";
-  return out;
+  std::string out = kit::DrainOpenSslErrors();
+  return out.empty() ? "no libcrypto error recorded" : out;
 }
 
 absl::Status LibcryptoError(absl::StatusCode code, absl::string_view alg,

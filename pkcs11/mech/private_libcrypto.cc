@@ -34,6 +34,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "accelcrypt/kit/openssl_errors.h"
 #include "core/router.h"
 #include "core/status.h"
 #include "pkcs11/common/ck_error.h"
@@ -50,14 +51,7 @@ constexpr size_t kMaxSeedAdin = 4096;
 // LibcryptoFailure returns CKR_FUNCTION_FAILED naming `what`, with the
 // drained error-queue text (never key bytes); the queue is cleared.
 absl::Status LibcryptoFailure(std::string_view what) {
-  std::string detail;
-  unsigned long e;
-  while ((e = ERR_get_error()) != 0) {
-    char buf[256];
-    ERR_error_string_n(e, buf, sizeof(buf));
-    if (!detail.empty()) detail += "; ";
-    detail += buf;
-  }
+  const std::string detail = kit::DrainOpenSslErrors();
   return CkError(CKR_FUNCTION_FAILED,
                  absl::StrFormat("libcrypto: %s%s%s", AsAbsl(what),
                                  detail.empty() ? "" : ": ", detail));

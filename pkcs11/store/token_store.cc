@@ -28,6 +28,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
+#include "accelcrypt/kit/openssl_errors.h"
 #include "core/status.h"
 #include "pkcs11/common/ck_error.h"
 
@@ -90,15 +91,7 @@ const char* UserName(TokenStore::User user) {
 // DrainLibcryptoErrors empties the thread's libcrypto error queue and
 // returns its first entry's text.
 std::string DrainLibcryptoErrors() {
-  std::string text;
-  unsigned long e;
-  while ((e = ERR_get_error()) != 0) {
-    if (text.empty()) {
-      char buf[256];
-      ERR_error_string_n(e, buf, sizeof(buf));
-      text = buf;
-    }
-  }
+  std::string text = kit::DrainOpenSslErrors(/*first_only=*/true);
   return text.empty() ? "no libcrypto detail" : text;
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/strings/str_format.h"
+#include "accelcrypt/kit/openssl_errors.h"
 #include "core/algorithms.h"
 #include "core/router.h"
 #include "core/status.h"
@@ -196,14 +197,7 @@ absl::Status FromPkeyBn(const EVP_PKEY* pkey, const char* name,
 }
 
 absl::Status LibcryptoError(absl::StatusCode code, std::string_view what) {
-  std::string detail;
-  unsigned long e;
-  char buf[256];
-  while ((e = ERR_get_error()) != 0) {
-    ERR_error_string_n(e, buf, sizeof(buf));
-    if (!detail.empty()) detail += "; ";
-    detail += buf;
-  }
+  const std::string detail = kit::DrainOpenSslErrors();
   return absl::Status(
       code,
       absl::StrFormat("%s%s%s", what, detail.empty() ? "" : ": ", detail));
