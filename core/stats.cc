@@ -521,12 +521,17 @@ absl::StatusOr<std::string> LiveStatsToJson(std::string_view bytes) {
   }
   const uint64_t names_end =
       sizeof(StatsFileHeader) + uint64_t{h.num_algs} * kStatsNameLen;
-  const uint64_t cells_end =
-      h.cells_offset + uint64_t{h.max_backends} * h.num_algs * sizeof(Counter);
+  // At most 1024 * 4096 * 32 bytes (checked above): no overflow. The offset
+  // is compared with the size before anything is added to it: a file with
+  // an offset near 2^64 wrapped the sum below the size and was read far
+  // outside the bytes (found by the stats fuzzer).
+  const uint64_t cells_size =
+      uint64_t{h.max_backends} * h.num_algs * sizeof(Counter);
   const uint32_t num_backends = h.num_backends.load(std::memory_order_relaxed);
   if (h.cells_offset < names_end || h.cells_offset % 8 != 0 ||
-      cells_end > bytes.size() || num_backends > h.max_backends ||
-      num_backends > kStatsMaxBackends) {
+      h.cells_offset > bytes.size() ||
+      cells_size > bytes.size() - h.cells_offset ||
+      num_backends > h.max_backends || num_backends > kStatsMaxBackends) {
     return absl::InvalidArgumentError("stats file is truncated or inconsistent");
   }
   const char* alg_names = bytes.data() + sizeof(StatsFileHeader);
