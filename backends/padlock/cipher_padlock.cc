@@ -36,7 +36,6 @@ const CipherCtx* Impl(const accelcrypt_cipher_ctx* c) {
   return reinterpret_cast<const CipherCtx*>(c);
 }
 
-
 // Call runs one xcrypt on aligned data and folds the chaining value back when
 // the unit returned it elsewhere (facts §2.6, "copy or refresh iv").
 inline void Call(XcryptFn fn, CipherCtx* c, const uint8_t* cword,
@@ -243,19 +242,19 @@ accelcrypt_status NewCtx(void* backend, accelcrypt_alg alg,
                          accelcrypt_cipher_ctx** out, accelcrypt_error* err) {
   if (out == nullptr) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
-                    "padlock: cipher newctx: NULL output");
+                               "padlock: cipher newctx: NULL output");
   }
   const auto* be = static_cast<const Backend*>(backend);
   bool declared = false;
   for (size_t i = 0; i < be->num_caps; ++i) declared |= be->caps[i].alg == alg;
   if (!declared || ACCELCRYPT_ALG_FAMILY(alg) != ACCELCRYPT_FAMILY_CIPHER) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_UNIMPLEMENTED,
-                    "padlock: cipher 0x%08x not offered", alg);
+                               "padlock: cipher 0x%08x not offered", alg);
   }
   auto* c = new (std::nothrow) CipherCtx();
   if (c == nullptr) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_RESOURCE_EXHAUSTED,
-                    "padlock: out of memory");
+                               "padlock: out of memory");
   }
   c->backend = be;
   c->alg = alg;
@@ -271,24 +270,24 @@ accelcrypt_status Init(accelcrypt_cipher_ctx* ctx, int encrypt,
   CipherCtx* c = Impl(ctx);
   if (c == nullptr || key == nullptr) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
-                    "padlock: cipher init: NULL context or key");
+                               "padlock: cipher init: NULL context or key");
   }
   if (key_len != c->key_len) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
-                    "padlock: AES-%zu-%s: key is %zu bytes", c->key_len * 8,
-                    kit::ModeName(c->mode), key_len);
+                               "padlock: AES-%zu-%s: key is %zu bytes",
+                               c->key_len * 8, kit::ModeName(c->mode), key_len);
   }
   const bool gcm = c->mode == ACCELCRYPT_MODE_GCM;
   const size_t want_iv = c->mode == ACCELCRYPT_MODE_ECB ? 0 : 16;
   if (gcm ? (iv_len < 1 || iv_len > 1024) : iv_len != want_iv) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
-                    "padlock: AES-%zu-%s: IV is %zu bytes", c->key_len * 8,
-                    kit::ModeName(c->mode), iv_len);
+                               "padlock: AES-%zu-%s: IV is %zu bytes",
+                               c->key_len * 8, kit::ModeName(c->mode), iv_len);
   }
   if (iv_len > 0 && iv == nullptr) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
-                    "padlock: AES-%zu-%s: NULL IV", c->key_len * 8,
-                    kit::ModeName(c->mode));
+                               "padlock: AES-%zu-%s: NULL IV", c->key_len * 8,
+                               kit::ModeName(c->mode));
   }
   const bool blockwise =
       c->mode == ACCELCRYPT_MODE_ECB || c->mode == ACCELCRYPT_MODE_CBC;
@@ -355,17 +354,18 @@ accelcrypt_status Update(accelcrypt_cipher_ctx* ctx, const uint8_t* in,
   CipherCtx* c = Impl(ctx);
   if (c == nullptr || !c->keyed) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
-                    "padlock: cipher update before init");
+                               "padlock: cipher update before init");
   }
   if (in_len == 0) return ACCELCRYPT_OK;
   if (in == nullptr || out == nullptr) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
-                    "padlock: AES-%s update: NULL buffer", kit::ModeName(c->mode));
+                               "padlock: AES-%s update: NULL buffer",
+                               kit::ModeName(c->mode));
   }
   if (Overlap(in, out, in_len)) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
-                    "padlock: AES-%s update: buffers partly overlap",
-                    kit::ModeName(c->mode));
+                               "padlock: AES-%s update: buffers partly overlap",
+                               kit::ModeName(c->mode));
   }
   // One reload per operation (facts §2.5): another context may have run on
   // this CPU since our last call.
@@ -373,10 +373,11 @@ accelcrypt_status Update(accelcrypt_cipher_ctx* ctx, const uint8_t* in,
     case ACCELCRYPT_MODE_ECB:
     case ACCELCRYPT_MODE_CBC:
       if (in_len % 16 != 0) {
-        return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
-                        "padlock: AES-%s update: %zu bytes is not whole "
-                        "blocks",
-                        kit::ModeName(c->mode), in_len);
+        return kit::WriteAbiErrorf(
+            err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
+            "padlock: AES-%s update: %zu bytes is not whole "
+            "blocks",
+            kit::ModeName(c->mode), in_len);
       }
       ForceKeyReload();
       if (c->mode == ACCELCRYPT_MODE_ECB) {
@@ -397,12 +398,12 @@ accelcrypt_status Update(accelcrypt_cipher_ctx* ctx, const uint8_t* in,
     case ACCELCRYPT_MODE_GCM: {
       if (c->finished) {
         return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
-                        "padlock: AES-GCM update after final");
+                                   "padlock: AES-GCM update after final");
       }
       // Messages are limited to 2^39 - 256 bits (SP 800-38D §5.2.1.1).
       if (c->ct_len + in_len > (uint64_t{1} << 36) - 32) {
         return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
-                        "padlock: AES-GCM message too long");
+                                   "padlock: AES-GCM message too long");
       }
       if (!c->data_started) {
         GhashFlush(c);
@@ -416,7 +417,8 @@ accelcrypt_status Update(accelcrypt_cipher_ctx* ctx, const uint8_t* in,
       return ACCELCRYPT_OK;
     }
   }
-  return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INTERNAL, "padlock: unknown mode");
+  return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INTERNAL,
+                             "padlock: unknown mode");
 }
 
 accelcrypt_status Aad(accelcrypt_cipher_ctx* ctx, const uint8_t* aad,
@@ -424,19 +426,20 @@ accelcrypt_status Aad(accelcrypt_cipher_ctx* ctx, const uint8_t* aad,
   CipherCtx* c = Impl(ctx);
   if (c == nullptr || !c->keyed) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
-                    "padlock: aad before init");
+                               "padlock: aad before init");
   }
   if (c->mode != ACCELCRYPT_MODE_GCM) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
-                    "padlock: AES-%s has no AAD", kit::ModeName(c->mode));
+                               "padlock: AES-%s has no AAD",
+                               kit::ModeName(c->mode));
   }
   if (c->data_started || c->finished) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
-                    "padlock: AES-GCM AAD after data");
+                               "padlock: AES-GCM AAD after data");
   }
   if (aad_len > 0 && aad == nullptr) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
-                    "padlock: AES-GCM: NULL AAD");
+                               "padlock: AES-GCM: NULL AAD");
   }
   GhashBytes(c, aad, aad_len);
   c->aad_len += aad_len;
@@ -447,16 +450,16 @@ accelcrypt_status Final(accelcrypt_cipher_ctx* ctx, accelcrypt_error* err) {
   CipherCtx* c = Impl(ctx);
   if (c == nullptr || !c->keyed) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
-                    "padlock: final before init");
+                               "padlock: final before init");
   }
   if (c->mode != ACCELCRYPT_MODE_GCM) return ACCELCRYPT_OK;
   if (c->finished) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
-                    "padlock: AES-GCM final called twice");
+                               "padlock: AES-GCM final called twice");
   }
   if (!c->encrypt && c->expected_tag_len == 0) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
-                    "padlock: AES-GCM decrypt final without a tag");
+                               "padlock: AES-GCM decrypt final without a tag");
   }
   GhashFlush(c);
   uint8_t lens[16];
@@ -474,7 +477,7 @@ accelcrypt_status Final(accelcrypt_cipher_ctx* ctx, accelcrypt_error* err) {
   SecureZero(computed, sizeof(computed));
   if (!ok) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_AUTH_FAILED,
-                    "padlock: AES-GCM tag mismatch");
+                               "padlock: AES-GCM tag mismatch");
   }
   return ACCELCRYPT_OK;
 }
@@ -484,12 +487,14 @@ accelcrypt_status GetTag(accelcrypt_cipher_ctx* ctx, uint8_t* tag,
   CipherCtx* c = Impl(ctx);
   if (c == nullptr || c->mode != ACCELCRYPT_MODE_GCM || !c->encrypt ||
       !c->finished) {
-    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
-                    "padlock: get_tag needs a finished AES-GCM encryption");
+    return kit::WriteAbiErrorf(
+        err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
+        "padlock: get_tag needs a finished AES-GCM encryption");
   }
   if (tag == nullptr || tag_len < 4 || tag_len > 16) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
-                    "padlock: AES-GCM tag length %zu (4..16)", tag_len);
+                               "padlock: AES-GCM tag length %zu (4..16)",
+                               tag_len);
   }
   memcpy(tag, c->tag, tag_len);
   return ACCELCRYPT_OK;
@@ -500,13 +505,15 @@ accelcrypt_status SetTag(accelcrypt_cipher_ctx* ctx, const uint8_t* tag,
   CipherCtx* c = Impl(ctx);
   if (c == nullptr || c->mode != ACCELCRYPT_MODE_GCM || c->encrypt ||
       c->finished || !c->keyed) {
-    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
-                    "padlock: set_tag needs an AES-GCM decryption before "
-                    "final");
+    return kit::WriteAbiErrorf(
+        err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
+        "padlock: set_tag needs an AES-GCM decryption before "
+        "final");
   }
   if (tag == nullptr || tag_len < 4 || tag_len > 16) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
-                    "padlock: AES-GCM tag length %zu (4..16)", tag_len);
+                               "padlock: AES-GCM tag length %zu (4..16)",
+                               tag_len);
   }
   memcpy(c->tag, tag, tag_len);
   c->expected_tag_len = tag_len;
@@ -519,9 +526,10 @@ accelcrypt_status GetState(const accelcrypt_cipher_ctx* ctx,
   const CipherCtx* c = Impl(ctx);
   if (c == nullptr || out == nullptr || !c->keyed ||
       c->mode == ACCELCRYPT_MODE_GCM) {
-    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
-                    "padlock: get_state needs an initialised non-AEAD "
-                    "context");
+    return kit::WriteAbiErrorf(
+        err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
+        "padlock: get_state needs an initialised non-AEAD "
+        "context");
   }
   memcpy(out->iv, c->ace.iv, 16);
   out->num = c->num;
@@ -534,15 +542,17 @@ accelcrypt_status SetState(accelcrypt_cipher_ctx* ctx,
   CipherCtx* c = Impl(ctx);
   if (c == nullptr || state == nullptr || !c->keyed ||
       c->mode == ACCELCRYPT_MODE_GCM) {
-    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
-                    "padlock: set_state needs an initialised non-AEAD "
-                    "context");
+    return kit::WriteAbiErrorf(
+        err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
+        "padlock: set_state needs an initialised non-AEAD "
+        "context");
   }
   const bool blockwise =
       c->mode == ACCELCRYPT_MODE_ECB || c->mode == ACCELCRYPT_MODE_CBC;
   if (state->num > 15 || (blockwise && state->num != 0)) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
-                    "padlock: set_state: position %u out of range", state->num);
+                               "padlock: set_state: position %u out of range",
+                               state->num);
   }
   memcpy(c->ace.iv, state->iv, 16);
   c->num = state->num;
@@ -563,12 +573,12 @@ accelcrypt_status DupCtx(const accelcrypt_cipher_ctx* ctx,
   const CipherCtx* c = Impl(ctx);
   if (c == nullptr || out == nullptr) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
-                    "padlock: dupctx: NULL argument");
+                               "padlock: dupctx: NULL argument");
   }
   auto* d = new (std::nothrow) CipherCtx(*c);
   if (d == nullptr) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_RESOURCE_EXHAUSTED,
-                    "padlock: out of memory");
+                               "padlock: out of memory");
   }
   *out = reinterpret_cast<accelcrypt_cipher_ctx*>(d);
   return ACCELCRYPT_OK;

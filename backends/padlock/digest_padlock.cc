@@ -248,7 +248,7 @@ accelcrypt_status NewCtx(void* backend, accelcrypt_alg alg,
                          accelcrypt_digest_ctx** out, accelcrypt_error* err) {
   if (out == nullptr) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
-                    "padlock: digest newctx: NULL output");
+                               "padlock: digest newctx: NULL output");
   }
   const auto* be = static_cast<const Backend*>(backend);
   bool declared = false;
@@ -256,11 +256,11 @@ accelcrypt_status NewCtx(void* backend, accelcrypt_alg alg,
   auto* d = declared ? new (std::nothrow) DigestCtx() : nullptr;
   if (!declared) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_UNIMPLEMENTED,
-                    "padlock: digest 0x%08x not offered", alg);
+                               "padlock: digest 0x%08x not offered", alg);
   }
   if (d == nullptr) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_RESOURCE_EXHAUSTED,
-                    "padlock: out of memory");
+                               "padlock: out of memory");
   }
   Setup(d, be, alg);
   *out = reinterpret_cast<accelcrypt_digest_ctx*>(d);
@@ -271,7 +271,7 @@ accelcrypt_status Init(accelcrypt_digest_ctx* ctx, accelcrypt_error* err) {
   DigestCtx* d = Impl(ctx);
   if (d == nullptr) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
-                    "padlock: digest init: NULL context");
+                               "padlock: digest init: NULL context");
   }
   Reset(d);
   return ACCELCRYPT_OK;
@@ -281,13 +281,15 @@ accelcrypt_status Update(accelcrypt_digest_ctx* ctx, const uint8_t* data,
                          size_t len, accelcrypt_error* err) {
   DigestCtx* d = Impl(ctx);
   if (d == nullptr || d->finished) {
-    return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
-                    "padlock: digest update after final (init first)");
+    return kit::WriteAbiErrorf(
+        err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
+        "padlock: digest update after final (init first)");
   }
   if (len == 0) return ACCELCRYPT_OK;
   if (data == nullptr) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
-                    "padlock: %s update: NULL data", AlgName(d->alg));
+                               "padlock: %s update: NULL data",
+                               AlgName(d->alg));
   }
   if (d->oneshot_design) {
     UpdateC7(d, data, len);
@@ -303,12 +305,12 @@ accelcrypt_status Final(accelcrypt_digest_ctx* ctx, uint8_t* out,
   DigestCtx* d = Impl(ctx);
   if (d == nullptr || d->finished) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_FAILED_PRECONDITION,
-                    "padlock: digest final twice (init first)");
+                               "padlock: digest final twice (init first)");
   }
   if (out == nullptr || out_len < d->out_len) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_OUT_OF_RANGE,
-                    "padlock: %s final: output needs %zu bytes",
-                    AlgName(d->alg), d->out_len);
+                               "padlock: %s final: output needs %zu bytes",
+                               AlgName(d->alg), d->out_len);
   }
   FinishInto(d);
   Output(d, out);
@@ -326,11 +328,11 @@ accelcrypt_status Oneshot(void* backend, accelcrypt_alg alg,
   DigestCtx* d = Impl(ctx);
   if (out == nullptr || out_len < d->out_len) {
     st = kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_OUT_OF_RANGE,
-                  "padlock: %s: output needs %zu bytes", AlgName(alg),
-                  d->out_len);
+                             "padlock: %s: output needs %zu bytes",
+                             AlgName(alg), d->out_len);
   } else if (len > 0 && data == nullptr) {
     st = kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
-                  "padlock: %s: NULL data", AlgName(alg));
+                             "padlock: %s: NULL data", AlgName(alg));
   } else if (d->oneshot_design && len <= kOneShotLimit) {
     // C7's native design: the whole message in one finalizing call.
     if (d->kind == ShaKind::kSha1) {
@@ -353,12 +355,12 @@ accelcrypt_status DupCtx(const accelcrypt_digest_ctx* ctx,
   const DigestCtx* d = Impl(ctx);
   if (d == nullptr || out == nullptr) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
-                    "padlock: digest dupctx: NULL argument");
+                               "padlock: digest dupctx: NULL argument");
   }
   auto* n = new (std::nothrow) DigestCtx(*d);
   if (n == nullptr) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_RESOURCE_EXHAUSTED,
-                    "padlock: out of memory");
+                               "padlock: out of memory");
   }
   *out = reinterpret_cast<accelcrypt_digest_ctx*>(n);
   return ACCELCRYPT_OK;

@@ -30,25 +30,25 @@ accelcrypt_status Init(const accelcrypt_host* host, void** backend_out,
                        accelcrypt_error* err) {
   if (backend_out == nullptr) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
-                    "padlock: init: NULL output");
+                               "padlock: init: NULL output");
   }
   const TestHooks hooks = LookupTestHooks();
   const Features f =
       DetectFeatures(hooks.cpuid != nullptr ? hooks.cpuid : RealCpuid);
   if (!f.centaur_vendor) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_UNAVAILABLE,
-                    "no PadLock unit: CPU vendor %s", f.vendor);
+                               "no PadLock unit: CPU vendor %s", f.vendor);
   }
   if (!f.ace && !f.phe && !f.rng) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_UNAVAILABLE,
-                    "no PadLock unit enabled: CPU vendor %s, CPUID "
-                    "0xC0000001 EDX 0x%08x",
-                    f.vendor, f.centaur_edx);
+                               "no PadLock unit enabled: CPU vendor %s, CPUID "
+                               "0xC0000001 EDX 0x%08x",
+                               f.vendor, f.centaur_edx);
   }
   auto* be = new (std::nothrow) Backend();
   if (be == nullptr) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_RESOURCE_EXHAUSTED,
-                    "padlock: out of memory");
+                               "padlock: out of memory");
   }
   be->features = f;
   be->host = host;
@@ -89,7 +89,7 @@ accelcrypt_status GetCapabilities(void* backend,
                                   size_t* num_out, accelcrypt_error* err) {
   if (backend == nullptr || out == nullptr || num_out == nullptr) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
-                    "padlock: get_capabilities: NULL argument");
+                               "padlock: get_capabilities: NULL argument");
   }
   const auto* be = static_cast<const Backend*>(backend);
   *out = be->caps;

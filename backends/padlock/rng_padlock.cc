@@ -100,7 +100,7 @@ accelcrypt_status Entropy(void* backend, uint8_t* out, size_t len,
   auto* be = static_cast<Backend*>(backend);
   if ((len > 0 && out == nullptr) || entropy_bits == nullptr) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_INVALID_ARGUMENT,
-                    "padlock: entropy: NULL buffer");
+                               "padlock: entropy: NULL buffer");
   }
   // On every failure the whole output is wiped: nothing of a failed
   // request, and nothing left over from the caller's buffer, looks random.
@@ -109,19 +109,20 @@ accelcrypt_status Entropy(void* backend, uint8_t* out, size_t len,
   RngState& s = be->rng;
   if (s.failed) {
     return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_UNAVAILABLE,
-                    "padlock: RNG out of service: %s", s.reason);
+                               "padlock: RNG out of service: %s", s.reason);
   }
   uint8_t block[8];
   if (!s.started) {
     for (int i = 0; i < kStartupSamples / 8; ++i) {
       const Draw r = Draw8(s, block);
       if (r == Draw::kEmpty) {
-        return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_UNAVAILABLE,
-                        "padlock: RNG start-up: xstore returned no data");
+        return kit::WriteAbiErrorf(
+            err, ACCELCRYPT_ERR_UNAVAILABLE,
+            "padlock: RNG start-up: xstore returned no data");
       }
       if (r == Draw::kFailed) {
         return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_UNAVAILABLE,
-                        "padlock: RNG start-up test: %s", s.reason);
+                                   "padlock: RNG start-up test: %s", s.reason);
       }
     }
     s.started = true;
@@ -132,12 +133,13 @@ accelcrypt_status Entropy(void* backend, uint8_t* out, size_t len,
       SecureZero(out, len);
       SecureZero(block, sizeof(block));
       if (r == Draw::kEmpty) {
-        return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_UNAVAILABLE,
-                        "padlock: RNG: xstore returned no data %d times",
-                        kMaxEmptyReads);
+        return kit::WriteAbiErrorf(
+            err, ACCELCRYPT_ERR_UNAVAILABLE,
+            "padlock: RNG: xstore returned no data %d times", kMaxEmptyReads);
       }
       return kit::WriteAbiErrorf(err, ACCELCRYPT_ERR_UNAVAILABLE,
-                      "padlock: RNG taken out of service: %s", s.reason);
+                                 "padlock: RNG taken out of service: %s",
+                                 s.reason);
     }
     const size_t take = len - pos < 8 ? len - pos : 8;
     memcpy(out + pos, block, take);
