@@ -278,8 +278,7 @@ const char* ConfigGet(void* host_ctx, const char* key) {
       BackendConfigValue(*state->config, state->name, key);
   if (!v.has_value()) return nullptr;
   absl::MutexLock lock(&state->mu);
-  auto it = state->cache
-                .emplace(absl::StrFormat("%s.%s", state->name, key), *v)
+  auto it = state->cache.emplace(absl::StrFormat("%s.%s", state->name, key), *v)
                 .first;
   return it->second.c_str();
 }

@@ -218,8 +218,8 @@ std::string ToCache(const Calibration& cal, size_t length, uint64_t hash) {
 // rename (readable by every user: the calibration serves daemons too).
 absl::Status WriteAtomically(const std::string& path, const std::string& text) {
   if (!kit::WriteFileAtomically(path, text, {.mode = 0644})) {
-    return absl::UnavailableError(absl::StrFormat(
-        "cannot write %s: %s", path, std::strerror(errno)));
+    return absl::UnavailableError(
+        absl::StrFormat("cannot write %s: %s", path, std::strerror(errno)));
   }
   return absl::OkStatus();
 }

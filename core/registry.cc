@@ -189,8 +189,7 @@ absl::StatusOr<std::unique_ptr<Registry>> Registry::Create(
       // A broken file must be refused before dlopen: the loader maps it as
       // its headers say, and a truncated one kills the process with SIGBUS.
       LoadHints hints;
-      if (absl::Status shape = CheckLoadableModule(path, &hints);
-          !shape.ok()) {
+      if (absl::Status shape = CheckLoadableModule(path, &hints); !shape.ok()) {
         registry->events_.push_back(
             {path, "", absl::StrFormat("not loaded: %s", shape.message()),
              false});

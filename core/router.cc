@@ -26,7 +26,6 @@ namespace {
 using routing::NoBackend;
 using routing::NowNs;
 
-
 // Public-key families (RSA, DSA).
 
 // PkeyRoutes collects `route.rsa-<bits>` and `route.dsa-<bits>` overrides,
@@ -693,11 +692,11 @@ absl::StatusOr<KeyMaterial> Router::DescribeTokenKey(std::string_view uri) {
           event.message));
     }
   }
-  return absl::NotFoundError(absl::StrFormat(
-      "no backend holds the key %s%s%s%s%s", shown, why.empty() ? "" : ": ",
-      absl::StrJoin(why, "; "),
-      unloaded.empty() ? "" : "; backends not loaded: ",
-      absl::StrJoin(unloaded, ", ")));
+  return absl::NotFoundError(
+      absl::StrFormat("no backend holds the key %s%s%s%s%s", shown,
+                      why.empty() ? "" : ": ", absl::StrJoin(why, "; "),
+                      unloaded.empty() ? "" : "; backends not loaded: ",
+                      absl::StrJoin(unloaded, ", ")));
 }
 
 }  // namespace accelcrypt

@@ -6,10 +6,9 @@
 // explicit step. Idempotent, with a backup of the file as it was, atomic
 // replacement (same owner and mode), and --dry-run.
 #include <fcntl.h>
+#include <openssl/crypto.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <openssl/crypto.h>
 
 #include <cerrno>
 #include <cstring>

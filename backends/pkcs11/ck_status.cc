@@ -12,7 +12,6 @@
 namespace accelcrypt::pkcs11_client {
 namespace {
 
-
 struct RvName {
   CK_RV rv;
   const char* name;

@@ -116,8 +116,6 @@ absl::Status OutOfRange(size_t need, size_t* out_len) {
       "pkcs11: output buffer too small (%d bytes needed)", need));
 }
 
-
-
 // Hash runs `md` over the concatenation of `parts` in the backend's private
 // library context.
 bool Hash(OSSL_LIB_CTX* libctx, const MdInfo& md,

@@ -40,7 +40,6 @@ int GhashPowersFor(GcmImpl impl, size_t blocks) {
   return static_cast<int>(std::min(want, most));
 }
 
-
 uint64_t LoadBe64(const uint8_t* p) {
   uint64_t v;
   memcpy(&v, p, 8);
@@ -306,8 +305,9 @@ absl::Status AesX86::Update(const uint8_t* in, size_t in_len, uint8_t* out) {
   }
   if (in_len == 0) return absl::OkStatus();
   if (in == nullptr || out == nullptr) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "x86: AES-%d-%s update with a NULL buffer", bits, kit::ModeName(mode_)));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("x86: AES-%d-%s update with a NULL buffer", bits,
+                        kit::ModeName(mode_)));
   }
   if (mode_ == ACCELCRYPT_MODE_GCM) return UpdateGcm(in, in_len, out);
 
@@ -424,8 +424,8 @@ absl::Status AesX86::Update(const uint8_t* in, size_t in_len, uint8_t* out) {
 absl::Status AesX86::Aad(const uint8_t* aad, size_t aad_len) {
   const int bits = static_cast<int>(key_len_ * 8);
   if (mode_ != ACCELCRYPT_MODE_GCM) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("x86: AES-%d-%s takes no AAD", bits, kit::ModeName(mode_)));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "x86: AES-%d-%s takes no AAD", bits, kit::ModeName(mode_)));
   }
   if (phase_ != Phase::kReady && phase_ != Phase::kAad) {
     return absl::FailedPreconditionError(absl::StrFormat(
@@ -593,8 +593,8 @@ absl::Status AesX86::Final() {
 absl::Status AesX86::GetTag(uint8_t* tag, size_t tag_len) const {
   const int bits = static_cast<int>(key_len_ * 8);
   if (mode_ != ACCELCRYPT_MODE_GCM) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("x86: AES-%d-%s has no tag", bits, kit::ModeName(mode_)));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "x86: AES-%d-%s has no tag", bits, kit::ModeName(mode_)));
   }
   if (tag == nullptr || tag_len < 4 || tag_len > 16) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -611,8 +611,8 @@ absl::Status AesX86::GetTag(uint8_t* tag, size_t tag_len) const {
 absl::Status AesX86::SetTag(const uint8_t* tag, size_t tag_len) {
   const int bits = static_cast<int>(key_len_ * 8);
   if (mode_ != ACCELCRYPT_MODE_GCM) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("x86: AES-%d-%s has no tag", bits, kit::ModeName(mode_)));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "x86: AES-%d-%s has no tag", bits, kit::ModeName(mode_)));
   }
   if (tag == nullptr || tag_len < 4 || tag_len > 16) {
     return absl::InvalidArgumentError(absl::StrFormat(

@@ -28,9 +28,9 @@ constexpr char kRootRecord[] = "/run/accelcrypt/rdseed-startup";
 // root and that neither group nor others can write.
 std::string ReadSmall(const std::string& path, bool trusted) {
   std::string out;
-  if (!kit::ReadFile(path, &out,
-                     {.max_bytes = 255, .no_follow = true,
-                      .trusted_only = trusted})) {
+  if (!kit::ReadFile(
+          path, &out,
+          {.max_bytes = 255, .no_follow = true, .trusted_only = trusted})) {
     return "";
   }
   return out;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// RoutedCipher: a cipher stream over the router's candidates (core/routing/internal.h).
+// RoutedCipher: a cipher stream over the router's candidates
+// (core/routing/internal.h).
 #include <openssl/crypto.h>
 
 #include <algorithm>
@@ -48,8 +49,8 @@ class RoutedCipher final : public Cipher {
     absl::Status last;
     for (size_t i = from; i < candidates_.size(); ++i) {
       Router::Slot* slot = candidates_[i];
-      auto created =
-          Inside(slot->backend, [&] { return slot->backend->NewCipher(info_.id); });
+      auto created = Inside(slot->backend,
+                            [&] { return slot->backend->NewCipher(info_.id); });
       if (created.ok()) {
         impl_ = *std::move(created);
         raw_ = RawView(*impl_);
@@ -72,20 +73,20 @@ class RoutedCipher final : public Cipher {
   absl::Status Init(bool encrypt, absl::Span<const uint8_t> key,
                     absl::Span<const uint8_t> iv) override {
     if (key.size() != info_.key_len) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: key is %d bytes, expected %d", info_.name, key.size(),
-          info_.key_len));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: key is %d bytes, expected %d", info_.name,
+                          key.size(), info_.key_len));
     }
     if (info_.mode == CipherMode::kGcm) {
       if (iv.empty() || iv.size() > kMaxIv) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "%s: IV is %d bytes, expected 1..%d", info_.name, iv.size(),
-            kMaxIv));
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s: IV is %d bytes, expected 1..%d", info_.name,
+                            iv.size(), kMaxIv));
       }
     } else if (iv.size() != info_.iv_len) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: IV is %d bytes, expected %d", info_.name, iv.size(),
-          info_.iv_len));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: IV is %d bytes, expected %d", info_.name,
+                          iv.size(), info_.iv_len));
     }
     FlushBytes();
     ClearReplay();
@@ -123,19 +124,19 @@ class RoutedCipher final : public Cipher {
       err.message[0] = '\0';
       const Backend* previous = t_inside;
       t_inside = current_backend_;
-      accelcrypt_status rc = raw_.table->update(raw_.ctx, in.data(), in.size(),
-                                                out.data(), &err);
+      accelcrypt_status rc =
+          raw_.table->update(raw_.ctx, in.data(), in.size(), out.data(), &err);
       t_inside = previous;
       if (rc == ACCELCRYPT_OK) [[likely]] {
         started_ = true;
         CountBytes(in.size());
         return absl::OkStatus();
       }
-      return UpdateFailed(in, out,
-                          FromAbi(rc, std::string_view(
-                                          err.message,
-                                          strnlen(err.message,
-                                                  sizeof(err.message)))));
+      return UpdateFailed(
+          in, out,
+          FromAbi(rc,
+                  std::string_view(err.message,
+                                   strnlen(err.message, sizeof(err.message)))));
     }
     return UpdateSlow(in, out);
   }
@@ -270,7 +271,8 @@ class RoutedCipher final : public Cipher {
   // measurable.
   void CountBytes(uint64_t n) {
     pending_bytes_ += n;
-    if (pending_bytes_ >= kStatsFlushBytes) [[unlikely]] FlushBytes();
+    if (pending_bytes_ >= kStatsFlushBytes) [[unlikely]]
+      FlushBytes();
   }
   void FlushBytes() {
     if (pending_bytes_ != 0 && counter_ != nullptr) {
@@ -297,8 +299,9 @@ class RoutedCipher final : public Cipher {
       absl::Status st = Open(next);
       if (!st.ok()) return IsDeviceError(st) ? cause : st;
       st = Call([&] {
-        absl::Status s = impl_->Init(encrypt_, absl::MakeConstSpan(key_, info_.key_len),
-                                     absl::MakeConstSpan(iv_, iv_len_));
+        absl::Status s =
+            impl_->Init(encrypt_, absl::MakeConstSpan(key_, info_.key_len),
+                        absl::MakeConstSpan(iv_, iv_len_));
         if (s.ok() && state != nullptr) s = impl_->SetState(*state);
         return s;
       });
@@ -471,8 +474,8 @@ class RoutedCipher final : public Cipher {
 absl::StatusOr<std::unique_ptr<Cipher>> OpenRoutedCipher(
     Router* router, const AlgorithmInfo& info, Router::SlotList order,
     size_t replay_max) {
-  auto cipher =
-      std::make_unique<RoutedCipher>(router, info, std::move(order), replay_max);
+  auto cipher = std::make_unique<RoutedCipher>(router, info, std::move(order),
+                                               replay_max);
   ACCELCRYPT_RETURN_IF_ERROR(cipher->Open(0));
   return std::unique_ptr<Cipher>(std::move(cipher));
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// RoutedDigest: a digest over the router's candidates (core/routing/internal.h).
+// RoutedDigest: a digest over the router's candidates
+// (core/routing/internal.h).
 #include <openssl/crypto.h>
 
 #include <algorithm>
@@ -121,8 +122,8 @@ class RoutedDigest final : public Digest {
 
   absl::StatusOr<std::unique_ptr<Digest>> Clone() const override {
     ACCELCRYPT_ASSIGN_OR_RETURN(std::unique_ptr<Digest> impl, impl_->Clone());
-    auto copy =
-        std::make_unique<RoutedDigest>(router_, info_, candidates_, replay_max_);
+    auto copy = std::make_unique<RoutedDigest>(router_, info_, candidates_,
+                                               replay_max_);
     copy->impl_ = std::move(impl);
     copy->current_ = current_;
     copy->counter_ = counter_;
@@ -235,8 +236,8 @@ class RoutedDigest final : public Digest {
 absl::StatusOr<std::unique_ptr<Digest>> OpenRoutedDigest(
     Router* router, const AlgorithmInfo& info, Router::SlotList order,
     size_t replay_max) {
-  auto digest =
-      std::make_unique<RoutedDigest>(router, info, std::move(order), replay_max);
+  auto digest = std::make_unique<RoutedDigest>(router, info, std::move(order),
+                                               replay_max);
   ACCELCRYPT_RETURN_IF_ERROR(digest->Open(0));
   return std::unique_ptr<Digest>(std::move(digest));
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// RoutedPublicKeyOps: RSA/DSA operations over the router's candidates (core/routing/internal.h).
+// RoutedPublicKeyOps: RSA/DSA operations over the router's candidates
+// (core/routing/internal.h).
 #include <openssl/crypto.h>
 
 #include <algorithm>
@@ -223,8 +224,8 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
     }
     // The software backend checks even when it is kept from serving.
     const Backend* fallback = router_->registry()->checker();
-    if (fallback != nullptr &&
-        std::find(checkers.begin(), checkers.end(), fallback) == checkers.end()) {
+    if (fallback != nullptr && std::find(checkers.begin(), checkers.end(),
+                                         fallback) == checkers.end()) {
       checkers.push_back(fallback);
     }
     absl::Status last;
@@ -241,8 +242,7 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
         st = check(**prepared);
       }
       if (st.ok()) return st;
-      if (IsDeviceError(st) ||
-          st.code() == absl::StatusCode::kUnimplemented) {
+      if (IsDeviceError(st) || st.code() == absl::StatusCode::kUnimplemented) {
         last = st;
         continue;  // the checker itself failed: try another
       }
@@ -294,8 +294,8 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
     const uint32_t flag =
         info.family == Family::kRsa ? PaddingFlag(params.padding) : 0;
     if (info.family == Family::kRsa && flag == 0) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: unknown padding %d", info.name, params.padding));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: unknown padding %d", info.name, params.padding));
     }
     absl::Status last;
     bool tried = false;

@@ -46,8 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     char line[128];
     std::snprintf(line, sizeof(line),
                   "accelcrypt-calibration-cache 1\nsource %zu %016llx\n",
-                  text.size(),
-                  static_cast<unsigned long long>(Fnv1a64(text)));
+                  text.size(), static_cast<unsigned long long>(Fnv1a64(text)));
     return std::string(line);
   }();
   std::string cache;

@@ -92,8 +92,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Check(der == want);
   Check(der.size() <= accelcrypt::kit::DsaDerMaxSize(q_len));
   std::vector<uint8_t> back(2 * q_len);
-  Check(accelcrypt::kit::DsaDerToRs(der.data(), der.size(), q_len,
-                                    back.data()) &&
-        back == bytes);
+  Check(
+      accelcrypt::kit::DsaDerToRs(der.data(), der.size(), q_len, back.data()) &&
+      back == bytes);
   return 0;
 }

@@ -4,7 +4,6 @@
 // out of service, and the ABI reports the conservative entropy estimate.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
 #include <sys/stat.h>
 #include <unistd.h>
 

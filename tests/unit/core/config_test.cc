@@ -111,7 +111,8 @@ TEST(ConfigTest, AnyBackendSectionIsRead) {
       "[not_a_backend]\n"
       "device = /dev/other\n");
   ASSERT_OK_AND_ASSIGN(Config config, Config::LoadFile(conf.path()));
-  EXPECT_THAT(config.Get("acme_hsm.device"), Optional(std::string("/dev/acme0")));
+  EXPECT_THAT(config.Get("acme_hsm.device"),
+              Optional(std::string("/dev/acme0")));
   EXPECT_FALSE(config.Get("device").has_value());
   EXPECT_FALSE(config.Get("orphan").has_value());
   EXPECT_FALSE(config.Get(".orphan").has_value());

@@ -71,9 +71,9 @@ TEST(KitTest, MessagesAreCutToTheBufferAndTerminated) {
             ACCELCRYPT_ERR_INTERNAL);
   EXPECT_EQ(std::string(err.message),
             std::string(sizeof(err.message) - 1, 'm'));
-  EXPECT_EQ(kit::WriteAbiErrorf(&err, ACCELCRYPT_ERR_UNAVAILABLE, "%s %d",
-                                "dev", 7),
-            ACCELCRYPT_ERR_UNAVAILABLE);
+  EXPECT_EQ(
+      kit::WriteAbiErrorf(&err, ACCELCRYPT_ERR_UNAVAILABLE, "%s %d", "dev", 7),
+      ACCELCRYPT_ERR_UNAVAILABLE);
   EXPECT_EQ(err.code, ACCELCRYPT_ERR_UNAVAILABLE);
   EXPECT_STREQ(err.message, "dev 7");
   EXPECT_EQ(kit::WriteAbiError(ACCELCRYPT_ERR_INTERNAL, "x", nullptr),
@@ -86,15 +86,14 @@ TEST(KitTest, GuardTurnsExceptionsIntoCodes) {
                        []() -> absl::Status { throw std::bad_alloc(); }),
             ACCELCRYPT_ERR_RESOURCE_EXHAUSTED);
   EXPECT_STREQ(err.message, "mine: out of memory");
-  EXPECT_EQ(kit::Guard("mine", &err,
-                       []() -> absl::Status {
-                         throw std::runtime_error("boom");
-                       }),
-            ACCELCRYPT_ERR_INTERNAL);
+  EXPECT_EQ(
+      kit::Guard("mine", &err,
+                 []() -> absl::Status { throw std::runtime_error("boom"); }),
+      ACCELCRYPT_ERR_INTERNAL);
   EXPECT_STREQ(err.message, "mine: unexpected exception");
-  EXPECT_EQ(kit::Guard("mine", &err,
-                       [] { return kit::AuthFailedError("tag"); }),
-            ACCELCRYPT_ERR_AUTH_FAILED);
+  EXPECT_EQ(
+      kit::Guard("mine", &err, [] { return kit::AuthFailedError("tag"); }),
+      ACCELCRYPT_ERR_AUTH_FAILED);
   EXPECT_STREQ(err.message, "tag");
   EXPECT_EQ(kit::Guard("mine", &err, [] { return absl::OkStatus(); }),
             ACCELCRYPT_OK);
@@ -141,7 +140,8 @@ TEST_F(KitFilesTest, WriteReplacesWithTheExactModeAndLeavesNothingElse) {
   // `like`: the mode of another file.
   ASSERT_EQ(chmod(path.c_str(), 0604), 0);
   ASSERT_EQ(stat(path.c_str(), &st), 0);
-  ASSERT_TRUE(kit::WriteFileAtomically(path, "three", {.like = &st, .sync = true}));
+  ASSERT_TRUE(
+      kit::WriteFileAtomically(path, "three", {.like = &st, .sync = true}));
   struct stat after;
   ASSERT_EQ(stat(path.c_str(), &after), 0);
   EXPECT_EQ(after.st_mode & 07777, 0604u);

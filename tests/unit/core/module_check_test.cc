@@ -13,12 +13,12 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
-#include <utility>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/registry.h"
@@ -184,11 +184,11 @@ TEST_F(ModuleCheckTest, LoadHintsAreReadFromTheModulesNote) {
   if (!fs::exists(pkcs11)) GTEST_SKIP() << "no " << pkcs11 << " in this build";
   LoadHints hints;
   ASSERT_TRUE(CheckLoadableModule(pkcs11.string(), &hints).ok());
-  EXPECT_THAT(hints, ::testing::UnorderedElementsAre(
-                         std::make_pair(std::string("name"),
-                                        std::string("pkcs11")),
-                         std::make_pair(std::string("needs-config"),
-                                        std::string("module"))));
+  EXPECT_THAT(
+      hints,
+      ::testing::UnorderedElementsAre(
+          std::make_pair(std::string("name"), std::string("pkcs11")),
+          std::make_pair(std::string("needs-config"), std::string("module"))));
   ASSERT_TRUE(CheckLoadableModule(GoodModule().string(), &hints).ok());
   EXPECT_TRUE(hints.empty());
 }
@@ -206,8 +206,8 @@ TEST_F(ModuleCheckTest, ADamagedNoteGivesNoHintsAndNoCrash) {
   const uint32_t huge = 0x7fffffff;
   std::memcpy(&bytes[name - 8], &huge, sizeof(huge));
   LoadHints hints = {{"stale", "entry"}};
-  EXPECT_TRUE(CheckLoadableModule(Write("damaged.so", bytes).string(), &hints)
-                  .ok());
+  EXPECT_TRUE(
+      CheckLoadableModule(Write("damaged.so", bytes).string(), &hints).ok());
   EXPECT_TRUE(hints.empty());
 }
 

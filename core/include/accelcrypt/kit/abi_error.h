@@ -40,9 +40,9 @@ inline accelcrypt_status WriteAbiError(accelcrypt_status code,
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
-inline accelcrypt_status WriteAbiErrorf(accelcrypt_error* err,
-                                        accelcrypt_status code,
-                                        const char* fmt, ...) {
+inline accelcrypt_status
+WriteAbiErrorf(accelcrypt_error* err, accelcrypt_status code, const char* fmt,
+               ...) {
   if (err != nullptr) {
     err->code = code;
     va_list ap;

@@ -70,7 +70,7 @@ inline bool ReadInteger(const uint8_t* p, size_t n, size_t* pos, size_t q_len,
   }
   const uint8_t* v = p + *pos;
   *pos += len;
-  if ((v[0] & 0x80) != 0) return false;                      // negative
+  if ((v[0] & 0x80) != 0) return false;                          // negative
   if (len > 1 && v[0] == 0 && (v[1] & 0x80) == 0) return false;  // padded
   while (len > 0 && *v == 0) {
     ++v;

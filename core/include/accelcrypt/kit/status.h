@@ -66,8 +66,7 @@ inline accelcrypt_status ToAbi(const absl::Status& status,
   if (status.ok()) return ACCELCRYPT_OK;
   return WriteAbiError(
       AbiCode(status),
-      std::string_view(status.message().data(), status.message().size()),
-      err);
+      std::string_view(status.message().data(), status.message().size()), err);
 }
 
 // Guard runs `f` (returning absl::Status) and turns its result, or any
