@@ -21,20 +21,21 @@
 namespace accelcrypt {
 namespace {
 
-// DeclinedByHints applies a module's load hints before it is loaded:
-// nullopt to load it; an empty string when `excluded` (which records its
-// own event) refuses the hinted name; else the reason the backend declines
-// without the setting it needs.
-template <typename Excluded>
-std::optional<std::string> DeclinedByHints(const LoadHints& hints,
-                                           const Config& config,
-                                           const Excluded& excluded) {
+// HintedName is the name a module's load hints give it; empty without one.
+std::string HintedName(const LoadHints& hints) {
   std::string name;
   for (const auto& [key, value] : hints) {
     if (key == "name") name = value;
   }
-  if (name.empty()) return std::nullopt;
-  if (excluded(name)) return std::string();
+  return name;
+}
+
+// MissingSetting is the reason the backend `name` declines without a
+// setting its hints say it needs (`needs-config`); nullopt when it has them
+// all.
+std::optional<std::string> MissingSetting(const LoadHints& hints,
+                                          const Config& config,
+                                          const std::string& name) {
   for (const auto& [key, value] : hints) {
     if (key != "needs-config" || value.empty()) continue;
     if (!BackendConfigValue(config, name, value).has_value()) {
@@ -156,8 +157,9 @@ absl::StatusOr<std::unique_ptr<Registry>> Registry::Create(
     if ((only.empty() || Contains(only, name)) && !Contains(disabled, name)) {
       return false;
     }
-    registry->events_.push_back(
-        {name, "", "not loaded: excluded by configuration", false});
+    registry->events_.push_back({name, "",
+                                 "not loaded: excluded by configuration",
+                                 false, false, /*excluded=*/true});
     return true;
   };
   auto excluded = [&](const accelcrypt_backend_desc* desc) {
@@ -198,12 +200,14 @@ absl::StatusOr<std::unique_ptr<Registry>> Registry::Create(
       // The module's load hints (accelcrypt/backend.h): a backend that is
       // excluded, or would decline for want of a setting, is not loaded at
       // all (mapping and initialising a module costs every process).
-      if (std::optional<std::string> declined =
-              DeclinedByHints(hints, config, excluded_name)) {
-        if (!declined->empty()) {
-          registry->events_.push_back({path, "", *declined, false, true});
+      if (const std::string name = HintedName(hints); !name.empty()) {
+        if (excluded_name(name)) continue;
+        if (std::optional<std::string> missing =
+                MissingSetting(hints, config, name)) {
+          registry->events_.push_back(
+              {path, "", *missing, false, /*declined=*/true});
+          continue;
         }
-        continue;
       }
       void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
       if (handle == nullptr) {

@@ -23,6 +23,8 @@ struct LoadEvent {
   bool ok;
   // declined: the backend found no device here (not an error).
   bool declined = false;
+  // excluded: `backends` / `disable` kept the backend out.
+  bool excluded = false;
 };
 
 // SelfTestMode says when the known-answer tests run (config `selftest`):

@@ -682,8 +682,7 @@ absl::StatusOr<KeyMaterial> Router::DescribeTokenKey(std::string_view uri) {
   std::vector<std::string> unloaded;
   if (registry_ != nullptr) {
     for (const LoadEvent& event : registry_->events()) {
-      if (event.ok || !event.algorithm.empty() ||
-          absl::StrContains(event.message, "excluded by configuration")) {
+      if (event.ok || event.excluded || !event.algorithm.empty()) {
         continue;
       }
       const std::string& origin = event.backend;
