@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "backends/x86/rng.h"
 
-#include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -41,23 +40,34 @@ std::string ReadSmall(const std::string& path, bool trusted) {
 StartupRecord StartupRecord::ForThisUser() {
   const char* mode = std::getenv("ACCELCRYPT_RDSEED_STARTUP");
   if (mode != nullptr && std::string(mode) == "every-process") return None();
-  std::string boot_id = std::string(absl::StripAsciiWhitespace(
-      ReadSmall("/proc/sys/kernel/random/boot_id", /*trusted=*/false)));
-  if (boot_id.empty()) return None();
-  if (geteuid() == 0) return StartupRecord({kRootRecord}, kRootRecord, boot_id);
+  StartupRecord record = None();
+  record.boot_id_known_ = false;  // read at first use, not at load
+  if (geteuid() == 0) {
+    record.read_paths_ = {kRootRecord};
+    record.write_path_ = kRootRecord;
+    return record;
+  }
   const char* runtime = std::getenv("XDG_RUNTIME_DIR");
-  std::string mine = runtime != nullptr && runtime[0] == '/'
-                         ? absl::StrCat(runtime, "/accelcrypt-rdseed-startup")
-                         : "";
-  std::vector<std::string> read;
-  if (!mine.empty()) read.push_back(mine);
-  read.push_back(kRootRecord);
-  return StartupRecord(std::move(read), mine, boot_id);
+  if (runtime != nullptr && runtime[0] == '/') {
+    record.write_path_ = absl::StrCat(runtime, "/accelcrypt-rdseed-startup");
+    record.read_paths_.push_back(record.write_path_);
+  }
+  record.read_paths_.push_back(kRootRecord);
+  return record;
+}
+
+const std::string& StartupRecord::BootId() const {
+  if (!boot_id_known_) {
+    boot_id_ = std::string(absl::StripAsciiWhitespace(
+        ReadSmall("/proc/sys/kernel/random/boot_id", /*trusted=*/false)));
+    boot_id_known_ = true;
+  }
+  return boot_id_;
 }
 
 bool StartupRecord::Passed() const {
-  if (boot_id_.empty()) return false;
-  const std::string want = absl::StrCat(kRecordMagic, " ", boot_id_, "\n");
+  if (read_paths_.empty() || BootId().empty()) return false;
+  const std::string want = absl::StrCat(kRecordMagic, " ", BootId(), "\n");
   for (const std::string& path : read_paths_) {
     if (ReadSmall(path, /*trusted=*/true) == want) return true;
   }
@@ -65,9 +75,9 @@ bool StartupRecord::Passed() const {
 }
 
 void StartupRecord::Remember() const {
-  if (boot_id_.empty() || write_path_.empty()) return;
+  if (write_path_.empty() || BootId().empty()) return;
   if (write_path_ == kRootRecord) mkdir("/run/accelcrypt", 0755);
-  const std::string text = absl::StrCat(kRecordMagic, " ", boot_id_, "\n");
+  const std::string text = absl::StrCat(kRecordMagic, " ", BootId(), "\n");
   (void)kit::WriteFileAtomically(write_path_, text, {.mode = 0644});
 }
 

@@ -63,7 +63,9 @@ class StartupRecord {
   // ForThisUser: root reads and writes /run/accelcrypt/rdseed-startup;
   // another user reads and writes $XDG_RUNTIME_DIR/accelcrypt-rdseed-startup
   // (a per-user tmpfs) and also believes root's. None (every process tests)
-  // without a boot_id or with ACCELCRYPT_RDSEED_STARTUP=every-process.
+  // with ACCELCRYPT_RDSEED_STARTUP=every-process. No file is read here (this
+  // runs when the backend loads): the kernel's boot_id is read at the first
+  // Passed() or Remember(), and without one every process tests.
   static StartupRecord ForThisUser();
   // None: no record; every process runs the start-up test.
   static StartupRecord None() { return StartupRecord({}, "", ""); }
@@ -71,7 +73,8 @@ class StartupRecord {
                 std::string boot_id)
       : read_paths_(std::move(read_paths)),
         write_path_(std::move(write_path)),
-        boot_id_(std::move(boot_id)) {}
+        boot_id_(std::move(boot_id)),
+        boot_id_known_(true) {}
 
   // Passed: a trusted record of this boot exists.
   bool Passed() const;
@@ -79,9 +82,13 @@ class StartupRecord {
   void Remember() const;
 
  private:
+  // BootId is this boot's id: the one given, or the kernel's (read once).
+  const std::string& BootId() const;
+
   std::vector<std::string> read_paths_;
   std::string write_path_;
-  std::string boot_id_;
+  mutable std::string boot_id_;
+  mutable bool boot_id_known_ = false;
 };
 
 // EntropySourceX86 hands out health-tested words. Thread-safe. Once a health
