@@ -351,17 +351,6 @@ absl::Status Router::RunOneShot(const AlgorithmInfo& info, uint64_t n_bytes,
                         std::forward<Fn>(fn));
 }
 
-namespace {
-
-// NextOneShotMayServe is true for a one-shot failure the next candidate may
-// recover from (a device error, or not offered there); caller errors are
-// never retried.
-bool NextOneShotMayServe(const absl::Status& st) {
-  return IsDeviceError(st) || st.code() == absl::StatusCode::kUnimplemented;
-}
-
-}  // namespace
-
 // Inlined: it is the whole of the digest one-shot fast path.
 template <typename Fn>
 [[gnu::always_inline]] inline absl::Status Router::TryOneShot(
@@ -394,7 +383,7 @@ absl::Status Router::RunOneShotFrom(const AlgorithmInfo& info, uint64_t n_bytes,
     Slot* slot = order[i];
     if (slot == skip) continue;
     absl::Status st = TryOneShot(slot, info, n_bytes, i + 1 < order.size(), fn);
-    if (st.ok() || !NextOneShotMayServe(st)) return st;
+    if (st.ok() || !routing::NextMayServe(st)) return st;
     last = st;
   }
   return NoBackend(info, last);
@@ -436,7 +425,7 @@ absl::Status Router::DigestOneShot(const AlgorithmInfo& info,
         [[likely]] {
       absl::Status st =
           TryOneShot(slot, info, data.size(), route.size() > 1, run);
-      if (st.ok() || !NextOneShotMayServe(st)) [[likely]] {
+      if (st.ok() || !routing::NextMayServe(st)) [[likely]] {
         return st;
       }
       return RunOneShotFrom(info, data.size(), slot, st, run);

@@ -22,11 +22,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
 #include "core/router.h"
+#include "core/status.h"
 
 namespace accelcrypt::routing {
 
@@ -61,6 +63,36 @@ template <typename Fn>
 auto Inside(const Backend* backend, Fn&& fn) {
   BackendGuard guard(backend);
   return fn();
+}
+
+// NextMayServe is true for a failure the next candidate may recover from: a
+// device error, or "not offered there" (kUnimplemented). Caller errors are
+// never retried on another backend.
+inline bool NextMayServe(const absl::Status& st) {
+  return IsDeviceError(st) || st.code() == absl::StatusCode::kUnimplemented;
+}
+
+// OpenOnFirst runs `create(slot)` (returning absl::StatusOr<T>) on
+// candidates[from], [from + 1], ... until one succeeds, and returns its
+// index and value. A device error is recorded against its slot; a failure
+// NextMayServe allows moves on to the next candidate, any other is
+// returned at once; NoBackend when all failed.
+template <typename Create>
+auto OpenOnFirst(Router* router, const AlgorithmInfo& info,
+                 const Router::SlotList& candidates, size_t from,
+                 Create&& create)
+    -> absl::StatusOr<std::pair<
+        size_t, typename decltype(create(candidates[0]))::value_type>> {
+  absl::Status last;
+  for (size_t i = from; i < candidates.size(); ++i) {
+    Router::Slot* slot = candidates[i];
+    auto created = Inside(slot->backend, [&] { return create(slot); });
+    if (created.ok()) return std::make_pair(i, *std::move(created));
+    last = created.status();
+    if (IsDeviceError(last)) router->RecordDeviceError(slot, info);
+    if (!NextMayServe(last)) return last;
+  }
+  return NoBackend(info, last);
 }
 
 // RunsOnCpu is true when `slot` declares ACCELCRYPT_CAP_CPU for `info`: its

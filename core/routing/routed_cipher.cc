@@ -46,28 +46,18 @@ class RoutedCipher final : public Cipher {
 
   // Open creates the backend object on the first candidate that works.
   absl::Status Open(size_t from) {
-    absl::Status last;
-    for (size_t i = from; i < candidates_.size(); ++i) {
-      Router::Slot* slot = candidates_[i];
-      auto created = Inside(slot->backend,
-                            [&] { return slot->backend->NewCipher(info_.id); });
-      if (created.ok()) {
-        impl_ = *std::move(created);
-        raw_ = RawView(*impl_);
-        current_ = i;
-        current_backend_ = slot->backend;
-        cpu_ = RunsOnCpu(slot, info_);
-        counter_ = &router_->stats()->Cell(slot->stats_slot, info_);
-        return absl::OkStatus();
-      }
-      last = created.status();
-      if (IsDeviceError(last)) router_->RecordDeviceError(slot, info_);
-      if (!IsDeviceError(last) &&
-          last.code() != absl::StatusCode::kUnimplemented) {
-        return last;
-      }
-    }
-    return NoBackend(info_, last);
+    auto opened = OpenOnFirst(
+        router_, info_, candidates_, from,
+        [&](Router::Slot* slot) { return slot->backend->NewCipher(info_.id); });
+    if (!opened.ok()) return opened.status();
+    current_ = opened->first;
+    impl_ = std::move(opened->second);
+    raw_ = RawView(*impl_);
+    Router::Slot* slot = candidates_[current_];
+    current_backend_ = slot->backend;
+    cpu_ = RunsOnCpu(slot, info_);
+    counter_ = &router_->stats()->Cell(slot->stats_slot, info_);
+    return absl::OkStatus();
   }
 
   absl::Status Init(bool encrypt, absl::Span<const uint8_t> key,

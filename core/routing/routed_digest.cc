@@ -36,28 +36,18 @@ class RoutedDigest final : public Digest {
   }
 
   absl::Status Open(size_t from) {
-    absl::Status last;
-    for (size_t i = from; i < candidates_.size(); ++i) {
-      Router::Slot* slot = candidates_[i];
-      BackendGuard guard(slot->backend);
-      auto created = slot->backend->NewDigest(info_.id);
-      if (created.ok()) {
-        impl_ = *std::move(created);
-        current_ = i;
-        cpu_ = RunsOnCpu(slot, info_);
-        counter_ = &router_->stats()->Cell(slot->stats_slot, info_);
-        counter_->Add(0);
-        router_->RecordSuccess(slot);
-        return absl::OkStatus();
-      }
-      last = created.status();
-      if (IsDeviceError(last)) router_->RecordDeviceError(slot, info_);
-      if (!IsDeviceError(last) &&
-          last.code() != absl::StatusCode::kUnimplemented) {
-        return last;
-      }
-    }
-    return NoBackend(info_, last);
+    auto opened = OpenOnFirst(
+        router_, info_, candidates_, from,
+        [&](Router::Slot* slot) { return slot->backend->NewDigest(info_.id); });
+    if (!opened.ok()) return opened.status();
+    current_ = opened->first;
+    impl_ = std::move(opened->second);
+    Router::Slot* slot = candidates_[current_];
+    cpu_ = RunsOnCpu(slot, info_);
+    counter_ = &router_->stats()->Cell(slot->stats_slot, info_);
+    counter_->Add(0);
+    router_->RecordSuccess(slot);
+    return absl::OkStatus();
   }
 
   absl::Status Init() override {

@@ -242,7 +242,7 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
         st = check(**prepared);
       }
       if (st.ok()) return st;
-      if (IsDeviceError(st) || st.code() == absl::StatusCode::kUnimplemented) {
+      if (NextMayServe(st)) {
         last = st;
         continue;  // the checker itself failed: try another
       }
