@@ -201,10 +201,8 @@ const char* ClassName(unsigned char c) {
   return c == ELFCLASS64 ? "64-bit" : c == ELFCLASS32 ? "32-bit" : "unknown";
 }
 
-}  // namespace
-
-absl::Status CheckLoadableModule(const std::string& path, LoadHints* hints) {
-  if (hints != nullptr) hints->clear();
+// CheckFile is CheckLoadableModule without the clearing of hints on refusal.
+absl::Status CheckFile(const std::string& path, LoadHints* hints) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
     return absl::FailedPreconditionError(
@@ -270,13 +268,23 @@ absl::Status CheckLoadableModule(const std::string& path, LoadHints* hints) {
     }
     if (seg.type != PT_LOAD && seg.type != PT_DYNAMIC) continue;
     if (seg.offset > size || seg.filesz > size - seg.offset) {
-      if (hints != nullptr) hints->clear();
       return absl::FailedPreconditionError(absl::StrFormat(
           "truncated: segment %d ends at byte %d, file has %d", i,
           seg.offset + seg.filesz, size));
     }
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckLoadableModule(const std::string& path, LoadHints* hints) {
+  if (hints != nullptr) hints->clear();
+  absl::Status st = CheckFile(path, hints);
+  // A refused file gives no hints, whatever its notes said before the
+  // defect was found.
+  if (!st.ok() && hints != nullptr) hints->clear();
+  return st;
 }
 
 }  // namespace accelcrypt

@@ -34,6 +34,8 @@ int RunSelftest(const SelftestOptions& options);
 struct ConfigOptions {
   std::string module_path;  // empty: DefaultModulePath()
   bool include_only = false;
+  bool check = false;        // --check: check an openssl.cnf, print nothing else
+  std::string check_file;    // the file --check reads; empty: the one in use
 };
 int RunConfig(const ConfigOptions& options);
 

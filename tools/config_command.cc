@@ -5,6 +5,7 @@
 #include <system_error>
 
 #include "tools/commands.h"
+#include "tools/openssl_cnf_check.h"
 
 namespace accelcrypt::tools {
 
@@ -13,7 +14,40 @@ namespace accelcrypt::tools {
 // activated explicitly; accelcrypt is soft-loaded so a missing module never
 // breaks every OpenSSL program on the machine; the preference is a `?`
 // (optional) property so algorithms accelcrypt lacks still resolve.
+namespace {
+
+int RunCheck(const ConfigOptions& options) {
+  const std::string path =
+      options.check_file.empty() ? OpensslCnfInUse() : options.check_file;
+  absl::StatusOr<OpensslCnfReport> report = CheckOpensslCnf(path);
+  if (!report.ok()) {
+    std::cerr << "accelcrypt config --check: " << report.status().message()
+              << "\n";
+    return kExitSetup;
+  }
+  if (report->sections.empty()) {
+    std::cout << path
+              << ": no provider section loads accelcrypt (nothing to check)\n";
+    return kExitOk;
+  }
+  for (const std::string& s : report->sections) {
+    std::cout << path << ": accelcrypt section " << s << "\n";
+  }
+  for (const std::string& m : report->mistakes) std::cout << "  " << m << "\n";
+  std::cout << "config check: " << report->mistakes.size()
+            << (report->mistakes.size() == 1 ? " mistake" : " mistakes")
+            << "\n";
+  return report->mistakes.empty() ? kExitOk : kExitFailure;
+}
+
+}  // namespace
+
 int RunConfig(const ConfigOptions& options) {
+  if (!options.check_file.empty() && !options.check) {
+    std::cerr << "accelcrypt config: FILE is read only with --check\n";
+    return kExitUsage;
+  }
+  if (options.check) return RunCheck(options);
   std::string module =
       options.module_path.empty() ? DefaultModulePath() : options.module_path;
   if (module.find_first_of("\n\r") != std::string::npos) {

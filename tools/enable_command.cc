@@ -23,6 +23,7 @@
 
 #include "accelcrypt/kit/files.h"
 #include "tools/commands.h"
+#include "tools/openssl_cnf_check.h"
 
 namespace accelcrypt::tools {
 namespace {
@@ -31,19 +32,6 @@ constexpr std::string_view kMarker =
     "# accelcrypt provider, added by `accelcrypt enable` "
     "(undo: accelcrypt disable)";
 constexpr std::string_view kBackupSuffix = ".accelcrypt-bak";
-
-// The system-wide file OpenSSL reads: OPENSSLDIR/openssl.cnf (on Debian a
-// symlink into /etc/ssl). OPENSSL_CONF is deliberately not followed: this
-// command is about the file every program reads.
-std::string DefaultOpensslCnf() {
-  std::string dir = OpenSSL_version(OPENSSL_DIR);  // OPENSSLDIR: "/usr/lib/ssl"
-  const size_t open = dir.find('"');
-  const size_t close = dir.rfind('"');
-  if (open != std::string::npos && close > open) {
-    dir = dir.substr(open + 1, close - open - 1);
-  }
-  return dir + "/openssl.cnf";
-}
 
 std::string_view Trim(std::string_view s) {
   const size_t b = s.find_first_not_of(" \t\r");
@@ -126,8 +114,10 @@ int RunEnable(const EnableOptions& options) {
   if (std::filesystem::path(snippet).is_relative()) {
     snippet = std::filesystem::absolute(snippet, ec).lexically_normal().string();
   }
+  // OPENSSL_CONF is deliberately not followed: this command is about the
+  // file every program reads.
   const std::string given =
-      options.openssl_cnf.empty() ? DefaultOpensslCnf() : options.openssl_cnf;
+      options.openssl_cnf.empty() ? SystemOpensslCnf() : options.openssl_cnf;
   // Edit the file a symlink points at (Debian: /usr/lib/ssl/openssl.cnf ->
   // /etc/ssl/openssl.cnf), so the link stays a link.
   std::string cnf = std::filesystem::canonical(given, ec).string();
@@ -251,6 +241,13 @@ int RunEnable(const EnableOptions& options) {
                  "daemons such as sshd to pick it up). Check with\n"
                  "  openssl list -providers\n"
                  "  accelcrypt trace -- openssl dgst -sha256 /etc/hostname\n";
+    // A key the provider would never see is said now, not never.
+    absl::StatusOr<OpensslCnfReport> report = CheckOpensslCnf(cnf);
+    if (report.ok()) {
+      for (const std::string& m : report->mistakes) {
+        std::cerr << cmd << ": warning: " << m << "\n";
+      }
+    }
   }
   return kExitOk;
 }

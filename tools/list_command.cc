@@ -12,6 +12,7 @@
 #include "nlohmann/json.hpp"
 #include "tools/commands.h"
 #include "tools/cpu_features.h"
+#include "tools/openssl_cnf_check.h"
 #include "tools/routing_table.h"
 
 namespace accelcrypt::tools {
@@ -88,6 +89,43 @@ void PrintCpu(const CpuFeatureSet& cpu) {
   }
 }
 
+// OpensslCnfJson is the check of the openssl.cnf OpenSSL programs read
+// here (tools/openssl_cnf_check.h): a key misspelt there never reaches the
+// provider, so `list` is where it shows.
+nlohmann::json OpensslCnfJson() {
+  const std::string path = OpensslCnfInUse();
+  nlohmann::json j = {{"path", path}};
+  absl::StatusOr<OpensslCnfReport> report = CheckOpensslCnf(path);
+  if (!report.ok()) {
+    j["error"] = std::string(report.status().message());
+    return j;
+  }
+  j["sections"] = report->sections;
+  j["mistakes"] = report->mistakes;
+  return j;
+}
+
+void PrintOpensslCnf(const nlohmann::json& j) {
+  std::cout << "\nopenssl.cnf in use (" << j["path"].get<std::string>()
+            << "):\n";
+  if (j.contains("error")) {
+    std::cout << "  cannot check it: " << j["error"].get<std::string>() << "\n";
+    return;
+  }
+  if (j["sections"].empty()) {
+    std::cout << "  no provider section loads accelcrypt (OpenSSL programs "
+                 "load it only when asked; `accelcrypt enable` adds it)\n";
+    return;
+  }
+  for (const auto& s : j["sections"]) {
+    std::cout << "  loads accelcrypt: " << s.get<std::string>() << "\n";
+  }
+  if (j["mistakes"].empty()) std::cout << "  no mistake in its keys\n";
+  for (const auto& m : j["mistakes"]) {
+    std::cout << "  MISTAKE " << m.get<std::string>() << "\n";
+  }
+}
+
 }  // namespace
 
 int RunList(const ListOptions& options) {
@@ -158,6 +196,7 @@ int RunList(const ListOptions& options) {
     }
     out["routing"] = RoutingPolicyJson(router);
     out["cpu"] = CpuJson(cpu);
+    out["openssl_cnf"] = OpensslCnfJson();
     std::cout << out.dump(2) << "\n";
     return registry.backends().empty() ? kExitFailure : kExitOk;
   }
@@ -252,6 +291,7 @@ int RunList(const ListOptions& options) {
   }
   PrintRoutingPolicy(std::cout, router);
 
+  PrintOpensslCnf(OpensslCnfJson());
   PrintCpu(cpu);
   if (registry.backends().empty()) {
     std::cerr << "accelcrypt list: no backend loaded\n";

@@ -113,7 +113,17 @@ int main(int argc, char** argv) {
   config_cmd->add_flag("--include-only", config.include_only,
                        "print only the sections to `.include` at the end of "
                        "an existing openssl.cnf");
-  config_cmd->footer("Exit codes: 0 printed, 2 bad --module.");
+  config_cmd->add_flag(
+      "--check", config.check,
+      "instead of printing, check the accelcrypt provider sections of an "
+      "openssl.cnf (FILE, default $OPENSSL_CONF or OPENSSLDIR/openssl.cnf): "
+      "OpenSSL passes a provider only the keys it asks for, so a misspelt "
+      "key there would be dropped without a word");
+  config_cmd->add_option("FILE", config.check_file,
+                         "the openssl.cnf --check reads");
+  config_cmd->footer(
+      "Exit codes: 0 printed (--check: no mistake found), 1 --check found "
+      "mistakes, 2 bad --module or usage, 3 --check cannot read FILE.");
 
   accelcrypt::tools::TraceOptions trace;
   CLI::App* trace_cmd = app.add_subcommand(

@@ -194,6 +194,29 @@ bad_config)
   [ "$rc" -ne 0 ] || { cat "$tmp/out" >&2; fail "loading a misconfigured provider by name succeeded"; }
   expect_out ":accelcrypt:.*:provider initialisation failed:.*bogus.cnf line 2: policy" "reason string registered"
   grep -q 'reason(14)' "$tmp/out" && { cat "$tmp/out" >&2; fail "reason printed as a number"; }
+  # In the openssl.cnf section itself OpenSSL hands the provider only the
+  # keys it asks for: `config --check` and `list` read the file and say what
+  # the provider would never see, with the file and line.
+  expect_rc 0 "$cli" config --check "$tmp/base.cnf"
+  expect_out "accelcrypt section \\[accelcrypt_sect\\]" "section found"
+  expect_out "^config check: 0 mistakes" "generated stanza is clean"
+  { sed '/^activate = 1$/a no_such_key = 1\nPolicy = fastest\nroute.aes-128-gcm = software\nbreaker_threshold = 0' \
+      "$tmp/base.cnf"; } > "$tmp/cnfbad.cnf"
+  expect_rc 1 "$cli" config --check "$tmp/cnfbad.cnf"
+  for want in "\\[accelcrypt_sect\\]: unknown key 'no_such_key'" \
+              "key 'Policy' is not read: the provider's key is 'policy'" \
+              "key 'route.aes-128-gcm' is read only from the file named by .conf =." \
+              "breaker_threshold = 0 is out of range"; do
+    expect_out "cnfbad.cnf line [0-9]+: .*$want" "config --check: $want"
+  done
+  expect_out "^config check: 4 mistakes" "four mistakes counted"
+  line=$(grep -n '^no_such_key = 1$' "$tmp/cnfbad.cnf" | cut -d: -f1)
+  expect_out "cnfbad.cnf line $line: " "the line of the unknown key"
+  OPENSSL_CONF="$tmp/cnfbad.cnf" expect_rc 0 "$cli" list
+  expect_out "^  MISTAKE .*unknown key 'no_such_key'" "list shows the openssl.cnf mistake"
+  expect_rc 3 "$cli" config --check "$tmp"
+  expect_out "is a directory" "config --check on a directory"
+  expect_rc 2 "$cli" config "$tmp/base.cnf"
   pass "configuration mistakes reported"
   ;;
 
