@@ -442,6 +442,38 @@ const accelcrypt_capability* Backend::Capability(accelcrypt_alg alg) const {
   return nullptr;
 }
 
+bool Backend::TakesKeyMaterial(accelcrypt_alg alg, size_t bits) const {
+  const accelcrypt_capability* cap = Capability(alg);
+  if (cap == nullptr || (cap->flags & ACCELCRYPT_CAP_KEY_IMPORT) == 0) {
+    return false;
+  }
+  return bits == 0 || (bits >= cap->min_key_bits && bits <= cap->max_key_bits);
+}
+
+std::vector<std::string> CapabilityNames(const accelcrypt_capability& cap) {
+  std::vector<std::string> names;
+  if (cap.flags & ACCELCRYPT_CAP_HARDWARE) names.push_back("hardware");
+  names.push_back((cap.flags & ACCELCRYPT_CAP_STREAMING) ? "streaming"
+                                                         : "one-shot");
+  static constexpr struct {
+    uint32_t flag;
+    const char* name;
+  } kNamed[] = {
+      {ACCELCRYPT_CAP_PORTABLE_STATE, "portable-state"},
+      {ACCELCRYPT_CAP_RSA_PKCS1, "pkcs1"},
+      {ACCELCRYPT_CAP_RSA_PSS, "pss"},
+      {ACCELCRYPT_CAP_RSA_OAEP, "oaep"},
+      {ACCELCRYPT_CAP_RSA_RAW, "raw"},
+      {ACCELCRYPT_CAP_KEY_IMPORT, "key-import"},
+      {ACCELCRYPT_CAP_OFFLOAD, "offload"},
+      {ACCELCRYPT_CAP_CPU, "cpu"},
+  };
+  for (const auto& n : kNamed) {
+    if (cap.flags & n.flag) names.push_back(n.name);
+  }
+  return names;
+}
+
 bool Backend::hardware() const {
   for (const accelcrypt_capability& cap : caps_) {
     if (cap.flags & ACCELCRYPT_CAP_HARDWARE) return true;

@@ -54,6 +54,10 @@ class Backend {
     return caps_;
   }
   bool hardware() const;
+  // TakesKeyMaterial is true when the backend declares `alg` and accepts
+  // imported key material for it (RSA/DSA keys from software), for keys of
+  // `bits` (0: any size).
+  bool TakesKeyMaterial(accelcrypt_alg alg, size_t bits = 0) const;
 
   // Disable drops `alg` from the capabilities (a failed self-test).
   void Disable(accelcrypt_alg alg);
@@ -165,6 +169,11 @@ struct RawCipherView {
 // RawView returns the view of `cipher` when Backend::NewCipher made it,
 // otherwise an empty view. Valid while `cipher` lives.
 RawCipherView RawView(Cipher& cipher);
+
+// CapabilityNames names the flags of `cap` as `accelcrypt list` prints
+// them ("hardware", "streaming" or "one-shot", "portable-state", the RSA
+// paddings, "key-import", "offload", "cpu").
+std::vector<std::string> CapabilityNames(const accelcrypt_capability& cap);
 
 // BackendConfigValue is the value a backend named `backend` reads as `key`
 // through its host's config_get: `backend.key`, else `key` from the global

@@ -201,6 +201,81 @@ bool Router::Supports(accelcrypt_alg alg) const {
   return info != nullptr && !routes_[info->index].empty();
 }
 
+namespace {
+
+// The capability flag a padding (ACCELCRYPT_PAD_*) needs; 0 for none.
+uint32_t PaddingFlag(uint32_t padding) {
+  switch (padding) {
+    case ACCELCRYPT_PAD_NONE:
+      return ACCELCRYPT_CAP_RSA_RAW;
+    case ACCELCRYPT_PAD_PKCS1:
+      return ACCELCRYPT_CAP_RSA_PKCS1;
+    case ACCELCRYPT_PAD_PSS:
+      return ACCELCRYPT_CAP_RSA_PSS;
+    case ACCELCRYPT_PAD_OAEP:
+      return ACCELCRYPT_CAP_RSA_OAEP;
+    default:
+      return 0;
+  }
+}
+
+}  // namespace
+
+Router::KeyOffer Router::OfferedKeys(accelcrypt_alg alg,
+                                     uint32_t padding) const {
+  KeyOffer offer;
+  const AlgorithmInfo* info = FindAlgorithm(alg);
+  if (info == nullptr) return offer;
+  const uint32_t need = ACCELCRYPT_CAP_KEY_IMPORT | PaddingFlag(padding);
+  for (size_t i : routes_[info->index]) {
+    const accelcrypt_capability* cap = slots_[i]->backend->Capability(alg);
+    if (cap == nullptr || (cap->flags & need) != need) continue;
+    if (!offer.offered) {
+      offer = {true, cap->min_key_bits, cap->max_key_bits};
+      continue;
+    }
+    offer.min_bits = std::min<size_t>(offer.min_bits, cap->min_key_bits);
+    offer.max_bits = std::max<size_t>(offer.max_bits, cap->max_key_bits);
+  }
+  return offer;
+}
+
+bool Router::TakesKey(accelcrypt_alg alg, uint32_t padding,
+                      size_t bits) const {
+  const AlgorithmInfo* info = FindAlgorithm(alg);
+  if (info == nullptr) return false;
+  const uint32_t need = ACCELCRYPT_CAP_KEY_IMPORT | PaddingFlag(padding);
+  for (size_t i : routes_[info->index]) {
+    const accelcrypt_capability* cap = slots_[i]->backend->Capability(alg);
+    if (cap == nullptr || (cap->flags & need) != need) continue;
+    if (bits == 0 || (bits >= cap->min_key_bits && bits <= cap->max_key_bits)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool Router::FirstIsHardware(accelcrypt_alg alg) const {
+  const AlgorithmInfo* info = FindAlgorithm(alg);
+  if (info == nullptr) return false;
+  for (size_t i : routes_[info->index]) {
+    if (SelfTestStateOf(i, *info) == SelfTestState::kFailed) continue;
+    return slots_[i]->backend->hardware();
+  }
+  return false;
+}
+
+std::array<size_t, 4> Router::SelfTestCounts() const {
+  std::array<size_t, 4> counts = {0, 0, 0, 0};
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    for (const AlgorithmInfo& alg : AllAlgorithms()) {
+      if (slots_[i]->backend->Capability(alg.id) == nullptr) continue;
+      ++counts[static_cast<size_t>(SelfTestStateOf(i, alg))];
+    }
+  }
+  return counts;
+}
+
 std::vector<std::string> Router::Candidates(accelcrypt_alg alg) const {
   std::vector<std::string> out;
   const AlgorithmInfo* info = FindAlgorithm(alg);

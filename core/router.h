@@ -51,6 +51,30 @@ class Router {
 
   // Supports is true when some backend declares `alg`.
   bool Supports(accelcrypt_alg alg) const;
+
+  // What front ends ask before they offer or start an operation, so that
+  // none of them reads backend capability flags.
+  // kAnyPadding: no padding requirement (DSA, or "any RSA padding").
+  static constexpr uint32_t kAnyPadding = 0xffffffffu;
+  // KeyOffer is what the routed backends taking key material (KEY_IMPORT)
+  // offer for an RSA/DSA algorithm with a padding (ACCELCRYPT_PAD_*):
+  // `offered` when at least one does, and the union of their key sizes.
+  struct KeyOffer {
+    bool offered = false;
+    size_t min_bits = 0;
+    size_t max_bits = 0;
+  };
+  KeyOffer OfferedKeys(accelcrypt_alg alg,
+                       uint32_t padding = kAnyPadding) const;
+  // TakesKey is true when one routed backend taking key material offers
+  // `alg` with `padding` for keys of `bits` (0: any size).
+  bool TakesKey(accelcrypt_alg alg, uint32_t padding, size_t bits) const;
+  // FirstIsHardware is true when the backend routed first for `alg`
+  // declares hardware (PKCS#11's CKF_HW, the provider's property).
+  bool FirstIsHardware(accelcrypt_alg alg) const;
+  // SelfTestCounts counts the (backend, algorithm) pairs by SelfTestState
+  // (indexed by its value), for `accelcrypt list`.
+  std::array<size_t, 4> SelfTestCounts() const;
   // Candidates lists backend names for `alg` in routing order.
   std::vector<std::string> Candidates(accelcrypt_alg alg) const;
 

@@ -59,33 +59,24 @@ constexpr uint32_t kDsaSign = 1u << 5;
 uint32_t RoutableFor(Router& router, const KeyMaterial& key) {
   const size_t bits = key.bits();
   uint32_t out = 0;
-  auto declares = [&](accelcrypt_alg alg, uint32_t flags) {
-    for (size_t i = 0; i < router.num_slots(); ++i) {
-      const accelcrypt_capability* cap =
-          router.slot(i)->backend->Capability(alg);
-      if (cap != nullptr && bits >= cap->min_key_bits &&
-          bits <= cap->max_key_bits &&
-          (cap->flags & (flags | ACCELCRYPT_CAP_KEY_IMPORT)) ==
-              (flags | ACCELCRYPT_CAP_KEY_IMPORT)) {
-        return true;
-      }
-    }
-    return false;
+  auto declares = [&](accelcrypt_alg alg, uint32_t padding) {
+    return router.TakesKey(alg, padding, bits);
   };
   if (key.type == KeyMaterial::Type::kDsa) {
-    return declares(ACCELCRYPT_ALG_DSA_SIGN, 0) ? kDsaSign : 0u;
+    return declares(ACCELCRYPT_ALG_DSA_SIGN, Router::kAnyPadding) ? kDsaSign
+                                                                   : 0u;
   }
-  if (declares(ACCELCRYPT_ALG_RSA_SIGN, ACCELCRYPT_CAP_RSA_PKCS1)) {
+  if (declares(ACCELCRYPT_ALG_RSA_SIGN, ACCELCRYPT_PAD_PKCS1)) {
     out |= kSignPkcs1;
   }
-  if (declares(ACCELCRYPT_ALG_RSA_SIGN, ACCELCRYPT_CAP_RSA_RAW)) out |= kSignRaw;
-  if (declares(ACCELCRYPT_ALG_RSA_CRYPT, ACCELCRYPT_CAP_RSA_PKCS1)) {
+  if (declares(ACCELCRYPT_ALG_RSA_SIGN, ACCELCRYPT_PAD_NONE)) out |= kSignRaw;
+  if (declares(ACCELCRYPT_ALG_RSA_CRYPT, ACCELCRYPT_PAD_PKCS1)) {
     out |= kCryptPkcs1;
   }
-  if (declares(ACCELCRYPT_ALG_RSA_CRYPT, ACCELCRYPT_CAP_RSA_OAEP)) {
+  if (declares(ACCELCRYPT_ALG_RSA_CRYPT, ACCELCRYPT_PAD_OAEP)) {
     out |= kCryptOaep;
   }
-  if (declares(ACCELCRYPT_ALG_RSA_CRYPT, ACCELCRYPT_CAP_RSA_RAW)) {
+  if (declares(ACCELCRYPT_ALG_RSA_CRYPT, ACCELCRYPT_PAD_NONE)) {
     out |= kCryptRaw;
   }
   return out;

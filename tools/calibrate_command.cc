@@ -328,10 +328,7 @@ int CalibratePkey(bool rsa, const Registry& registry,
     }
     std::vector<const Backend*> backends;
     for (const auto& backend : registry.backends()) {
-      const accelcrypt_capability* cap = backend->Capability(alg);
-      if (cap != nullptr && (cap->flags & ACCELCRYPT_CAP_KEY_IMPORT) != 0 &&
-          static_cast<uint32_t>(bits) >= cap->min_key_bits &&
-          static_cast<uint32_t>(bits) <= cap->max_key_bits) {
+      if (backend->TakesKeyMaterial(alg, static_cast<size_t>(bits))) {
         backends.push_back(backend.get());
       }
     }

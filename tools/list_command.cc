@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -19,23 +20,7 @@ namespace accelcrypt::tools {
 namespace {
 
 std::vector<std::string> CapabilityFlags(const accelcrypt_capability& cap) {
-  std::vector<std::string> flags;
-  if (cap.flags & ACCELCRYPT_CAP_HARDWARE) flags.push_back("hardware");
-  if (cap.flags & ACCELCRYPT_CAP_STREAMING) {
-    flags.push_back("streaming");
-  } else {
-    flags.push_back("one-shot");
-  }
-  if (cap.flags & ACCELCRYPT_CAP_PORTABLE_STATE) {
-    flags.push_back("portable-state");
-  }
-  if (cap.flags & ACCELCRYPT_CAP_RSA_PKCS1) flags.push_back("pkcs1");
-  if (cap.flags & ACCELCRYPT_CAP_RSA_PSS) flags.push_back("pss");
-  if (cap.flags & ACCELCRYPT_CAP_RSA_OAEP) flags.push_back("oaep");
-  if (cap.flags & ACCELCRYPT_CAP_RSA_RAW) flags.push_back("raw");
-  if (cap.flags & ACCELCRYPT_CAP_KEY_IMPORT) flags.push_back("key-import");
-  if (cap.flags & ACCELCRYPT_CAP_OFFLOAD) flags.push_back("offload");
-  if (cap.flags & ACCELCRYPT_CAP_CPU) flags.push_back("cpu");
+  std::vector<std::string> flags = CapabilityNames(cap);
   if (cap.min_key_bits != 0 || cap.max_key_bits != 0) {
     flags.push_back(std::to_string(cap.min_key_bits) + "-" +
                     std::to_string(cap.max_key_bits) + "-bit");
@@ -143,13 +128,8 @@ int RunList(const ListOptions& options) {
   std::vector<LoadEvent> events(registry.events().begin(),
                                 registry.events().end());
   for (LoadEvent& e : router.SelfTestEvents()) events.push_back(std::move(e));
-  size_t kat_counts[4] = {0, 0, 0, 0};  // by Router::SelfTestState
-  for (size_t i = 0; i < router.num_slots(); ++i) {
-    for (const AlgorithmInfo& alg : AllAlgorithms()) {
-      if (router.slot(i)->backend->Capability(alg.id) == nullptr) continue;
-      ++kat_counts[static_cast<size_t>(router.SelfTestStateOf(i, alg))];
-    }
-  }
+  // By Router::SelfTestState.
+  const std::array<size_t, 4> kat_counts = router.SelfTestCounts();
   const char* mode = registry.selftest_mode() == SelfTestMode::kLoad ? "load"
                      : registry.selftest_mode() == SelfTestMode::kOff
                          ? "off"

@@ -45,9 +45,9 @@ struct MechRow {
   // The core algorithm the mechanism is routed to (Supports, CKF_HW).
   accelcrypt_alg alg;
   CK_FLAGS flags;
-  // RSA: the padding some backend must declare for the mechanism to be
-  // listed (ACCELCRYPT_CAP_RSA_*); 0 otherwise.
-  uint32_t padding = 0;
+  // RSA: the padding (ACCELCRYPT_PAD_*) some backend must offer for the
+  // mechanism to be listed.
+  uint32_t padding = Router::kAnyPadding;
 };
 
 constexpr CK_FLAGS kCrypt = CKF_ENCRYPT | CKF_DECRYPT;
@@ -75,33 +75,33 @@ constexpr MechRow kMechanisms[] = {
     {CKM_RSA_PKCS_KEY_PAIR_GEN, Group::kRsaKeyGen, ACCELCRYPT_ALG_RSA_SIGN,
      CKF_GENERATE_KEY_PAIR},
     {CKM_RSA_PKCS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN,
-     kCrypt | kSig | CKF_VERIFY_RECOVER, ACCELCRYPT_CAP_RSA_PKCS1},
+     kCrypt | kSig | CKF_VERIFY_RECOVER, ACCELCRYPT_PAD_PKCS1},
     {CKM_RSA_X_509, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN,
-     kCrypt | kSig | CKF_VERIFY_RECOVER, ACCELCRYPT_CAP_RSA_RAW},
+     kCrypt | kSig | CKF_VERIFY_RECOVER, ACCELCRYPT_PAD_NONE},
     {CKM_RSA_PKCS_PSS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig,
-     ACCELCRYPT_CAP_RSA_PSS},
+     ACCELCRYPT_PAD_PSS},
     {CKM_SHA1_RSA_PKCS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig,
-     ACCELCRYPT_CAP_RSA_PKCS1},
+     ACCELCRYPT_PAD_PKCS1},
     {CKM_SHA224_RSA_PKCS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig,
-     ACCELCRYPT_CAP_RSA_PKCS1},
+     ACCELCRYPT_PAD_PKCS1},
     {CKM_SHA256_RSA_PKCS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig,
-     ACCELCRYPT_CAP_RSA_PKCS1},
+     ACCELCRYPT_PAD_PKCS1},
     {CKM_SHA384_RSA_PKCS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig,
-     ACCELCRYPT_CAP_RSA_PKCS1},
+     ACCELCRYPT_PAD_PKCS1},
     {CKM_SHA512_RSA_PKCS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig,
-     ACCELCRYPT_CAP_RSA_PKCS1},
+     ACCELCRYPT_PAD_PKCS1},
     {CKM_SHA1_RSA_PKCS_PSS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig,
-     ACCELCRYPT_CAP_RSA_PSS},
+     ACCELCRYPT_PAD_PSS},
     {CKM_SHA224_RSA_PKCS_PSS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig,
-     ACCELCRYPT_CAP_RSA_PSS},
+     ACCELCRYPT_PAD_PSS},
     {CKM_SHA256_RSA_PKCS_PSS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig,
-     ACCELCRYPT_CAP_RSA_PSS},
+     ACCELCRYPT_PAD_PSS},
     {CKM_SHA384_RSA_PKCS_PSS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig,
-     ACCELCRYPT_CAP_RSA_PSS},
+     ACCELCRYPT_PAD_PSS},
     {CKM_SHA512_RSA_PKCS_PSS, Group::kRsa, ACCELCRYPT_ALG_RSA_SIGN, kSig,
-     ACCELCRYPT_CAP_RSA_PSS},
+     ACCELCRYPT_PAD_PSS},
     {CKM_RSA_PKCS_OAEP, Group::kRsa, ACCELCRYPT_ALG_RSA_CRYPT, kCrypt,
-     ACCELCRYPT_CAP_RSA_OAEP},
+     ACCELCRYPT_PAD_OAEP},
     {CKM_DSA_KEY_PAIR_GEN, Group::kDsaKeyGen, ACCELCRYPT_ALG_DSA_SIGN,
      CKF_GENERATE_KEY_PAIR},
     {CKM_DSA, Group::kDsa, ACCELCRYPT_ALG_DSA_SIGN, kSig},
@@ -193,7 +193,7 @@ class MechanismsImpl final : public Mechanisms {
         row->group == Group::kAesKeyGen || row->group == Group::kSecretKeyGen ||
         row->group == Group::kRsaKeyGen || row->group == Group::kDsaKeyGen;
     if (!keygen && row->alg != 0 &&
-        internal::FirstChoiceIsHardware(core_, row->alg)) {
+        core_.router().FirstIsHardware(row->alg)) {
       info.flags |= CKF_HW;
     }
     return info;
@@ -416,19 +416,13 @@ class MechanismsImpl final : public Mechanisms {
     }
   }
 
-  // KeyRange is the union of the declared key size ranges for `alg` over
-  // the backends that take key material (KEY_IMPORT).
+  // KeyRange is the union of the key sizes the routed backends taking key
+  // material offer for `alg` (the router answers).
   Range KeyRange(accelcrypt_alg alg) const {
+    const Router::KeyOffer offer = core_.router().OfferedKeys(alg);
     Range r;
-    for (const auto& backend : core_.registry().backends()) {
-      const accelcrypt_capability* cap = backend->Capability(alg);
-      if (cap == nullptr || (cap->flags & ACCELCRYPT_CAP_KEY_IMPORT) == 0) {
-        continue;
-      }
-      r.min = std::min<size_t>(r.min, cap->min_key_bits);
-      r.max = std::max<size_t>(r.max, cap->max_key_bits);
-    }
-    if (r.min > r.max) r.min = r.max = 0;
+    r.min = offer.min_bits;
+    r.max = offer.max_bits;
     return r;
   }
 

@@ -53,26 +53,15 @@ bool IsHardwareBackend(Core& core, std::string_view name) {
   return backend != nullptr && backend->hardware();
 }
 
-bool FirstChoiceIsHardware(Core& core, accelcrypt_alg alg) {
-  std::vector<std::string> candidates = core.router().Candidates(alg);
-  return !candidates.empty() && IsHardwareBackend(core, candidates.front());
-}
-
-absl::Status CheckOffered(Core& core, accelcrypt_alg alg, uint32_t flags,
+absl::Status CheckOffered(Core& core, accelcrypt_alg alg, uint32_t padding,
                           size_t bits) {
-  bool padding = false;
-  for (const auto& backend : core.registry().backends()) {
-    const accelcrypt_capability* cap = backend->Capability(alg);
-    const uint32_t need = flags | ACCELCRYPT_CAP_KEY_IMPORT;
-    if (cap == nullptr || (cap->flags & need) != need) continue;
-    padding = true;
-    if (bits == 0 || (bits >= cap->min_key_bits && bits <= cap->max_key_bits)) {
-      return absl::OkStatus();
-    }
-  }
-  if (!padding) {
+  const Router& router = core.router();
+  if (!router.OfferedKeys(alg, padding).offered) {
     return CkError(CKR_MECHANISM_INVALID,
                    "no backend offers this RSA/DSA operation");
+  }
+  if (bits == 0 || router.TakesKey(alg, padding, bits)) {
+    return absl::OkStatus();
   }
   return CkError(CKR_KEY_SIZE_RANGE,
                  absl::StrFormat("no backend offers this operation for "

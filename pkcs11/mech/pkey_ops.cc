@@ -165,7 +165,7 @@ class PkeyOp final : public OperationBase {
         : (kind_ == OpKind::kEncrypt || kind_ == OpKind::kDecrypt)
             ? ACCELCRYPT_ALG_RSA_CRYPT
             : ACCELCRYPT_ALG_RSA_SIGN;
-    return FirstChoiceIsHardware(core_, alg);
+    return core_.router().FirstIsHardware(alg);
   }
 
  private:
@@ -587,32 +587,32 @@ absl::StatusOr<std::unique_ptr<Operation>> NewRsaOperation(
   // The core operation each path ends in, so a missing capability is
   // refused here rather than looking like a bad signature later.
   accelcrypt_alg alg = ACCELCRYPT_ALG_RSA_SIGN;
-  uint32_t flag = ACCELCRYPT_CAP_RSA_PKCS1;
+  uint32_t padding = ACCELCRYPT_PAD_PKCS1;
   switch (scheme) {
     case Scheme::kPkcs1:
       if (kind == OpKind::kVerifyRecover) {
         alg = ACCELCRYPT_ALG_RSA_CRYPT;
-        flag = ACCELCRYPT_CAP_RSA_RAW;
+        padding = ACCELCRYPT_PAD_NONE;
       } else if (enc_kind) {
         alg = ACCELCRYPT_ALG_RSA_CRYPT;
       }
       break;
     case Scheme::kX509:
-      flag = ACCELCRYPT_CAP_RSA_RAW;
+      padding = ACCELCRYPT_PAD_NONE;
       if (kind != OpKind::kSign) alg = ACCELCRYPT_ALG_RSA_CRYPT;
       break;
     case Scheme::kPss:
-      flag = ACCELCRYPT_CAP_RSA_PSS;
+      padding = ACCELCRYPT_PAD_PSS;
       break;
     case Scheme::kOaep:
       alg = ACCELCRYPT_ALG_RSA_CRYPT;
-      flag = ACCELCRYPT_CAP_RSA_OAEP;
+      padding = ACCELCRYPT_PAD_OAEP;
       break;
     case Scheme::kDsa:
       break;
   }
   ACCELCRYPT_RETURN_IF_ERROR(
-      CheckOffered(core, alg, flag, key->material().bits()));
+      CheckOffered(core, alg, padding, key->material().bits()));
   return std::unique_ptr<Operation>(new PkeyOp(
       core, kind, scheme, std::move(key), params, std::move(digest), hash_len));
 }
@@ -637,7 +637,8 @@ absl::StatusOr<std::unique_ptr<Operation>> NewDsaOperation(
   }
   ACCELCRYPT_RETURN_IF_ERROR(CheckKeyClass(kind, *key));
   ACCELCRYPT_RETURN_IF_ERROR(
-      CheckOffered(core, ACCELCRYPT_ALG_DSA_SIGN, 0, key->material().bits()));
+      CheckOffered(core, ACCELCRYPT_ALG_DSA_SIGN, Router::kAnyPadding,
+                   key->material().bits()));
   PkeyParams params;
   std::unique_ptr<Digest> digest;
   if (hash_mech != 0) {

@@ -83,16 +83,14 @@ absl::Status TooSmall(size_t have, size_t need);
 
 // IsHardwareBackend is true when the registry's backend `name` is hardware.
 bool IsHardwareBackend(Core& core, std::string_view name);
-// FirstChoiceIsHardware is true when the router's first candidate for
-// `alg` is a hardware backend.
-bool FirstChoiceIsHardware(Core& core, accelcrypt_alg alg);
 
-// CheckOffered returns OK when some backend declares `alg` (RSA_SIGN,
-// RSA_CRYPT, DSA_SIGN) with every flag of `flags` (ACCELCRYPT_CAP_RSA_*)
-// for key material (KEY_IMPORT); with `bits` != 0 its key size range must
-// also hold `bits`. Otherwise CKR_MECHANISM_INVALID (nobody offers the
-// padding) or CKR_KEY_SIZE_RANGE (nobody offers it for this size).
-absl::Status CheckOffered(Core& core, accelcrypt_alg alg, uint32_t flags,
+// CheckOffered returns OK when a routed backend takes key material for
+// `alg` (RSA_SIGN, RSA_CRYPT, DSA_SIGN) with `padding` (ACCELCRYPT_PAD_*,
+// or Router::kAnyPadding) and, with `bits` != 0, keys of that size: the
+// router answers (Router::OfferedKeys, TakesKey). Otherwise
+// CKR_MECHANISM_INVALID (nobody offers the padding) or CKR_KEY_SIZE_RANGE
+// (nobody offers it for this size).
+absl::Status CheckOffered(Core& core, accelcrypt_alg alg, uint32_t padding,
                           size_t bits);
 
 // DigestAlgForMechanism maps CKM_SHA_1..CKM_SHA512 (and the HMAC, RSA and

@@ -793,5 +793,44 @@ TEST(RouterTest, RandomBytesFallBackAndDiffer) {
   EXPECT_EQ(StatsOf(*core, "failing", "RANDOM").fallbacks, 2u);
 }
 
+// The questions front ends ask instead of reading capability flags: which
+// RSA/DSA paddings and key sizes the routed backends taking key material
+// offer, and whether a hardware backend is routed first.
+TEST(RouterTest, FrontEndQueriesAnswerFromTheRoutes) {
+  ASSERT_OK_AND_ASSIGN(auto core, FailingCore({}));
+  const Router& router = core->router();
+  // software: RSA signatures PKCS#1/PSS/raw, RSA encryption PKCS#1/OAEP/raw,
+  // 1024..16384 bits; DSA 1024..3072.
+  Router::KeyOffer rsa = router.OfferedKeys(ACCELCRYPT_ALG_RSA_SIGN);
+  EXPECT_TRUE(rsa.offered);
+  EXPECT_EQ(rsa.min_bits, 1024u);
+  EXPECT_EQ(rsa.max_bits, 16384u);
+  EXPECT_TRUE(router.OfferedKeys(ACCELCRYPT_ALG_RSA_SIGN, ACCELCRYPT_PAD_PSS)
+                  .offered);
+  // OAEP is an encryption padding: no backend offers it for signatures.
+  EXPECT_FALSE(router.OfferedKeys(ACCELCRYPT_ALG_RSA_SIGN, ACCELCRYPT_PAD_OAEP)
+                   .offered);
+  EXPECT_TRUE(router.TakesKey(ACCELCRYPT_ALG_RSA_CRYPT, ACCELCRYPT_PAD_OAEP,
+                              2048));
+  EXPECT_FALSE(router.TakesKey(ACCELCRYPT_ALG_RSA_SIGN, ACCELCRYPT_PAD_PKCS1,
+                               512));
+  EXPECT_TRUE(router.TakesKey(ACCELCRYPT_ALG_DSA_SIGN, Router::kAnyPadding,
+                              2048));
+  EXPECT_FALSE(router.TakesKey(ACCELCRYPT_ALG_DSA_SIGN, Router::kAnyPadding,
+                               4096));
+  // A digest takes no key material.
+  EXPECT_FALSE(router.OfferedKeys(ACCELCRYPT_ALG_SHA256).offered);
+  // failing.so claims hardware and is routed first for AES and SHA.
+  EXPECT_TRUE(router.FirstIsHardware(ACCELCRYPT_ALG_SHA256));
+  EXPECT_FALSE(router.FirstIsHardware(ACCELCRYPT_ALG_RSA_SIGN));
+  ASSERT_OK_AND_ASSIGN(auto soft, FailingCore({{"backends", "software"}}));
+  EXPECT_FALSE(soft->router().FirstIsHardware(ACCELCRYPT_ALG_SHA256));
+  // A backend excluded by configuration is not asked.
+  ASSERT_OK_AND_ASSIGN(auto no_rsa, FailingCore({{"disable", "software"}}));
+  EXPECT_FALSE(no_rsa->router().OfferedKeys(ACCELCRYPT_ALG_RSA_SIGN).offered);
+  EXPECT_FALSE(no_rsa->router().TakesKey(ACCELCRYPT_ALG_RSA_SIGN,
+                                         ACCELCRYPT_PAD_PKCS1, 2048));
+}
+
 }  // namespace
 }  // namespace accelcrypt
