@@ -45,9 +45,9 @@ example_block() {
   sed -n '/^  example /,/^$/p' "$tmp/out" > "$tmp/block"
   [ -s "$tmp/block" ] || { cat "$tmp/out" >&2; fail "$1: example is not listed as loaded"; }
 }
-# toolchain CMD...: the compiler and CMake run without the sanitizer
-# runtime the ASan stage preloads into every test (compilers leak on
-# purpose); the programs under test keep it.
+# toolchain CMD...: the build tools (CMake, the compiler, pkg-config,
+# binutils) run without the sanitizer runtime the ASan stage preloads into
+# every test (compilers leak on purpose); the programs under test keep it.
 toolchain() {
   env -u LD_PRELOAD -u ASAN_OPTIONS -u LSAN_OPTIONS -u UBSAN_OPTIONS "$@"
 }
@@ -89,18 +89,18 @@ pass "dev component: $(wc -l < "$tmp/staged") files ($hdr, kit, $pc)"
 #    absolute paths re-rooted by the sysroot (as for any staged install).
 PKG_CONFIG_LIBDIR=$stage$(dirname "$pc")
 export PKG_CONFIG_LIBDIR PKG_CONFIG_SYSROOT_DIR=$stage
-cflags=$(pkg-config --cflags accelcrypt-backend) ||
+cflags=$(toolchain pkg-config --cflags accelcrypt-backend) ||
   fail "pkg-config cannot read the staged accelcrypt-backend.pc"
 include_dir=$stage$(dirname "$(dirname "$hdr")")
 cflags=$(echo "$cflags" | xargs)
 [ "$cflags" = "-I$include_dir" ] ||
   fail "pkg-config --cflags accelcrypt-backend gave '$cflags', expected -I$include_dir"
-backend_dir=$(pkg-config --variable=backenddir accelcrypt-backend)
+backend_dir=$(toolchain pkg-config --variable=backenddir accelcrypt-backend)
 case "$backend_dir" in
   "$stage"/*) ;;
   *) fail "backenddir '$backend_dir' is not under the staged root" ;;
 esac
-[ "$(pkg-config --variable=abi_version accelcrypt-backend)" = \
+[ "$(toolchain pkg-config --variable=abi_version accelcrypt-backend)" = \
   "$(sed -n 's/^#define ACCELCRYPT_ABI_VERSION \([0-9]*\)u\{0,1\}$/\1/p' "$stage$hdr")" ] ||
   fail "the .pc file's abi_version differs from the header's ACCELCRYPT_ABI_VERSION"
 
@@ -125,10 +125,10 @@ step "installing the example" cmake --install "$tmp/example-build"
 so=$backend_dir/example.so
 [ -f "$so" ] || fail "cmake --install did not put example.so into backenddir $backend_dir"
 # One exported symbol, and the load hints note naming the backend.
-exported=$(nm -D --defined-only "$so" | awk '{ print $NF }')
+exported=$(toolchain nm -D --defined-only "$so" | awk '{ print $NF }')
 [ "$exported" = accelcrypt_backend_entry ] ||
   fail "example.so exports more than accelcrypt_backend_entry: $exported"
-readelf -n "$so" > "$tmp/out"
+toolchain readelf -n "$so" > "$tmp/out"
 expect_out "^ +accelcrypt +0x" "load hints note"
 grep -qa 'name=example' "$so" || fail "load hints do not name the backend"
 # The fallback without pkg-config, and its error for a wrong directory.
