@@ -21,7 +21,15 @@
 namespace accelcrypt::testing {
 
 std::string VectorDir() { return ACCELCRYPT_TEST_VECTOR_DIR; }
-std::string BackendDir() { return ACCELCRYPT_TEST_BACKEND_DIR; }
+// ACCELCRYPT_TEST_EXTRA_BACKEND_DIR adds a directory of backends built
+// elsewhere (a third party's, the out-of-tree example's) after the build
+// tree's, so they join the registry-driven suites without test edits.
+std::string BackendDir() {
+  std::string dir = ACCELCRYPT_TEST_BACKEND_DIR;
+  const char* extra = std::getenv("ACCELCRYPT_TEST_EXTRA_BACKEND_DIR");
+  if (extra != nullptr && *extra != '\0') dir = dir + ":" + extra;
+  return dir;
+}
 std::string TestBackendDir() { return ACCELCRYPT_TEST_ONLY_BACKEND_DIR; }
 
 Config BuildTreeConfig(const std::map<std::string, std::string>& overrides) {

@@ -210,7 +210,7 @@ typedef struct accelcrypt_host {
   uint32_t struct_size;
   void *host_ctx;
   /* config_get returns the value of `key` in the backend's own config section
-   * (`[accelcrypt_backend_<name>]`, or `<name>.<key>`), else from the global
+   * (`[backend_<name>]`, or `<name>.<key>`), else from the global
    * section unless `key` is one of the core's own settings (`disable`,
    * `backends`, `policy`, ...), else NULL. The string stays valid until
    * teardown. Thread-safe. */

@@ -183,6 +183,18 @@ expect_rc 1 "$cli" selftest --backend-dir "$dir" --backend example --vectors "$t
 expect_out "^example +SHA2-256 +[0-9]+ +1 +[0-9]+ +FAIL" "a wrong digest is caught"
 pass "selftest: example passes $sha_n SHA2-256 and $ecb_n AES-128-ECB vectors ($summary); a corrupted vector fails it"
 
+# 5b. The registry-driven GoogleTest vector suites take it in as they take
+#     the tree's own backends: every vector file of its algorithms passes.
+suite=$build/bin/core_vector_suite_test
+[ -x "$suite" ] || fail "$suite not built"
+ACCELCRYPT_TEST_EXTRA_BACKEND_DIR=$dir "$suite" --gtest_list_tests > "$tmp/out" 2>&1 ||
+  { cat "$tmp/out" >&2; fail "listing the vector suites failed"; }
+expect_out "^  AllVectorFilesPass/example_SHA2_256" "digest vector suite has example/SHA2-256"
+expect_out "^  AllVectorFilesPass/example_AES_128_ECB" "cipher vector suite has example/AES-128-ECB"
+expect_rc 0 env ACCELCRYPT_TEST_EXTRA_BACKEND_DIR="$dir" "$suite" --gtest_filter='*example*'
+expect_out "^\[  PASSED  \] 2 tests" "both example suites ran and passed"
+pass "GoogleTest vector suites: example/SHA2-256 and example/AES-128-ECB pass"
+
 # 6. Its configuration section reaches it: `algorithms` changes what it
 #    offers, in a [backend_example] section and as example.algorithms.
 printf '[accelcrypt]\nbackend_dir = %s\n\n[backend_example]\nalgorithms = sha256\n' "$dir" > "$tmp/section.cnf"
