@@ -196,7 +196,9 @@ class AesBlockOp final : public OperationBase {
   uint64_t total_ = 0;
 };
 
-// AesCtrOp is CKM_AES_CTR with CK_AES_CTR_PARAMS (v2.40 2.8.7 / 2.11). The
+// AesCtrOp is CKM_AES_CTR with CK_AES_CTR_PARAMS (v2.40 2.8.7 / 2.11), and
+// with `unlimited` the other stream modes, CKM_AES_OFB and CKM_AES_CFB128
+// (v2.40 2.10: as many output bytes as input bytes, any length). The
 // core's CTR increments the whole 128-bit counter block (SP 800-38A
 // B.1 with m = 128); for ulCounterBits = m < 128 that is the same
 // keystream as long as the low m bits do not wrap, so a message needing
@@ -474,6 +476,28 @@ absl::StatusOr<std::unique_ptr<Operation>> NewAesOperation(
       if (!st.ok()) return Rv(st, CKR_MECHANISM_PARAM_INVALID);
       return std::unique_ptr<Operation>(new AesCtrOp(
           core, std::move(stream), encrypt, max_blocks, unlimited));
+    }
+    case CKM_AES_OFB:
+    case CKM_AES_CFB128: {
+      // v2.40 2.10: the parameter is the 16-byte IV.
+      const bool ofb = mechanism.mechanism == CKM_AES_OFB;
+      if (param == nullptr || param_len != kBlock) {
+        return ParamInvalid(ofb ? "AES-OFB needs a 16-byte IV"
+                                : "AES-CFB128 needs a 16-byte IV");
+      }
+      ACCELCRYPT_ASSIGN_OR_RETURN(
+          auto cipher,
+          RoutedCipher(core, AesAlg(ofb ? ACCELCRYPT_MODE_OFB
+                                        : ACCELCRYPT_MODE_CFB128,
+                                    key_len)));
+      auto stream = std::make_unique<CipherStream>(std::move(cipher));
+      stream->set_padding(false);
+      absl::Status st = stream->Init(encrypt, key.value(),
+                                     absl::MakeConstSpan(param, param_len));
+      if (!st.ok()) return Rv(st, CKR_MECHANISM_PARAM_INVALID);
+      return std::unique_ptr<Operation>(new AesCtrOp(
+          core, std::move(stream), encrypt, /*max_blocks=*/0,
+          /*unlimited=*/true));
     }
     case CKM_AES_GCM: {
       if (param == nullptr || param_len != sizeof(CK_GCM_PARAMS)) {

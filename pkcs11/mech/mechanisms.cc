@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "core/algorithms.h"
 #include "core/core.h"
 #include "core/status.h"
 #include "pkcs11/common/ck_error.h"
@@ -53,19 +54,14 @@ struct MechRow {
 constexpr CK_FLAGS kCrypt = CKF_ENCRYPT | CKF_DECRYPT;
 constexpr CK_FLAGS kSig = CKF_SIGN | CKF_VERIFY;
 
-constexpr MechRow kMechanisms[] = {
-    {CKM_AES_ECB, Group::kAes, ACCELCRYPT_ALG_AES_128_ECB, kCrypt},
-    {CKM_AES_CBC, Group::kAes, ACCELCRYPT_ALG_AES_128_CBC, kCrypt},
+// The mechanisms of PKCS#11's own making: padding variants, key generation,
+// HMAC, RSA and DSA with their hash combinations. The plain AES modes and
+// digests come from the core's identity table (AlgorithmInfo::ckm), so a
+// mode or digest the core gains is offered here without an edit.
+constexpr MechRow kModuleMechanisms[] = {
     {CKM_AES_CBC_PAD, Group::kAes, ACCELCRYPT_ALG_AES_128_CBC, kCrypt},
-    {CKM_AES_CTR, Group::kAes, ACCELCRYPT_ALG_AES_128_CTR, kCrypt},
-    {CKM_AES_GCM, Group::kAes, ACCELCRYPT_ALG_AES_128_GCM, kCrypt},
     {CKM_AES_KEY_GEN, Group::kAesKeyGen, ACCELCRYPT_ALG_AES_128_ECB,
      CKF_GENERATE},
-    {CKM_SHA_1, Group::kDigest, ACCELCRYPT_ALG_SHA1, CKF_DIGEST},
-    {CKM_SHA224, Group::kDigest, ACCELCRYPT_ALG_SHA224, CKF_DIGEST},
-    {CKM_SHA256, Group::kDigest, ACCELCRYPT_ALG_SHA256, CKF_DIGEST},
-    {CKM_SHA384, Group::kDigest, ACCELCRYPT_ALG_SHA384, CKF_DIGEST},
-    {CKM_SHA512, Group::kDigest, ACCELCRYPT_ALG_SHA512, CKF_DIGEST},
     {CKM_SHA_1_HMAC, Group::kHmac, ACCELCRYPT_ALG_SHA1, kSig},
     {CKM_SHA224_HMAC, Group::kHmac, ACCELCRYPT_ALG_SHA224, kSig},
     {CKM_SHA256_HMAC, Group::kHmac, ACCELCRYPT_ALG_SHA256, kSig},
@@ -112,8 +108,31 @@ constexpr MechRow kMechanisms[] = {
     {CKM_DSA_SHA512, Group::kDsa, ACCELCRYPT_ALG_DSA_SIGN, kSig},
 };
 
+// Rows returns the module's mechanism table: the identity table's AES
+// modes (one row per mode, keyed by its 128-bit algorithm; Available and
+// the operation pick the key size) and digests, then kModuleMechanisms.
+// (A plain static: the module can be unloaded, and a heap object reached
+// only from its static storage would then be lost.)
+const std::vector<MechRow>& Rows() {
+  static const std::vector<MechRow> rows = [] {
+    std::vector<MechRow> out;
+    for (const AlgorithmInfo& alg : AllAlgorithms()) {
+      if (alg.ckm == 0) continue;
+      if (alg.family == Family::kCipher && alg.key_len == 16) {
+        out.push_back({alg.ckm, Group::kAes, alg.id, kCrypt});
+      } else if (alg.family == Family::kDigest) {
+        out.push_back({alg.ckm, Group::kDigest, alg.id, CKF_DIGEST});
+      }
+    }
+    out.insert(out.end(), std::begin(kModuleMechanisms),
+               std::end(kModuleMechanisms));
+    return out;
+  }();
+  return rows;
+}
+
 const MechRow* FindRow(CK_MECHANISM_TYPE type) {
-  for (const MechRow& row : kMechanisms) {
+  for (const MechRow& row : Rows()) {
     if (row.type == type) return &row;
   }
   return nullptr;
@@ -141,7 +160,7 @@ class MechanismsImpl final : public Mechanisms {
 
   std::vector<CK_MECHANISM_TYPE> List() const override {
     std::vector<CK_MECHANISM_TYPE> out;
-    for (const MechRow& row : kMechanisms) {
+    for (const MechRow& row : Rows()) {
       if (Available(row)) out.push_back(row.type);
     }
     return out;

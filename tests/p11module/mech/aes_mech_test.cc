@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // AES mechanisms of the module's crypto engine against NIST vectors
 // (SP 800-38A via AESAVS, GCMVS) and their PKCS#11 error rules.
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "core/algorithms.h"
 #include "tests/p11module/mech/mech_test_util.h"
 
 namespace accelcrypt::p11::testing {
@@ -56,6 +58,51 @@ TEST_F(AesMechTest, CbcVectors) {
        {"aes/CBCMMT128.rsp", "aes/CBCMMT192.rsp", "aes/CBCMMT256.rsp",
         "aes/CBCGFSbox256.rsp", "aes/CBCKeySbox128.rsp"}) {
     RunFile(f, CKM_AES_CBC);
+  }
+}
+
+// CKM_AES_CFB128 and CKM_AES_OFB come from the core's identity table
+// (AlgorithmInfo::ckm): AESAVS vectors at every key size, one-shot and in
+// 7-byte pieces (stream modes: any length).
+TEST_F(AesMechTest, Cfb128AndOfbVectors) {
+  for (const char* f :
+       {"aes/CFB128MMT128.rsp", "aes/CFB128MMT192.rsp", "aes/CFB128MMT256.rsp",
+        "aes/CFB128GFSbox128.rsp", "aes/CFB128VarKey256.rsp"}) {
+    RunFile(f, CKM_AES_CFB128);
+  }
+  for (const char* f :
+       {"aes/OFBMMT128.rsp", "aes/OFBMMT192.rsp", "aes/OFBMMT256.rsp",
+        "aes/OFBGFSbox128.rsp", "aes/OFBVarKey256.rsp"}) {
+    RunFile(f, CKM_AES_OFB);
+  }
+}
+
+TEST_F(AesMechTest, Cfb128AndOfbNeedA16ByteIv) {
+  auto k = SecretKeyOf(CKK_AES, Bytes(16, 0x11));
+  ASSERT_NE(k, nullptr);
+  uint8_t iv[17] = {};
+  for (CK_MECHANISM_TYPE m : {CKM_AES_CFB128, CKM_AES_OFB}) {
+    EXPECT_EQ(InitRv(OpKind::kEncrypt, m, iv, 15, k),
+              CKR_MECHANISM_PARAM_INVALID);
+    EXPECT_EQ(InitRv(OpKind::kEncrypt, m, iv, 17, k),
+              CKR_MECHANISM_PARAM_INVALID);
+    EXPECT_EQ(InitRv(OpKind::kDecrypt, m, nullptr, 0, k),
+              CKR_MECHANISM_PARAM_INVALID);
+    EXPECT_EQ(InitRv(OpKind::kSign, m, iv, 16, k), CKR_MECHANISM_INVALID);
+  }
+}
+
+// The module lists every mechanism of the identity table whose algorithm
+// some backend serves: a mode or digest the core gains needs no edit here.
+TEST_F(AesMechTest, EveryIdentityTableMechanismIsListed) {
+  const std::vector<CK_MECHANISM_TYPE> listed = mech_->List();
+  for (const AlgorithmInfo& alg : AllAlgorithms()) {
+    if (alg.ckm == 0 || !core_->router().Supports(alg.id)) continue;
+    if (alg.family != Family::kCipher && alg.family != Family::kDigest) {
+      continue;
+    }
+    EXPECT_NE(std::find(listed.begin(), listed.end(), alg.ckm), listed.end())
+        << alg.name << " (CKM 0x" << std::hex << alg.ckm << ") not listed";
   }
 }
 
