@@ -189,11 +189,15 @@ absl::StatusOr<long long> Config::GetInt(std::string_view key,
 }
 
 std::vector<std::string> Config::GetList(std::string_view key) const {
-  std::vector<std::string> out;
   auto v = Get(key);
-  if (!v.has_value()) return out;
-  for (absl::string_view part :
-       absl::StrSplit(*v, absl::ByAnyChar(", \t"), absl::SkipEmpty())) {
+  if (!v.has_value()) return {};
+  return SplitList(*v);
+}
+
+std::vector<std::string> Config::SplitList(std::string_view value) {
+  std::vector<std::string> out;
+  for (absl::string_view part : absl::StrSplit(
+           AsAbsl(value), absl::ByAnyChar(", \t"), absl::SkipEmpty())) {
     out.emplace_back(part);
   }
   return out;

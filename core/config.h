@@ -85,6 +85,8 @@ class Config {
                                    long long fallback) const;
   // GetList splits a comma/space separated value.
   std::vector<std::string> GetList(std::string_view key) const;
+  // SplitList splits `value` as GetList splits a key's value.
+  static std::vector<std::string> SplitList(std::string_view value);
   // Merge copies every key of `other` over this one.
   void Merge(const Config& other);
 

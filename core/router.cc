@@ -18,6 +18,7 @@
 #include "core/calibration.h"
 #include "core/config_keys.h"
 #include "core/routing/internal.h"
+#include "core/routing/options.h"
 #include "core/status.h"
 
 namespace accelcrypt {
@@ -25,25 +26,6 @@ namespace {
 
 using routing::NoBackend;
 using routing::NowNs;
-
-// Public-key families (RSA, DSA).
-
-// PkeyRoutes collects `route.rsa-<bits>` and `route.dsa-<bits>` overrides,
-// keyed "rsa-2048".
-std::map<std::string, std::string, std::less<>> PkeyRoutes(
-    const Config& config) {
-  std::map<std::string, std::string, std::less<>> out;
-  for (const auto& [raw_key, value] : config.values()) {
-    std::string key = absl::AsciiStrToLower(raw_key);
-    absl::string_view rest = key;
-    if (!absl::ConsumePrefix(&rest, "route.")) continue;
-    if (!IsSizedPkeyRouteName(std::string_view(rest.data(), rest.size()))) {
-      continue;
-    }
-    out.emplace(std::string(rest), value);
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -63,55 +45,27 @@ bool BackendGuard::Inside(const Backend* backend) {
 
 absl::StatusOr<std::unique_ptr<Router>> Router::Create(
     const Registry* registry, const Config& config, Stats* stats) {
+  ACCELCRYPT_ASSIGN_OR_RETURN(RouterOptions options,
+                              RouterOptions::FromConfig(config));
+  return Create(registry, options, stats);
+}
+
+absl::StatusOr<std::unique_ptr<Router>> Router::Create(
+    const Registry* registry, const RouterOptions& options, Stats* stats) {
   std::unique_ptr<Router> router(new Router());
   router->registry_ = registry;
   router->stats_ = stats;
-  std::string policy = config.GetOr("policy", "auto");
-  if (policy != "auto" && policy != "priority" && policy != "fastest") {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "accelcrypt config: policy = %s is not supported (use auto, priority "
-        "or fastest)",
-        policy));
-  }
-  router->policy_ = policy;
-  ACCELCRYPT_ASSIGN_OR_RETURN(long long margin,
-                              config.GetInt("route_margin_pct", 3));
-  if (margin < 0 || margin > 100) {
-    return absl::InvalidArgumentError(
-        "accelcrypt config: route_margin_pct must be 0..100");
-  }
-  router->margin_pct_ = static_cast<uint64_t>(margin);
-  ACCELCRYPT_ASSIGN_OR_RETURN(long long threshold,
-                              config.GetInt("breaker_threshold", 5));
-  ACCELCRYPT_ASSIGN_OR_RETURN(long long cooldown_ms,
-                              config.GetInt("breaker_cooldown_ms", 1000));
-  ACCELCRYPT_ASSIGN_OR_RETURN(long long replay,
-                              config.GetInt("replay_max", 1024));
-  if (threshold < 1 || cooldown_ms < 0 || replay < 0) {
-    return absl::InvalidArgumentError(
-        "accelcrypt config: breaker_threshold must be >= 1, "
-        "breaker_cooldown_ms and replay_max >= 0");
-  }
-  router->breaker_threshold_ = static_cast<uint64_t>(threshold);
-  router->breaker_cooldown_ns_ = static_cast<uint64_t>(cooldown_ms) * 1000000ull;
-  router->replay_max_ = static_cast<size_t>(replay);
-  router->pkey_routes_ = PkeyRoutes(config);
-  ACCELCRYPT_ASSIGN_OR_RETURN(long long offload_min,
-                              config.GetInt("offload_min_bits", 0));
-  ACCELCRYPT_ASSIGN_OR_RETURN(
-      long long rsa_offload_min,
-      config.GetInt("rsa_offload_min_bits", offload_min));
-  ACCELCRYPT_ASSIGN_OR_RETURN(
-      long long dsa_offload_min,
-      config.GetInt("dsa_offload_min_bits", offload_min));
-  if (offload_min < 0 || rsa_offload_min < 0 || dsa_offload_min < 0) {
-    return absl::InvalidArgumentError(
-        "accelcrypt config: offload_min_bits, rsa_offload_min_bits and "
-        "dsa_offload_min_bits must be >= 0");
-  }
-  router->rsa_offload_min_bits_ = static_cast<size_t>(rsa_offload_min);
-  router->dsa_offload_min_bits_ = static_cast<size_t>(dsa_offload_min);
+  router->policy_ = options.policy;
+  router->margin_pct_ = options.margin_pct;
+  router->breaker_threshold_ = options.breaker_threshold;
+  router->breaker_cooldown_ns_ = options.breaker_cooldown_ms * 1000000ull;
+  router->replay_max_ = options.replay_max;
+  router->pkey_routes_ = options.pkey_routes;
+  router->rsa_offload_min_bits_ = options.rsa_offload_min_bits;
+  router->dsa_offload_min_bits_ = options.dsa_offload_min_bits;
+  std::vector<const Backend*> backends;
   for (const auto& backend : registry->backends()) {
+    backends.push_back(backend.get());
     auto slot = std::make_unique<Slot>();
     slot->backend = backend.get();
     slot->stats_slot = stats->RegisterBackend(backend->name());
@@ -129,43 +83,12 @@ absl::StatusOr<std::unique_ptr<Router>> Router::Create(
     }
     router->slots_.push_back(std::move(slot));
   }
+  router->routes_ = BuildRoutes(backends, options);
   router->configured_.assign(AllAlgorithms().size(), false);
   for (const AlgorithmInfo& alg : AllAlgorithms()) {
-    std::vector<size_t> order;
-    std::string key = absl::StrFormat("route.%s", alg.key);
-    std::optional<std::string> route = config.Get(key);
-    bool exclusive = false;
-    if (route.has_value()) {
-      router->configured_[alg.index] = true;
-      absl::string_view value = *route;
-      exclusive = absl::ConsumePrefix(&value, "only:");
-      Config tmp;
-      tmp.Set("v", AsStd(value));
-      for (const std::string& name : tmp.GetList("v")) {
-        bool found = false;
-        for (size_t i = 0; i < router->slots_.size(); ++i) {
-          if (router->slots_[i]->backend->name() == name) {
-            found = true;
-            if (router->slots_[i]->backend->Capability(alg.id) != nullptr &&
-                std::find(order.begin(), order.end(), i) == order.end()) {
-              order.push_back(i);
-            }
-          }
-        }
-        (void)found;  // A route may name a backend absent on this machine.
-      }
-    }
-    if (!exclusive) {
-      for (size_t i = 0; i < router->slots_.size(); ++i) {
-        if (router->slots_[i]->backend->Capability(alg.id) != nullptr &&
-            std::find(order.begin(), order.end(), i) == order.end()) {
-          order.push_back(i);
-        }
-      }
-    }
-    router->routes_.push_back(std::move(order));
+    router->configured_[alg.index] = options.routes[alg.index].has_value();
   }
-  router->LoadCalibration(config);
+  router->LoadCalibration(options.calibration_file);
   // The route's first backend's direct digest, per algorithm, read once:
   // registration (which alone disables algorithms) is over, and the
   // calibration that size-routes an algorithm is loaded.

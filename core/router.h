@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,11 +43,17 @@ namespace accelcrypt {
 // Objects it returns count ops/bytes in Stats and report backend(). The
 // router is thread-safe and outlives every object it returns.
 struct Calibration;
+struct RouterOptions;
 
 class Router {
  public:
+  // Create parses the routing settings of `config` (RouterOptions::
+  // FromConfig, core/routing/options.h) and builds the router over the
+  // registry's backends.
   static absl::StatusOr<std::unique_ptr<Router>> Create(
       const Registry* registry, const Config& config, Stats* stats);
+  static absl::StatusOr<std::unique_ptr<Router>> Create(
+      const Registry* registry, const RouterOptions& options, Stats* stats);
   ~Router();
 
   // Supports is true when some backend declares `alg`.
@@ -285,7 +292,7 @@ class Router {
   // LoadCalibration reads the calibration for policy = fastest
   // (core/router_fastest.cc); a missing or foreign file leaves priority
   // routing in place and says so in notes().
-  void LoadCalibration(const Config& config);
+  void LoadCalibration(const std::optional<std::string>& calibration_file);
   // OrderUngated/PkeyOrderUngated are Order/PkeyOrder before the
   // self-test gate.
   void OrderUngated(const AlgorithmInfo& alg, SlotList* out) const;

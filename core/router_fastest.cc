@@ -32,7 +32,8 @@ absl::StatusOr<std::pair<Calibration, std::string>> FirstFound(
 
 }  // namespace
 
-void Router::LoadCalibration(const Config& config) {
+void Router::LoadCalibration(
+    const std::optional<std::string>& calibration_file) {
   const size_t n_algs = AllAlgorithms().size();
   size_routes_.assign(n_algs, {});
   size_routed_.assign(n_algs, false);
@@ -54,9 +55,9 @@ void Router::LoadCalibration(const Config& config) {
     }
   }
   if (policy_ == "priority") return;
-  const std::optional<std::string> configured = config.Get("calibration_file");
   const std::vector<std::string> paths =
-      configured.has_value() ? std::vector<std::string>{*configured}
+      calibration_file.has_value()
+          ? std::vector<std::string>{*calibration_file}
                              : CalibrationSearchPath();
   const std::string uncalibrated =
       policy_ == "auto"
