@@ -496,7 +496,12 @@ absl::Status PkeyPkcs11Client::EncryptFramework(
   std::vector<uint8_t> em(k, 0);
   absl::Status encoded =
       RsaesEncode(libctx_, params, in, in_len, absl::MakeSpan(em));
-  if (!encoded.ok()) return encoded;
+  if (!encoded.ok()) {
+    // The plaintext may already be in `em` (OAEP fails after copying it,
+    // at the seed or MGF1).
+    OPENSSL_cleanse(em.data(), em.size());
+    return encoded;
+  }
   absl::Status st = RawPublic(em.data(), k, out);
   OPENSSL_cleanse(em.data(), em.size());
   if (st.ok()) *out_len = k;
