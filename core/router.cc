@@ -188,6 +188,16 @@ bool Router::FirstIsHardware(accelcrypt_alg alg) const {
   return false;
 }
 
+const Backend* Router::backend_at(size_t slot) const {
+  return slot < slots_.size() ? slots_[slot]->backend : nullptr;
+}
+
+std::string Router::PreferredBackend(const AlgorithmInfo& alg, uint64_t size,
+                                     bool decrypt) const {
+  const Slot* slot = Preferred(alg, size, decrypt);
+  return slot != nullptr ? std::string(slot->backend->name()) : "";
+}
+
 std::array<size_t, 4> Router::SelfTestCounts() const {
   std::array<size_t, 4> counts = {0, 0, 0, 0};
   for (size_t i = 0; i < slots_.size(); ++i) {

@@ -44,6 +44,9 @@ namespace accelcrypt {
 // router is thread-safe and outlives every object it returns.
 struct Calibration;
 struct RouterOptions;
+namespace routing {
+struct Access;
+}  // namespace routing
 
 class Router {
  public:
@@ -160,48 +163,20 @@ class Router {
   // SelfTestAll runs every pending test now (`accelcrypt list --selftest`,
   // `accelcrypt calibrate`).
   void SelfTestAll();
+  // SelfTestStateOf: `slot` indexes the registry's backends (priority
+  // order), as backend_at does.
   SelfTestState SelfTestStateOf(size_t slot, const AlgorithmInfo& alg) const;
+  size_t num_backends() const { return slots_.size(); }
+  const Backend* backend_at(size_t slot) const;
   // SelfTestEvents lists the tests run at first use that failed, as
   // LoadEvents (backend, algorithm, reason).
   std::vector<LoadEvent> SelfTestEvents() const;
 
-  // Internal interface for the routed objects (core/internal only).
-  struct Slot;
-  // Candidate lists live inline: choosing a route allocates nothing.
-  using SlotList = absl::InlinedVector<Slot*, 8>;
-  Slot* slot(size_t i) const { return slots_[i].get(); }
-  size_t num_slots() const { return slots_.size(); }
-  // Order returns the candidate slots for `alg`, skipping backends whose
-  // breaker is open (unless every one is) and the backend this thread is
-  // currently inside.
-  void Order(const AlgorithmInfo& alg, SlotList* out) const;
-  // PkeyOrder lists the candidate slots for `alg` with a key of `key_bits`
-  // (`from_uri`: the key is a token reference), in routing order, skipping
-  // open breakers as Order does. For PublicKeyOps and `accelcrypt list`.
-  // `public_op`: the operation uses only the public key (verify, encrypt).
-  // With a calibration covering the family's operation ("rsa/sign",
-  // "rsa/verify", ...; policy auto or fastest), the backend measured
-  // fastest for the key's bits comes first (a configured per-size route
-  // keeps precedence). Without one, under policy auto or fastest, a public
-  // operation on key material runs on CPU backends first (not offload or
-  // hardware ones) unless `route.rsa`/`route.rsa-crypt`/`route.dsa` is
-  // configured: a token verifies far slower than the CPU, and nothing
-  // secret needs it. A key smaller than the family's `offload_min_bits`
-  // skips offload backends (CAP_OFFLOAD or CAP_HARDWARE) unless a per-size
-  // route names them, the key is a token reference, or no other backend
-  // takes it.
-  void PkeyOrder(const AlgorithmInfo& alg, size_t key_bits, bool from_uri,
-                 SlotList* out, bool public_op = false) const;
-  // OrderFor is Order with, when a calibration routes `alg` by size, the
-  // backend chosen for `size`-byte inputs (`decrypt`: the decryption
-  // entry) moved to the front.
-  void OrderFor(const AlgorithmInfo& alg, uint64_t size, SlotList* out,
-                bool decrypt = false) const;
-  // Preferred returns, when a calibration routes `alg` by size, the usable
-  // slot chosen for inputs of `size` bytes (encryption, or decryption with
-  // `decrypt`; digests use the first); nullptr otherwise.
-  Slot* Preferred(const AlgorithmInfo& alg, uint64_t size,
-                  bool decrypt = false) const;
+  // PreferredBackend names the backend Preferred (below) chooses for
+  // `size`-byte inputs when a calibration routes `alg` by size; "" when it
+  // does not. For tests and `accelcrypt list`.
+  std::string PreferredBackend(const AlgorithmInfo& alg, uint64_t size,
+                               bool decrypt = false) const;
   // SizeRouted is true when Preferred can answer for `alg`: the
   // calibration chose different backends for different sizes or
   // directions. (Where it chose one backend throughout, that backend is
@@ -263,6 +238,46 @@ class Router {
   uint64_t ReplayedBytes() const {
     return replay_bytes_.load(std::memory_order_relaxed);
   }
+
+ private:
+  friend struct routing::Access;
+  // The routed objects' interface (core/routing/, through routing::Access).
+  struct Slot;
+  // Candidate lists live inline: choosing a route allocates nothing.
+  using SlotList = absl::InlinedVector<Slot*, 8>;
+  Slot* slot(size_t i) const { return slots_[i].get(); }
+  size_t num_slots() const { return slots_.size(); }
+  // Order returns the candidate slots for `alg`, skipping backends whose
+  // breaker is open (unless every one is) and the backend this thread is
+  // currently inside.
+  void Order(const AlgorithmInfo& alg, SlotList* out) const;
+  // PkeyOrder lists the candidate slots for `alg` with a key of `key_bits`
+  // (`from_uri`: the key is a token reference), in routing order, skipping
+  // open breakers as Order does. For PublicKeyOps and `accelcrypt list`.
+  // `public_op`: the operation uses only the public key (verify, encrypt).
+  // With a calibration covering the family's operation ("rsa/sign",
+  // "rsa/verify", ...; policy auto or fastest), the backend measured
+  // fastest for the key's bits comes first (a configured per-size route
+  // keeps precedence). Without one, under policy auto or fastest, a public
+  // operation on key material runs on CPU backends first (not offload or
+  // hardware ones) unless `route.rsa`/`route.rsa-crypt`/`route.dsa` is
+  // configured: a token verifies far slower than the CPU, and nothing
+  // secret needs it. A key smaller than the family's `offload_min_bits`
+  // skips offload backends (CAP_OFFLOAD or CAP_HARDWARE) unless a per-size
+  // route names them, the key is a token reference, or no other backend
+  // takes it.
+  void PkeyOrder(const AlgorithmInfo& alg, size_t key_bits, bool from_uri,
+                 SlotList* out, bool public_op = false) const;
+  // OrderFor is Order with, when a calibration routes `alg` by size, the
+  // backend chosen for `size`-byte inputs (`decrypt`: the decryption
+  // entry) moved to the front.
+  void OrderFor(const AlgorithmInfo& alg, uint64_t size, SlotList* out,
+                bool decrypt = false) const;
+  // Preferred returns, when a calibration routes `alg` by size, the usable
+  // slot chosen for inputs of `size` bytes (encryption, or decryption with
+  // `decrypt`; digests use the first); nullptr otherwise.
+  Slot* Preferred(const AlgorithmInfo& alg, uint64_t size,
+                  bool decrypt = false) const;
   void CountReplay(uint64_t n) {
     replay_bytes_.fetch_add(n, std::memory_order_relaxed);
   }
@@ -270,8 +285,6 @@ class Router {
   void RecordDeviceError(Slot* slot, const AlgorithmInfo& alg);
   Stats* stats() const { return stats_; }
   const Registry* registry() const { return registry_; }
-
- private:
   Router() = default;
   // RunOneShot tries `fn` on each candidate (OrderFor n_bytes) until one
   // succeeds or fails with a caller error.

@@ -58,6 +58,43 @@ inline absl::Status NoBackend(const AlgorithmInfo& info,
   return last;
 }
 
+// Access is the routed objects' way into the router's internal interface
+// (private in core/router.h: candidate orders, slots, the breaker's
+// bookkeeping), so that no front end reaches it.
+struct Access {
+  using Slot = Router::Slot;
+  using SlotList = Router::SlotList;
+  static Slot* slot(const Router* r, size_t i) { return r->slot(i); }
+  static size_t num_slots(const Router* r) { return r->num_slots(); }
+  static void Order(const Router* r, const AlgorithmInfo& alg,
+                    SlotList* out) {
+    r->Order(alg, out);
+  }
+  static void PkeyOrder(const Router* r, const AlgorithmInfo& alg,
+                        size_t key_bits, bool from_uri, SlotList* out,
+                        bool public_op = false) {
+    r->PkeyOrder(alg, key_bits, from_uri, out, public_op);
+  }
+  static void OrderFor(const Router* r, const AlgorithmInfo& alg,
+                       uint64_t size, SlotList* out, bool decrypt = false) {
+    r->OrderFor(alg, size, out, decrypt);
+  }
+  static Slot* Preferred(const Router* r, const AlgorithmInfo& alg,
+                         uint64_t size, bool decrypt = false) {
+    return r->Preferred(alg, size, decrypt);
+  }
+  static void CountReplay(Router* r, uint64_t n) { r->CountReplay(n); }
+  static void RecordSuccess(Router* r, Slot* slot) { r->RecordSuccess(slot); }
+  static void RecordDeviceError(Router* r, Slot* slot,
+                                const AlgorithmInfo& alg) {
+    r->RecordDeviceError(slot, alg);
+  }
+  static Stats* stats(const Router* r) { return r->stats(); }
+  static const Registry* registry(const Router* r) { return r->registry(); }
+};
+using Slot = Access::Slot;
+using SlotList = Access::SlotList;
+
 // Inside runs `fn` with the thread marked as inside `backend`.
 template <typename Fn>
 auto Inside(const Backend* backend, Fn&& fn) {
@@ -79,17 +116,17 @@ inline bool NextMayServe(const absl::Status& st) {
 // returned at once; NoBackend when all failed.
 template <typename Create>
 auto OpenOnFirst(Router* router, const AlgorithmInfo& info,
-                 const Router::SlotList& candidates, size_t from,
+                 const SlotList& candidates, size_t from,
                  Create&& create)
     -> absl::StatusOr<std::pair<
         size_t, typename decltype(create(candidates[0]))::value_type>> {
   absl::Status last;
   for (size_t i = from; i < candidates.size(); ++i) {
-    Router::Slot* slot = candidates[i];
+    Slot* slot = candidates[i];
     auto created = Inside(slot->backend, [&] { return create(slot); });
     if (created.ok()) return std::make_pair(i, *std::move(created));
     last = created.status();
-    if (IsDeviceError(last)) router->RecordDeviceError(slot, info);
+    if (IsDeviceError(last)) Access::RecordDeviceError(router, slot, info);
     if (!NextMayServe(last)) return last;
   }
   return NoBackend(info, last);
@@ -97,7 +134,7 @@ auto OpenOnFirst(Router* router, const AlgorithmInfo& info,
 
 // RunsOnCpu is true when `slot` declares ACCELCRYPT_CAP_CPU for `info`: its
 // updates have no device errors, so nothing is kept to replay them.
-inline bool RunsOnCpu(const Router::Slot* slot, const AlgorithmInfo& info) {
+inline bool RunsOnCpu(const Slot* slot, const AlgorithmInfo& info) {
   const accelcrypt_capability* cap = slot->backend->Capability(info.id);
   return cap != nullptr && (cap->flags & ACCELCRYPT_CAP_CPU) != 0;
 }
@@ -105,10 +142,10 @@ inline bool RunsOnCpu(const Router::Slot* slot, const AlgorithmInfo& info) {
 // OpenRoutedCipher / OpenRoutedDigest create the object on the first
 // candidate of `order` that works.
 absl::StatusOr<std::unique_ptr<Cipher>> OpenRoutedCipher(
-    Router* router, const AlgorithmInfo& info, Router::SlotList order,
+    Router* router, const AlgorithmInfo& info, SlotList order,
     size_t replay_max);
 absl::StatusOr<std::unique_ptr<Digest>> OpenRoutedDigest(
-    Router* router, const AlgorithmInfo& info, Router::SlotList order,
+    Router* router, const AlgorithmInfo& info, SlotList order,
     size_t replay_max);
 // NewRoutedPublicKeyOps serves `key` through the router's per-operation
 // order (Router::PkeyOrder).

@@ -32,7 +32,7 @@ namespace {
 class RoutedCipher final : public Cipher {
  public:
   RoutedCipher(Router* router, const AlgorithmInfo& info,
-               Router::SlotList candidates, size_t replay_max)
+               SlotList candidates, size_t replay_max)
       : router_(router),
         info_(info),
         candidates_(std::move(candidates)),
@@ -48,15 +48,15 @@ class RoutedCipher final : public Cipher {
   absl::Status Open(size_t from) {
     auto opened = OpenOnFirst(
         router_, info_, candidates_, from,
-        [&](Router::Slot* slot) { return slot->backend->NewCipher(info_.id); });
+        [&](Slot* slot) { return slot->backend->NewCipher(info_.id); });
     if (!opened.ok()) return opened.status();
     current_ = opened->first;
     impl_ = std::move(opened->second);
     raw_ = RawView(*impl_);
-    Router::Slot* slot = candidates_[current_];
+    Slot* slot = candidates_[current_];
     current_backend_ = slot->backend;
     cpu_ = RunsOnCpu(slot, info_);
-    counter_ = &router_->stats()->Cell(slot->stats_slot, info_);
+    counter_ = &Access::stats(router_)->Cell(slot->stats_slot, info_);
     return absl::OkStatus();
   }
 
@@ -94,7 +94,7 @@ class RoutedCipher final : public Cipher {
     absl::Status st = Call([&] { return impl_->Init(encrypt, key, iv); });
     if (st.ok()) {
       counter_->Add(0);
-      router_->RecordSuccess(candidates_[current_]);
+      Access::RecordSuccess(router_, candidates_[current_]);
     } else {
       if (!IsDeviceError(st)) return st;
       // MoveOn re-runs Init on the next backend (and counts the op there).
@@ -274,7 +274,7 @@ class RoutedCipher final : public Cipher {
   void Error(const absl::Status& st) {
     FlushBytes();
     counter_->errors.fetch_add(1, std::memory_order_relaxed);
-    router_->RecordDeviceError(candidates_[current_], info_);
+    Access::RecordDeviceError(router_, candidates_[current_], info_);
   }
 
   // MoveOn opens the next candidate after a device error and re-initialises
@@ -315,7 +315,7 @@ class RoutedCipher final : public Cipher {
   // already fed is replayed; if the switch fails the operation stays where
   // it was.
   void MaybeSwitch(uint64_t size) {
-    Router::Slot* want = router_->Preferred(info_, size, !encrypt_);
+    Slot* want = Access::Preferred(router_, info_, size, !encrypt_);
     if (want == nullptr || want == candidates_[current_]) return;
     if (started_ && (info_.mode != CipherMode::kGcm || !replay_ok_)) return;
     size_t target = candidates_.size();
@@ -366,7 +366,7 @@ class RoutedCipher final : public Cipher {
       return;
     }
     log->insert(log->end(), data.begin(), data.end());
-    router_->CountReplay(data.size());
+    Access::CountReplay(router_, data.size());
   }
 
   void ClearReplay() {
@@ -437,7 +437,7 @@ class RoutedCipher final : public Cipher {
 
   Router* router_;
   const AlgorithmInfo& info_;
-  Router::SlotList candidates_;
+  SlotList candidates_;
   size_t current_ = 0;
   std::unique_ptr<Cipher> impl_;
   RawCipherView raw_;
@@ -462,7 +462,7 @@ class RoutedCipher final : public Cipher {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Cipher>> OpenRoutedCipher(
-    Router* router, const AlgorithmInfo& info, Router::SlotList order,
+    Router* router, const AlgorithmInfo& info, SlotList order,
     size_t replay_max) {
   auto cipher = std::make_unique<RoutedCipher>(router, info, std::move(order),
                                                replay_max);

@@ -26,7 +26,7 @@ namespace {
 class RoutedDigest final : public Digest {
  public:
   RoutedDigest(Router* router, const AlgorithmInfo& info,
-               Router::SlotList candidates, size_t replay_max)
+               SlotList candidates, size_t replay_max)
       : router_(router),
         info_(info),
         candidates_(std::move(candidates)),
@@ -38,15 +38,15 @@ class RoutedDigest final : public Digest {
   absl::Status Open(size_t from) {
     auto opened = OpenOnFirst(
         router_, info_, candidates_, from,
-        [&](Router::Slot* slot) { return slot->backend->NewDigest(info_.id); });
+        [&](Slot* slot) { return slot->backend->NewDigest(info_.id); });
     if (!opened.ok()) return opened.status();
     current_ = opened->first;
     impl_ = std::move(opened->second);
-    Router::Slot* slot = candidates_[current_];
+    Slot* slot = candidates_[current_];
     cpu_ = RunsOnCpu(slot, info_);
-    counter_ = &router_->stats()->Cell(slot->stats_slot, info_);
+    counter_ = &Access::stats(router_)->Cell(slot->stats_slot, info_);
     counter_->Add(0);
-    router_->RecordSuccess(slot);
+    Access::RecordSuccess(router_, slot);
     return absl::OkStatus();
   }
 
@@ -58,7 +58,7 @@ class RoutedDigest final : public Digest {
     if (st.ok()) [[likely]] {
       // One op, no bytes yet (Add(0) would be a second atomic add).
       counter_->ops.fetch_add(1, std::memory_order_relaxed);
-      router_->RecordSuccess(candidates_[current_]);
+      Access::RecordSuccess(router_, candidates_[current_]);
       return st;
     }
     if (!IsDeviceError(st)) return st;
@@ -134,7 +134,7 @@ class RoutedDigest final : public Digest {
 
   // MaybeSwitch: see RoutedCipher::MaybeSwitch (nothing hashed yet here).
   void MaybeSwitch(uint64_t size) {
-    Router::Slot* want = router_->Preferred(info_, size);
+    Slot* want = Access::Preferred(router_, info_, size);
     if (want == nullptr || want == candidates_[current_] || !replay_.empty()) {
       return;
     }
@@ -171,12 +171,12 @@ class RoutedDigest final : public Digest {
       return;
     }
     replay_.insert(replay_.end(), data.begin(), data.end());
-    router_->CountReplay(data.size());
+    Access::CountReplay(router_, data.size());
   }
 
   absl::Status MoveOn(const absl::Status& cause) {
     counter_->errors.fetch_add(1, std::memory_order_relaxed);
-    router_->RecordDeviceError(candidates_[current_], info_);
+    Access::RecordDeviceError(router_, candidates_[current_], info_);
     if (!replay_ok_) return cause;
     // Inline storage: moving would copy; take a heap copy on this (error)
     // path only.
@@ -200,7 +200,7 @@ class RoutedDigest final : public Digest {
         break;
       }
       counter_->errors.fetch_add(1, std::memory_order_relaxed);
-      router_->RecordDeviceError(candidates_[current_], info_);
+      Access::RecordDeviceError(router_, candidates_[current_], info_);
       next = current_ + 1;
     }
     if (!replay.empty()) OPENSSL_cleanse(replay.data(), replay.size());
@@ -209,7 +209,7 @@ class RoutedDigest final : public Digest {
 
   Router* router_;
   const AlgorithmInfo& info_;
-  Router::SlotList candidates_;
+  SlotList candidates_;
   size_t replay_max_;
   size_t current_ = 0;
   std::unique_ptr<Digest> impl_;
@@ -224,7 +224,7 @@ class RoutedDigest final : public Digest {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Digest>> OpenRoutedDigest(
-    Router* router, const AlgorithmInfo& info, Router::SlotList order,
+    Router* router, const AlgorithmInfo& info, SlotList order,
     size_t replay_max) {
   auto digest = std::make_unique<RoutedDigest>(router, info, std::move(order),
                                                replay_max);

@@ -58,7 +58,7 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
           if (got.ok()) len = *got;
           return got.status();
         },
-        [&](Router::Slot* served) {
+        [&](Slot* served) {
           return CheckOnCpu(served, SignAlg(), [&](const BackendKey& cpu) {
             return cpu.Verify(params, tbs, out.first(len));
           });
@@ -99,7 +99,7 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
           if (got.ok()) len = *got;
           return got.status();
         },
-        [&](Router::Slot* served) -> absl::Status {
+        [&](Slot* served) -> absl::Status {
           // Raw RSA can be checked: the public operation on the result
           // must give back the input. Padded decryption cannot (the
           // padding is random and removed).
@@ -161,7 +161,7 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
 
   // Prepared returns this object's prepared key on `slot` for `info`,
   // loading it on first use; null when the backend declined the key.
-  absl::StatusOr<const BackendKey*> Prepared(Router::Slot* slot,
+  absl::StatusOr<const BackendKey*> Prepared(Slot* slot,
                                              const AlgorithmInfo& info) {
     return PrepareOn(slot->backend, info, key_, keys_);
   }
@@ -206,7 +206,7 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
   // fault in an RSA-CRT signature reveals the private key to whoever sees
   // the signature (Boneh, DeMillo, Lipton), so there is no switch.
   template <typename Check>
-  absl::Status CheckOnCpu(Router::Slot* served, const AlgorithmInfo& info,
+  absl::Status CheckOnCpu(Slot* served, const AlgorithmInfo& info,
                           Check&& check) {
     const bool has_public = key_.type == KeyMaterial::Type::kRsa
                                 ? !key_.n.empty() && !key_.e.empty()
@@ -214,16 +214,16 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
     // A token key whose public half the token does not show: nothing to
     // check with (DescribeTokenKey reads it whenever the token has it).
     if (!has_public) return absl::OkStatus();
-    Router::SlotList order;
-    router_->PkeyOrder(info, key_.bits(), /*from_uri=*/false, &order);
+    SlotList order;
+    Access::PkeyOrder(router_, info, key_.bits(), /*from_uri=*/false, &order);
     std::vector<const Backend*> checkers;
-    for (Router::Slot* slot : order) {
+    for (Slot* slot : order) {
       if (slot == served) continue;
       const accelcrypt_capability* cap = slot->backend->Capability(info.id);
       if (cap != nullptr && !Offloaded(*cap)) checkers.push_back(slot->backend);
     }
     // The software backend checks even when it is kept from serving.
-    const Backend* fallback = router_->registry()->checker();
+    const Backend* fallback = Access::registry(router_)->checker();
     if (fallback != nullptr && std::find(checkers.begin(), checkers.end(),
                                          fallback) == checkers.end()) {
       checkers.push_back(fallback);
@@ -272,7 +272,7 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
   }
 
   struct NoCheck {
-    absl::Status operator()(Router::Slot*) const { return absl::OkStatus(); }
+    absl::Status operator()(Slot*) const { return absl::OkStatus(); }
   };
 
   // Run tries `fn` on each candidate. On an offloaded backend a result
@@ -288,8 +288,8 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
                    Check&& check = Check(), absl::Span<uint8_t> out = {}) {
     const bool token_private =
         private_op && !key_.uri.empty() && !key_.has_private_material();
-    Router::SlotList order;
-    router_->PkeyOrder(info, key_.bits(), !key_.uri.empty(), &order,
+    SlotList order;
+    Access::PkeyOrder(router_, info, key_.bits(), !key_.uri.empty(), &order,
                        /*public_op=*/!private_op);
     const uint32_t flag =
         info.family == Family::kRsa ? PaddingFlag(params.padding) : 0;
@@ -300,11 +300,11 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
     absl::Status last;
     bool tried = false;
     for (size_t i = 0; i < order.size(); ++i) {
-      Router::Slot* slot = order[i];
+      Slot* slot = order[i];
       const accelcrypt_capability* cap = slot->backend->Capability(info.id);
       if (cap == nullptr || (cap->flags & flag) != flag) continue;
       tried = true;
-      Counter& counter = router_->stats()->Cell(slot->stats_slot, info);
+      Counter& counter = Access::stats(router_)->Cell(slot->stats_slot, info);
       absl::Status st;
       auto prepared = Prepared(slot, info);
       if (!prepared.ok()) {
@@ -326,7 +326,7 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
       }
       if (st.ok()) {
         counter.Add(n_bytes);
-        router_->RecordSuccess(slot);
+        Access::RecordSuccess(router_, slot);
         absl::MutexLock lock(&mu_);
         if (last_backend_ != slot->backend->name()) {
           last_backend_ = std::string(slot->backend->name());
@@ -337,7 +337,7 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
       last = st;
       if (IsDeviceError(st)) {
         counter.errors.fetch_add(1, std::memory_order_relaxed);
-        router_->RecordDeviceError(slot, info);
+        Access::RecordDeviceError(router_, slot, info);
         if (i + 1 < order.size()) {
           counter.fallbacks.fetch_add(1, std::memory_order_relaxed);
         }

@@ -149,7 +149,7 @@ TEST_F(Pkcs11ClientTest, LoadingMakesNoTokenObjectUntilFirstUse) {
   EXPECT_EQ(Created(*token), 0u) << token->Describe();
   const AlgorithmInfo& sign = *FindAlgorithm(ACCELCRYPT_ALG_RSA_SIGN);
   size_t slot = 0;
-  while ((*fresh)->router().slot(slot)->backend != token) ++slot;
+  while ((*fresh)->router().backend_at(slot) != token) ++slot;
   EXPECT_EQ((*fresh)->router().SelfTestStateOf(slot, sign),
             Router::SelfTestState::kPending);
   auto ops = (*fresh)->router().NewPublicKeyOps(RsaKey(2048));

@@ -165,7 +165,7 @@ TEST(DirectDigestTest, FirstUseSelfTestRefusesAWrongOneBeforeItServes) {
   ASSERT_OK(core->registry().Find("software")->DigestOneShot(
       info.id, msg, absl::MakeSpan(want)));
   EXPECT_EQ(got, want);
-  ASSERT_EQ(core->router().slot(0)->backend->name(), "failing");
+  ASSERT_EQ(core->router().backend_at(0)->name(), "failing");
   EXPECT_EQ(core->router().SelfTestStateOf(0, info),
             Router::SelfTestState::kFailed);
   std::vector<LoadEvent> events = core->router().SelfTestEvents();
