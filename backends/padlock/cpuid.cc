@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "backends/padlock/cpuid.h"
 
-#include <cpuid.h>
 #include <string.h>
+
+#include "accelcrypt/kit/cpuid.h"
 
 namespace accelcrypt::padlock {
 namespace {
@@ -18,12 +19,11 @@ bool Has(uint32_t edx, uint32_t pair) { return (edx & pair) == pair; }
 }  // namespace
 
 void RealCpuid(uint32_t leaf, uint32_t subleaf, uint32_t out[4]) {
-  unsigned a, b, c, d;
-  __cpuid_count(leaf, subleaf, a, b, c, d);
-  out[0] = a;
-  out[1] = b;
-  out[2] = c;
-  out[3] = d;
+  const kit::CpuidRegs r = kit::Cpuid(leaf, subleaf);
+  out[0] = r.eax;
+  out[1] = r.ebx;
+  out[2] = r.ecx;
+  out[3] = r.edx;
 }
 
 Features DetectFeatures(CpuidSource source) {
@@ -31,13 +31,9 @@ Features DetectFeatures(CpuidSource source) {
   uint32_t r[4];
   source(0, 0, r);
   const uint32_t max_leaf = r[0];
-  memcpy(f.vendor + 0, &r[1], 4);
-  memcpy(f.vendor + 4, &r[3], 4);
-  memcpy(f.vendor + 8, &r[2], 4);
-  f.vendor[12] = '\0';
+  kit::Vendor({r[0], r[1], r[2], r[3]}, f.vendor);
   // "  Shanghai  " is Zhaoxin; some Zhaoxin parts say CentaurHauls (§1.1).
-  f.centaur_vendor = strcmp(f.vendor, "CentaurHauls") == 0 ||
-                     strcmp(f.vendor, "  Shanghai  ") == 0;
+  f.centaur_vendor = kit::IsCentaurVendor(f.vendor);
   if (max_leaf >= 1) {
     source(1, 0, r);
     const uint32_t base_family = (r[0] >> 8) & 0xf;
@@ -53,7 +49,7 @@ Features DetectFeatures(CpuidSource source) {
   source(0xC0000000u, 0, r);
   // Require the leaf to exist; "EAX != 0" is not enough (Valgrind returns
   // 7 here, facts §6.6).
-  if (r[0] < 0xC0000001u || r[0] > 0xC00000FFu) return f;
+  if (!kit::CentaurLeavesExist({r[0], r[1], r[2], r[3]})) return f;
   source(0xC0000001u, 0, r);
   f.centaur_edx = r[3];
   f.rng = Has(r[3], kPairRng);

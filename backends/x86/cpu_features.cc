@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The only file of the x86 backend that executes CPUID and XGETBV.
+// The only file of the x86 backend that reads CPUID and XGETBV (through
+// the backend kit's reader, accelcrypt/kit/cpuid.h).
 #include "backends/x86/cpu_features.h"
 
-#include <cpuid.h>
 #include <stdint.h>
 
 #include <string>
@@ -10,37 +10,22 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "accelcrypt/kit/cpuid.h"
 
 namespace accelcrypt::x86 {
 namespace {
 
-// XCR0 state-component bits (Intel SDM Vol. 1, 13.1).
-constexpr uint64_t kXcr0Sse = 1u << 1;
-constexpr uint64_t kXcr0Avx = 1u << 2;
-constexpr uint64_t kXcr0Opmask = 1u << 5;
-constexpr uint64_t kXcr0ZmmHi256 = 1u << 6;
-constexpr uint64_t kXcr0Hi16Zmm = 1u << 7;
-
-uint64_t ReadXcr0() {
-  uint32_t eax, edx;
-  // XGETBV with ECX = 0 reads XCR0. Only executed when CPUID.1:ECX.OSXSAVE
-  // says the OS has set CR4.OSXSAVE; otherwise it raises #UD.
-  __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
-  return (static_cast<uint64_t>(edx) << 32) | eax;
-}
-
 CpuFeatures Probe() {
   CpuFeatures f;
-  unsigned int eax, ebx, ecx, edx;
-  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return f;
-  const unsigned int max_leaf = eax;
-  __cpuid(1, eax, ebx, ecx, edx);
-  const uint32_t ecx1 = ecx;
+  if (!kit::HaveCpuid()) return f;
+  const uint32_t max_leaf = kit::Cpuid(0).eax;
+  const kit::CpuidRegs leaf1 = kit::Cpuid(1);
+  const uint32_t ecx1 = leaf1.ecx;
   uint32_t ebx7 = 0, ecx7 = 0;
   if (max_leaf >= 7) {
-    __cpuid_count(7, 0, eax, ebx, ecx, edx);
-    ebx7 = ebx;
-    ecx7 = ecx;
+    const kit::CpuidRegs leaf7 = kit::Cpuid(7, 0);
+    ebx7 = leaf7.ebx;
+    ecx7 = leaf7.ecx;
   }
   // CPUID.1:ECX (Intel SDM Vol. 2A, Table 3-10).
   f.pclmulqdq = ecx1 & (1u << 1);
@@ -54,11 +39,9 @@ CpuFeatures Probe() {
 
   // AVX bits mean nothing unless the OS saves the YMM/ZMM state on context
   // switch: check OSXSAVE, then XCR0 (BoringSSL's cpu_intel.c does the same).
-  const bool osxsave = ecx1 & (1u << 27);
-  const uint64_t xcr0 = osxsave ? ReadXcr0() : 0;
-  const bool ymm_os = (xcr0 & (kXcr0Sse | kXcr0Avx)) == (kXcr0Sse | kXcr0Avx);
-  const uint64_t zmm_mask = kXcr0Opmask | kXcr0ZmmHi256 | kXcr0Hi16Zmm;
-  const bool zmm_os = ymm_os && (xcr0 & zmm_mask) == zmm_mask;
+  const uint64_t xcr0 = kit::ReadXcr0(leaf1);
+  const bool ymm_os = (xcr0 & kit::kXcr0Ymm) == kit::kXcr0Ymm;
+  const bool zmm_os = (xcr0 & kit::kXcr0Zmm) == kit::kXcr0Zmm;
   f.avx = ymm_os && (ecx1 & (1u << 28));
   f.avx2 = f.avx && (ebx7 & (1u << 5));
   f.avx512 = zmm_os && f.avx2 && (ebx7 & (1u << 16)) &&  // AVX512F
