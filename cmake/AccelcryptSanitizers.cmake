@@ -69,11 +69,11 @@ function(accelcrypt_sanitizer_source_fixes)
   # Every file that includes <regex> (grep -l '<regex>'): a new one that
   # is missing here fails the ASan build loudly, as config_test.cc did.
   # The property is per directory that builds the file: the client
-  # backend's tests are compiled a second time in tests/p11module.
+  # backend's tests are compiled a second time in tests/pkcs11.
   foreach(_entry IN ITEMS "core/vector_runner.cc:core"
                           "tests/unit/core/config_test.cc:tests/unit/core"
-                          "tests/pkcs11/pkcs11_client_test.cc:tests/pkcs11"
-                          "tests/pkcs11/pkcs11_client_test.cc:tests/p11module/client_backend")
+                          "tests/backends/pkcs11/pkcs11_client_test.cc:tests/backends/pkcs11"
+                          "tests/backends/pkcs11/pkcs11_client_test.cc:tests/pkcs11/client_backend")
     string(REPLACE ":" ";" _pair "${_entry}")
     list(GET _pair 0 _file)
     list(GET _pair 1 _dir)

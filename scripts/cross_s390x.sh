@@ -259,7 +259,7 @@ run_tests() {
 # dsa_siggen_vectors_test). A new file nobody runs here fails the test.
 check_vector_coverage() {
   local f rel runner=0 named=0 missing=()
-  local sources=("$ROOT"/tests/p11module/mech/*.cc "$ROOT/tests/pkcs11/pkey_vectors_test.cc"
+  local sources=("$ROOT"/tests/pkcs11/mech/*.cc "$ROOT/tests/backends/pkcs11/pkey_vectors_test.cc"
                  "$ROOT"/tests/bigendian/*.cc)
   while IFS= read -r f; do
     rel=${f#"$ROOT/tests/vectors/"}

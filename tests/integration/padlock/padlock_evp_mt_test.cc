@@ -38,7 +38,7 @@ namespace {
 
 using Bytes = std::vector<uint8_t>;
 
-// The emulator's statistics (tests/padlock/emulator/padlock_emu.h), looked up
+// The emulator's statistics (tests/backends/padlock/emulator/padlock_emu.h), looked up
 // at run time: this binary must not link the emulator, the preload brings it.
 struct EmuStats {
   uint64_t xcrypt_traps;
