@@ -103,8 +103,7 @@ absl::StatusOr<std::unique_ptr<AesX86>> AesX86::Create(
 }
 
 AesX86::AesX86(accelcrypt_alg alg, const Implementations& impl)
-    : alg_(alg),
-      mode_(ACCELCRYPT_CIPHER_MODE(alg)),
+    : mode_(ACCELCRYPT_CIPHER_MODE(alg)),
       key_len_(ACCELCRYPT_CIPHER_KEY_BYTES(alg)),
       parallel_(impl.aes_parallel),
       gcm_(impl.gcm) {
