@@ -36,7 +36,6 @@ constexpr char kEngineName[] =
 // its own, upper-cased (BACKENDS, STATS_DIR, LOG_LEVEL, ...).
 constexpr unsigned int kCmdConf = ENGINE_CMD_BASE;
 constexpr unsigned int kCmdSet = ENGINE_CMD_BASE + 1;
-constexpr unsigned int kCmdFirstKey = ENGINE_CMD_BASE + 2;
 
 int g_engine_index = -1;
 int g_error_lib = 0;
