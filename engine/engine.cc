@@ -97,7 +97,7 @@ EngineState* StateOf(ENGINE* e) {
   return static_cast<EngineState*>(ENGINE_get_ex_data(e, g_engine_index));
 }
 
-int Ctrl(ENGINE* e, int cmd, long i, void* p, void (*f)(void)) {
+int Ctrl(ENGINE* e, int cmd, long i, void* p, void (*f)()) {
   EngineState* state = StateOf(e);
   const CommandTable& table = Commands();
   const unsigned int c = static_cast<unsigned int>(cmd);
