@@ -279,7 +279,7 @@ int Bind(ENGINE* e, const char* id) {
     FreePkeyMethods(state.get());
     return 0;
   }
-  state.release();
+  static_cast<void>(state.release());  // the engine's ex_data owns it now
   return 1;
 }
 
