@@ -134,7 +134,7 @@ bool AesX86::SameKey(const uint8_t* key, size_t key_len) const {
 }
 
 std::unique_ptr<AesX86> AesX86::Clone() const {
-  return std::unique_ptr<AesX86>(new AesX86(*this));
+  return std::make_unique<AesX86>(*this);
 }
 
 std::string_view AesX86::implementation() const {
