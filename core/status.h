@@ -25,10 +25,14 @@
 #define ACCELCRYPT_ASSIGN_OR_RETURN(lhs, expr)                              \
   ACCELCRYPT_ASSIGN_OR_RETURN_IMPL_(                                        \
       ACCELCRYPT_STATUS_CONCAT_(accelcrypt_statusor_, __LINE__), lhs, expr)
+// `tmp` is a name and `lhs` may be a declaration: neither can take the
+// parentheses bugprone-macro-parentheses asks for.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define ACCELCRYPT_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
   auto tmp = (expr);                                      \
   if (!tmp.ok()) return std::move(tmp).status();          \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)
 
 namespace accelcrypt {
 
