@@ -438,7 +438,7 @@ const OSSL_PARAM kSettable[] = {
 const OSSL_PARAM* Gettable(void*, void*) { return kGettable; }
 const OSSL_PARAM* Settable(void*, void*) { return kSettable; }
 
-using Fn = void (*)(void);
+using Fn = void (*)();
 
 }  // namespace
 

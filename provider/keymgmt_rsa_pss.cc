@@ -303,7 +303,7 @@ void* PssGen(void* vctx, OSSL_CALLBACK*, void*) {
 
 void PssGenCleanup(void* vctx) { delete static_cast<PssGenCtx*>(vctx); }
 
-using Fn = void (*)(void);
+using Fn = void (*)();
 
 }  // namespace
 

@@ -909,7 +909,7 @@ const OSSL_PARAM* RsaSettable(void*, void*) { return kRsaSettable; }
 const OSSL_PARAM* DsaGettable(void*, void*) { return kDsaGettable; }
 const OSSL_PARAM* DsaSettable(void*, void*) { return kDsaSettable; }
 
-using Fn = void (*)(void);
+using Fn = void (*)();
 
 #define ACCELCRYPT_SIGNATURE_COMMON                                         \
   {OSSL_FUNC_SIGNATURE_SIGN_INIT, reinterpret_cast<Fn>(&SignInit)},         \

@@ -153,7 +153,7 @@ int StoreExportObject(void* vctx, const void* reference, size_t reference_sz,
       export_cb, export_cbarg);
 }
 
-using Fn = void (*)(void);
+using Fn = void (*)();
 
 }  // namespace
 
