@@ -95,6 +95,8 @@ int StoreLoad(void* vctx, OSSL_CALLBACK* object_cb, void* object_cbarg,
         OSSL_PARAM_construct_utf8_string(OSSL_OBJECT_PARAM_DATA_TYPE, data_type,
                                          0),
         OSSL_PARAM_construct_octet_string(OSSL_OBJECT_PARAM_REFERENCE, &key,
+                                          // the pointer's bytes, on purpose
+                                          // NOLINTNEXTLINE(bugprone-sizeof-expression)
                                           sizeof(key)),
         OSSL_PARAM_END};
     const int ok = object_cb(params, object_cbarg);
