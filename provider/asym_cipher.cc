@@ -58,7 +58,7 @@ struct CipherCtx {
   unsigned int tls_negotiated_version = 0;
 };
 
-absl::Status BadParam(std::string message) {
+absl::Status BadParam(const std::string& message) {
   return ProviderError(Reason::kBadParameter,
                        absl::StatusCode::kInvalidArgument, message);
 }

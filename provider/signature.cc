@@ -52,7 +52,7 @@ struct SigCtx {
   bool digest_op = false;
 };
 
-absl::Status BadParam(std::string message) {
+absl::Status BadParam(const std::string& message) {
   return ProviderError(Reason::kBadParameter,
                        absl::StatusCode::kInvalidArgument, message);
 }
@@ -109,11 +109,11 @@ void* DupCtx(void* vctx) {
   return dup;
 }
 
-absl::Status NotAllowed(std::string message) {
+absl::Status NotAllowed(const std::string& message) {
   return ProviderError(Reason::kDigestNotAllowed,
                        absl::StatusCode::kInvalidArgument, message);
 }
-absl::Status IllegalPadding(std::string message) {
+absl::Status IllegalPadding(const std::string& message) {
   return ProviderError(Reason::kIllegalPaddingMode,
                        absl::StatusCode::kInvalidArgument, message);
 }
@@ -532,7 +532,7 @@ absl::StatusOr<std::string> DigestInfoPrefix(accelcrypt_alg md) {
   return out;
 }
 
-absl::Status NotRecovered(std::string why) {
+absl::Status NotRecovered(const std::string& why) {
   return ProviderError(Reason::kBadSignature,
                        absl::StatusCode::kInvalidArgument,
                        "RSA verify-recover: " + why);
