@@ -261,8 +261,9 @@ void AesX86::Ghash(uint8_t xi[16], const uint8_t* data,
   if (num_blocks == 0) return;
   EnsurePowers(num_blocks);
   // 1..3 blocks (AAD, IV, the tag's length block): the XMM code, with no
-  // padding or masking of a wide register.
-  if (num_blocks < 4) {
+  // padding or masking of a wide register (the same call as the last
+  // branch, on purpose).
+  if (num_blocks < 4) {  // NOLINT(bugprone-branch-clone)
     internal::GhashPclmul(&htable_, xi, data, num_blocks);
   } else if (gcm_ == GcmImpl::kVaes512) {
     internal::GhashVaes512(&htable_, xi, data, num_blocks);
