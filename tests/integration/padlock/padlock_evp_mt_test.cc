@@ -272,6 +272,7 @@ TEST_F(PadlockEvpTest, EightThreadsAgreeWithDefault) {
   constexpr int kRounds = 24;
   std::vector<std::string> errors(kThreads);
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   std::atomic<int> altstack_failures{0};
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
