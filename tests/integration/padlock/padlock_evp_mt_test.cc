@@ -126,7 +126,7 @@ bool Gcm(const char* name, const char* propq, bool enc, const Bytes& key,
     tag->assign(16, 0);
     ok = EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, 16, tag->data()) == 1;
   }
-  if (ok) out->resize(static_cast<size_t>(n + m));
+  if (ok) out->resize(static_cast<size_t>(n) + static_cast<size_t>(m));
   EVP_CIPHER_CTX_free(ctx);
   EVP_CIPHER_free(cipher);
   return ok;
