@@ -13,8 +13,6 @@
 namespace accelcrypt::x86 {
 namespace {
 
-using internal::AesRoundKeys;
-
 // SP 800-38D §5.2.1.1: at most 2^39 - 256 bits of plaintext per invocation.
 constexpr uint64_t kGcmMaxData = (uint64_t{1} << 36) - 32;
 
