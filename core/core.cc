@@ -45,7 +45,7 @@ Core::~Core() {
 void Core::FlushStats() {
   if (stats_ == nullptr) return;
   absl::Status st = stats_->Finish(stats_dir_);
-  if (!st.ok() && config_.GetOr("log_level", "").size() > 0) {
+  if (!st.ok() && !config_.GetOr("log_level", "").empty()) {
     std::fprintf(stderr, "accelcrypt: %s\n", std::string(st.message()).c_str());
   }
 }

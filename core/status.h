@@ -22,6 +22,9 @@
 // ACCELCRYPT_ASSIGN_OR_RETURN(lhs, expr) evaluates the StatusOr `expr`,
 // returns its status when not OK, otherwise moves its value into `lhs` (which
 // may be a declaration: `ACCELCRYPT_ASSIGN_OR_RETURN(auto x, F());`).
+// `tmp` is a name and `lhs` may be a declaration: neither can take the
+// parentheses bugprone-macro-parentheses asks for.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define ACCELCRYPT_ASSIGN_OR_RETURN(lhs, expr)                              \
   ACCELCRYPT_ASSIGN_OR_RETURN_IMPL_(                                        \
       ACCELCRYPT_STATUS_CONCAT_(accelcrypt_statusor_, __LINE__), lhs, expr)
@@ -29,6 +32,7 @@
   auto tmp = (expr);                                      \
   if (!tmp.ok()) return std::move(tmp).status();          \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)
 
 namespace accelcrypt {
 

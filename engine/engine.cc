@@ -36,7 +36,6 @@ constexpr char kEngineName[] =
 // its own, upper-cased (BACKENDS, STATS_DIR, LOG_LEVEL, ...).
 constexpr unsigned int kCmdConf = ENGINE_CMD_BASE;
 constexpr unsigned int kCmdSet = ENGINE_CMD_BASE + 1;
-constexpr unsigned int kCmdFirstKey = ENGINE_CMD_BASE + 2;
 
 int g_engine_index = -1;
 int g_error_lib = 0;
@@ -98,7 +97,7 @@ EngineState* StateOf(ENGINE* e) {
   return static_cast<EngineState*>(ENGINE_get_ex_data(e, g_engine_index));
 }
 
-int Ctrl(ENGINE* e, int cmd, long i, void* p, void (*f)(void)) {
+int Ctrl(ENGINE* e, int cmd, long i, void* p, void (*f)()) {
   EngineState* state = StateOf(e);
   const CommandTable& table = Commands();
   const unsigned int c = static_cast<unsigned int>(cmd);
@@ -280,7 +279,7 @@ int Bind(ENGINE* e, const char* id) {
     FreePkeyMethods(state.get());
     return 0;
   }
-  state.release();
+  static_cast<void>(state.release());  // the engine's ex_data owns it now
   return 1;
 }
 

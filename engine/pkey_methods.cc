@@ -177,7 +177,9 @@ PublicKeyOps* OpsFor(Key* key, int index, Core* core, const BIGNUM* pub,
     if (ops.ok()) fresh->ops = *std::move(ops);
   }
   PublicKeyOps* result = serve(fresh.get());
-  if (set_ex(key, index, fresh.get()) == 1) fresh.release();
+  if (set_ex(key, index, fresh.get()) == 1) {
+    static_cast<void>(fresh.release());  // the key's ex_data owns it now
+  }
   return result;
 }
 

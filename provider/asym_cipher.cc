@@ -58,7 +58,7 @@ struct CipherCtx {
   unsigned int tls_negotiated_version = 0;
 };
 
-absl::Status BadParam(std::string message) {
+absl::Status BadParam(const std::string& message) {
   return ProviderError(Reason::kBadParameter,
                        absl::StatusCode::kInvalidArgument, message);
 }
@@ -438,7 +438,7 @@ const OSSL_PARAM kSettable[] = {
 const OSSL_PARAM* Gettable(void*, void*) { return kGettable; }
 const OSSL_PARAM* Settable(void*, void*) { return kSettable; }
 
-using Fn = void (*)(void);
+using Fn = void (*)();
 
 }  // namespace
 

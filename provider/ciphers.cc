@@ -663,7 +663,7 @@ struct CipherTable {
                : kGenericSettableCtxParams;
   }
 
-  using Fn = void (*)(void);
+  using Fn = void (*)();
   static inline const OSSL_DISPATCH kDispatch[] = {
       {OSSL_FUNC_CIPHER_NEWCTX, reinterpret_cast<Fn>(&NewCtx)},
       {OSSL_FUNC_CIPHER_FREECTX, reinterpret_cast<Fn>(&CipherFreeCtx)},

@@ -309,7 +309,7 @@ struct DigestTable {
     return 1;
   }
 
-  using Fn = void (*)(void);
+  using Fn = void (*)();
   static inline const OSSL_DISPATCH kDispatch[] = {
       {OSSL_FUNC_DIGEST_NEWCTX, reinterpret_cast<Fn>(&NewCtx)},
       {OSSL_FUNC_DIGEST_INIT, reinterpret_cast<Fn>(&DigestInit)},

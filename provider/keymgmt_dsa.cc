@@ -271,7 +271,7 @@ void* DsaGen(void* vctx, OSSL_CALLBACK*, void*) {
 
 void DsaGenCleanup(void* vctx) { delete static_cast<DsaGenCtx*>(vctx); }
 
-using Fn = void (*)(void);
+using Fn = void (*)();
 
 }  // namespace
 

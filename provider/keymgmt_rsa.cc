@@ -144,7 +144,7 @@ void* RsaGen(void* vctx, OSSL_CALLBACK*, void*) {
 
 void RsaGenCleanup(void* vctx) { delete static_cast<RsaGenCtx*>(vctx); }
 
-using Fn = void (*)(void);
+using Fn = void (*)();
 
 struct PkeyFree {
   void operator()(EVP_PKEY* p) const { EVP_PKEY_free(p); }

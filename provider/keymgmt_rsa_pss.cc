@@ -36,7 +36,7 @@ using internal::PssRestrictions;
 
 const internal::KeyFormat& Format() { return internal::RsaKeyFormat(); }
 
-absl::Status PssError(std::string message) {
+absl::Status PssError(const std::string& message) {
   return ProviderError(Reason::kBadParameter,
                        absl::StatusCode::kInvalidArgument, message);
 }
@@ -303,7 +303,7 @@ void* PssGen(void* vctx, OSSL_CALLBACK*, void*) {
 
 void PssGenCleanup(void* vctx) { delete static_cast<PssGenCtx*>(vctx); }
 
-using Fn = void (*)(void);
+using Fn = void (*)();
 
 }  // namespace
 

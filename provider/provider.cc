@@ -284,7 +284,7 @@ const OSSL_ALGORITHM* QueryOperation(void* provctx, int operation_id,
 
 const OSSL_ITEM* GetReasonStrings(void*) { return ReasonStrings(); }
 
-using Fn = void (*)(void);
+using Fn = void (*)();
 const OSSL_DISPATCH kProviderDispatch[] = {
     {OSSL_FUNC_PROVIDER_TEARDOWN, reinterpret_cast<Fn>(&Teardown)},
     {OSSL_FUNC_PROVIDER_GETTABLE_PARAMS, reinterpret_cast<Fn>(&GettableParams)},

@@ -196,7 +196,7 @@ const OSSL_PARAM* SeedGettableCtxParams(void*, void*) {
   return kGettableCtxParams;
 }
 
-using Fn = void (*)(void);
+using Fn = void (*)();
 const OSSL_DISPATCH kSeedDispatch[] = {
     {OSSL_FUNC_RAND_NEWCTX, reinterpret_cast<Fn>(&SeedNewCtx)},
     {OSSL_FUNC_RAND_FREECTX, reinterpret_cast<Fn>(&SeedFreeCtx)},

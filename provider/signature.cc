@@ -230,7 +230,7 @@ absl::StatusOr<std::string> DigestInfoPrefix(accelcrypt_alg md) {
   return out;
 }
 
-absl::Status NotRecovered(std::string why) {
+absl::Status NotRecovered(const std::string& why) {
   return ProviderError(Reason::kBadSignature,
                        absl::StatusCode::kInvalidArgument,
                        "RSA verify-recover: " + why);
@@ -408,7 +408,7 @@ int DigestVerifyFinal(void* vctx, const unsigned char* sig, size_t siglen) {
   });
 }
 
-using Fn = void (*)(void);
+using Fn = void (*)();
 
 #define ACCELCRYPT_SIGNATURE_COMMON                                         \
   {OSSL_FUNC_SIGNATURE_SIGN_INIT, reinterpret_cast<Fn>(&SignInit)},         \

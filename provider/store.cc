@@ -95,6 +95,8 @@ int StoreLoad(void* vctx, OSSL_CALLBACK* object_cb, void* object_cbarg,
         OSSL_PARAM_construct_utf8_string(OSSL_OBJECT_PARAM_DATA_TYPE, data_type,
                                          0),
         OSSL_PARAM_construct_octet_string(OSSL_OBJECT_PARAM_REFERENCE, &key,
+                                          // the pointer's bytes, on purpose
+                                          // NOLINTNEXTLINE(bugprone-sizeof-expression)
                                           sizeof(key)),
         OSSL_PARAM_END};
     const int ok = object_cb(params, object_cbarg);
@@ -153,7 +155,7 @@ int StoreExportObject(void* vctx, const void* reference, size_t reference_sz,
       export_cb, export_cbarg);
 }
 
-using Fn = void (*)(void);
+using Fn = void (*)();
 
 }  // namespace
 

@@ -39,6 +39,7 @@ ACCELCRYPT_DEBIAN_PACKAGES=(
   clang              # scripts/fuzz.sh, CI's fuzz stage: libFuzzer targets (clang 14)
   libclang-rt-14-dev # libFuzzer and the clang sanitizer runtimes
   llvm               # llvm-symbolizer: sanitizer reports with file:line
+  clang-tidy         # scripts/ci_lint.sh, CI's lint stage (clang-tidy 14)
 )
 
 # accelcrypt_as_root CMD...: runs CMD as root (directly when already root,

@@ -49,6 +49,7 @@ int RunBench(const BenchOptions& options) {
     args.push_back(alg);
   }
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (auto& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
   std::cout.flush();

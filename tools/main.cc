@@ -56,7 +56,8 @@ constexpr char kExitCodes[] =
 
 }  // namespace
 
-int main(int argc, char** argv) {
+// An exception escaping main ends the program (std::terminate), as before.
+int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
   CLI::App app{
       "accelcrypt: crypto accelerators behind one core, for OpenSSL 3 and "
       "PKCS#11.\nInspect backends, run the vector self-tests, print the "

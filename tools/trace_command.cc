@@ -54,6 +54,7 @@ ChildResult RunChild(const std::vector<std::string>& command,
   sigaction(SIGQUIT, &ignore, &old_quit);
 
   std::vector<char*> argv;
+  argv.reserve(command.size() + 1);
   for (const auto& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
 

@@ -197,7 +197,9 @@ absl::Status PkeySoftware::SetParams(void* ctx, const accelcrypt_pkey_params& p,
       return absl::InvalidArgumentError(
           "software: RSA: PSS and OAEP need a digest");
     }
+    // Both names are "pad-mode" in OpenSSL 3.0; each is named for its API.
     params[n++] =
+        // NOLINTNEXTLINE(bugprone-branch-clone)
         OSSL_PARAM_construct_int(cipher ? OSSL_ASYM_CIPHER_PARAM_PAD_MODE
                                         : OSSL_SIGNATURE_PARAM_PAD_MODE,
                                  &pad);

@@ -13,8 +13,6 @@
 namespace accelcrypt::x86 {
 namespace {
 
-using internal::AesRoundKeys;
-
 // SP 800-38D §5.2.1.1: at most 2^39 - 256 bits of plaintext per invocation.
 constexpr uint64_t kGcmMaxData = (uint64_t{1} << 36) - 32;
 
@@ -103,8 +101,7 @@ absl::StatusOr<std::unique_ptr<AesX86>> AesX86::Create(
 }
 
 AesX86::AesX86(accelcrypt_alg alg, const Implementations& impl)
-    : alg_(alg),
-      mode_(ACCELCRYPT_CIPHER_MODE(alg)),
+    : mode_(ACCELCRYPT_CIPHER_MODE(alg)),
       key_len_(ACCELCRYPT_CIPHER_KEY_BYTES(alg)),
       parallel_(impl.aes_parallel),
       gcm_(impl.gcm) {
@@ -135,7 +132,7 @@ bool AesX86::SameKey(const uint8_t* key, size_t key_len) const {
 }
 
 std::unique_ptr<AesX86> AesX86::Clone() const {
-  return std::unique_ptr<AesX86>(new AesX86(*this));
+  return std::make_unique<AesX86>(*this);
 }
 
 std::string_view AesX86::implementation() const {
@@ -262,8 +259,9 @@ void AesX86::Ghash(uint8_t xi[16], const uint8_t* data,
   if (num_blocks == 0) return;
   EnsurePowers(num_blocks);
   // 1..3 blocks (AAD, IV, the tag's length block): the XMM code, with no
-  // padding or masking of a wide register.
-  if (num_blocks < 4) {
+  // padding or masking of a wide register (the same call as the last
+  // branch, on purpose).
+  if (num_blocks < 4) {  // NOLINT(bugprone-branch-clone)
     internal::GhashPclmul(&htable_, xi, data, num_blocks);
   } else if (gcm_ == GcmImpl::kVaes512) {
     internal::GhashVaes512(&htable_, xi, data, num_blocks);

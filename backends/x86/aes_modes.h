@@ -90,7 +90,6 @@ class AesX86 {
   mutable int powers_ready_ = 0;
   // The raw key behind keys_ (GCM only, for SameKey); wiped on destruction.
   uint8_t raw_key_[32] = {};
-  accelcrypt_alg alg_;
   uint32_t mode_;
   size_t key_len_;
   AesImpl parallel_;

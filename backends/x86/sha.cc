@@ -147,7 +147,7 @@ void ShaX86::Init() {
 }
 
 std::unique_ptr<ShaX86> ShaX86::Clone() const {
-  return std::unique_ptr<ShaX86>(new ShaX86(*this));
+  return std::make_unique<ShaX86>(*this);
 }
 
 absl::Status ShaX86::Update(const uint8_t* data, size_t len) {

@@ -161,8 +161,11 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
 
   // Prepared returns this object's prepared key on `slot` for `info`,
   // loading it on first use; null when the backend declined the key.
+  // Not analysed for thread safety: it only passes keys_ by reference to
+  // PrepareOn, which touches it under mu_.
   absl::StatusOr<const BackendKey*> Prepared(Slot* slot,
-                                             const AlgorithmInfo& info) {
+                                             const AlgorithmInfo& info)
+      ABSL_NO_THREAD_SAFETY_ANALYSIS {
     return PrepareOn(slot->backend, info, key_, keys_);
   }
 
@@ -258,8 +261,10 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
 
   // PreparedPublic is Prepared with the key's public parts only (a CPU
   // checker never needs the private key).
+  // Not analysed for thread safety: as Prepared, with public_keys_.
   absl::StatusOr<const BackendKey*> PreparedPublic(const Backend* backend,
-                                                   const AlgorithmInfo& info) {
+                                                   const AlgorithmInfo& info)
+      ABSL_NO_THREAD_SAFETY_ANALYSIS {
     KeyMaterial pub;
     pub.type = key_.type;
     pub.n = key_.n;

@@ -199,6 +199,8 @@ absl::Status Module::OpInit(OpSlot slot, CK_SESSION_HANDLE h,
     // Digests: one session lock for the whole call.
     LockedSession s;
     ACCELCRYPT_RETURN_IF_ERROR(LockSession(h, &s));
+    s->mu.AssertHeld();
+  s->mu.AssertHeld();
     if (mechanisms_ == nullptr) return NoMechanisms();
     if (mechanism == nullptr) {
       return CkError(CKR_ARGUMENTS_BAD, "pMechanism is NULL");
@@ -211,6 +213,8 @@ absl::Status Module::OpInit(OpSlot slot, CK_SESSION_HANDLE h,
     // handle table's reader lock, a leaf) for the whole call.
     LockedSession s;
     ACCELCRYPT_RETURN_IF_ERROR(LockSession(h, &s));
+    s->mu.AssertHeld();
+  s->mu.AssertHeld();
     if (mechanisms_ == nullptr) return NoMechanisms();
     // v2.40 has no "NULL mechanism cancels" rule (that is v3.0): NULL is
     // a bad argument and the active operation, if any, is left alone.
@@ -244,6 +248,7 @@ absl::Status Module::OneShot(OpSlot slot, CK_SESSION_HANDLE h, CK_BYTE_PTR in,
                              CK_ULONG_PTR out_len) {
   LockedSession s;
   ACCELCRYPT_RETURN_IF_ERROR(LockSession(h, &s));
+  s->mu.AssertHeld();
   ActiveOp& a = s->ops[slot];
   if (a.op == nullptr) return NotInitialized();
   // v2.40 section 5.8 (C_Encrypt; likewise C_Decrypt, C_Digest, C_Sign,
@@ -289,6 +294,7 @@ absl::Status Module::UpdateWithOutput(OpSlot slot, CK_SESSION_HANDLE h,
                                       CK_BYTE_PTR out, CK_ULONG_PTR out_len) {
   LockedSession s;
   ACCELCRYPT_RETURN_IF_ERROR(LockSession(h, &s));
+  s->mu.AssertHeld();
   ActiveOp& a = s->ops[slot];
   if (a.op == nullptr) return NotInitialized();
   if (a.single_part) return SinglePartActive();
@@ -315,6 +321,7 @@ absl::Status Module::Update(OpSlot slot, CK_SESSION_HANDLE h, CK_BYTE_PTR in,
                             CK_ULONG in_len) {
   LockedSession s;
   ACCELCRYPT_RETURN_IF_ERROR(LockSession(h, &s));
+  s->mu.AssertHeld();
   ActiveOp& a = s->ops[slot];
   if (a.op == nullptr) return NotInitialized();
   if (a.single_part) return SinglePartActive();
@@ -336,6 +343,7 @@ absl::Status Module::Final(OpSlot slot, CK_SESSION_HANDLE h, CK_BYTE_PTR out,
                            CK_ULONG_PTR out_len) {
   LockedSession s;
   ACCELCRYPT_RETURN_IF_ERROR(LockSession(h, &s));
+  s->mu.AssertHeld();
   ActiveOp& a = s->ops[slot];
   if (a.op == nullptr) return NotInitialized();
   if (a.single_part) return SinglePartActive();
@@ -356,6 +364,7 @@ absl::Status Module::Verify(CK_SESSION_HANDLE h, CK_BYTE_PTR data,
                             CK_ULONG sig_len) {
   LockedSession s;
   ACCELCRYPT_RETURN_IF_ERROR(LockSession(h, &s));
+  s->mu.AssertHeld();
   ActiveOp& a = s->ops[kVerifySlot];
   if (a.op == nullptr) return NotInitialized();
   absl::Status st;
@@ -376,6 +385,7 @@ absl::Status Module::VerifyFinal(CK_SESSION_HANDLE h, CK_BYTE_PTR sig,
                                  CK_ULONG sig_len) {
   LockedSession s;
   ACCELCRYPT_RETURN_IF_ERROR(LockSession(h, &s));
+  s->mu.AssertHeld();
   ActiveOp& a = s->ops[kVerifySlot];
   if (a.op == nullptr) return NotInitialized();
   absl::Status st = sig == nullptr

@@ -287,8 +287,11 @@ class Module {
   // per-call path: when the session lock is free it is taken under the
   // table's reader lock, so no reference is counted). Lock order:
   // sessions_mu_ then Session::mu; the caller must not take Token::mu
-  // while `out` is held.
-  absl::Status LockSession(CK_SESSION_HANDLE h, LockedSession* out);
+  // while `out` is held. Not analysed for thread safety: the session lock
+  // it takes is released by `out`'s destructor, a hand-over the analysis
+  // cannot follow (callers state the lock with s->mu.AssertHeld()).
+  absl::Status LockSession(CK_SESSION_HANDLE h, LockedSession* out)
+      ABSL_NO_THREAD_SAFETY_ANALYSIS;
   // OpenStore opens the token's store on first use (creating it). Its
   // failure is printed on stderr once per token.
   absl::StatusOr<TokenStore*> OpenStore(Token* token)

@@ -244,6 +244,8 @@ void* KeymgmtDup(const KeyFormat& format, const void* keydata, int selection) {
 }
 
 void* KeymgmtLoad(const void* reference, size_t reference_sz) {
+  // The size of a pointer, on purpose (the reference is one).
+  // NOLINTNEXTLINE(bugprone-sizeof-expression)
   if (reference == nullptr || reference_sz != sizeof(PkeyKey*)) return nullptr;
   // The reference is the address of the STORE's PkeyKey pointer; we take
   // the object and clear the slot so the loader does not free it.

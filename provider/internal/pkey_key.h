@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -74,7 +75,7 @@ class PkeyKey {
     return pss_restrictions_;
   }
   void set_pss_restrictions(std::optional<PssRestrictions> r) {
-    pss_restrictions_ = r;
+    pss_restrictions_ = std::move(r);
   }
 
   bool has_public() const;

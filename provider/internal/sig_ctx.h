@@ -43,7 +43,7 @@ struct SigCtx {
 };
 
 // BadParam is the provider's "bad parameter" error with `message`.
-absl::Status BadParam(std::string message);
+absl::Status BadParam(const std::string& message);
 
 // SetMd sets the signature digest (`out` = &params.md) or the MGF1 digest
 // (`out` = &params.mgf1_md) in `next`; a restricted RSA-PSS key allows

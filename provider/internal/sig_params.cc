@@ -26,7 +26,7 @@
 
 namespace accelcrypt::provider::internal {
 
-absl::Status BadParam(std::string message) {
+absl::Status BadParam(const std::string& message) {
   return ProviderError(Reason::kBadParameter,
                        absl::StatusCode::kInvalidArgument, message);
 }
@@ -53,11 +53,11 @@ const PadMode* PadByOurs(uint32_t ours) {
 }
 
 
-absl::Status NotAllowed(std::string message) {
+absl::Status NotAllowed(const std::string& message) {
   return ProviderError(Reason::kDigestNotAllowed,
                        absl::StatusCode::kInvalidArgument, message);
 }
-absl::Status IllegalPadding(std::string message) {
+absl::Status IllegalPadding(const std::string& message) {
   return ProviderError(Reason::kIllegalPaddingMode,
                        absl::StatusCode::kInvalidArgument, message);
 }

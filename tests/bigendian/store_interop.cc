@@ -310,7 +310,7 @@ int Compare(const std::string& a, const std::string& b) {
 }  // namespace accelcrypt::p11
 
 int main(int argc, char** argv) {
-  using namespace accelcrypt::p11;  // NOLINT(build/namespaces)
+  using namespace accelcrypt::p11;  // NOLINT(google-build-using-namespace)
   const std::string cmd = argc > 1 ? argv[1] : "";
   if (cmd == "write" && argc == 3) return Write(argv[2]);
   if (cmd == "check" && argc == 3) return Check(argv[2]);

@@ -138,6 +138,8 @@ void P11Env::Reset() {
   f_->C_CloseAllSessions(0);
   CK_UTF8CHAR label[32];
   std::memset(label, ' ', sizeof(label));
+  // PKCS#11 labels are blank-padded, not NUL-terminated.
+  // NOLINTNEXTLINE(bugprone-not-null-terminated-result)
   std::memcpy(label, "fuzz", 4);
   rv = f_->C_InitToken(0, Pin(kSoPin), std::strlen(kSoPin), label);
   if (rv != CKR_OK) Die("C_InitToken", rv);

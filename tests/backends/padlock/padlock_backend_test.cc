@@ -527,6 +527,7 @@ TEST_F(PadlockBackendTest, ThreadsWithOwnKeys) {
   Backend b("nano");
   ASSERT_EQ(b.status(), ACCELCRYPT_OK) << b.message();
   std::vector<std::thread> threads;
+  threads.reserve(4);
   std::vector<int> ok(4, 0);
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {

@@ -480,7 +480,8 @@ std::vector<std::string> ListRspFiles(const std::string& dir) {
     while (dirent* e = readdir(h)) {
       const std::string n = e->d_name;
       if (n.size() > 4 && n.compare(n.size() - 4, 4, ".rsp") == 0) {
-        out.push_back(d + "/" + n);
+        out.push_back(d);
+        out.back().append("/").append(n);
       }
     }
     closedir(h);

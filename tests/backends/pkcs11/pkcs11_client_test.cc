@@ -393,6 +393,7 @@ TEST_F(Pkcs11ClientTest, EightThreadsShareOneKey) {
   ASSERT_TRUE(sw.ok());
   std::atomic<int> failures{0};
   std::vector<std::thread> threads;
+  threads.reserve(8);
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&, t] {
       std::vector<uint8_t> digest = Digest("thread " + std::to_string(t));
@@ -635,7 +636,7 @@ TEST_F(Pkcs11ClientTest, OffloadThresholdKeepsSmallKeysOnTheCpu) {
     std::string label;
     for (const auto& [k, v] : c.extra) {
       overrides[k] = v;
-      label += k + "=" + v + " ";
+      label.append(k).append("=").append(v).append(" ");
     }
     auto core = MakeCore(overrides);
     ASSERT_TRUE(core.ok()) << core.status();

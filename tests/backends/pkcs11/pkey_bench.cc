@@ -29,6 +29,7 @@ double Rate(int threads, Fn&& op) {
   std::atomic<uint64_t> total{0};
   std::atomic<bool> failed{false};
   std::vector<std::thread> pool;
+  pool.reserve(threads);
   auto end = Clock::now() + std::chrono::duration<double>(kSeconds);
   auto start = Clock::now();
   for (int t = 0; t < threads; ++t) {

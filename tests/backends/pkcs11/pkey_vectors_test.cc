@@ -222,7 +222,7 @@ TEST_F(PkeyVectorsTest, RsaPssSigVerResults) {
       params.salt_len =
           salt == "00" ? 0 : static_cast<int32_t>(FromHex(salt).size());
       absl::Status st = (*loaded)->Verify(params, digest, FromHex(r.Get("S")));
-      if (r.Get("Result").rfind("P", 0) == 0) {
+      if (r.Get("Result").rfind('P', 0) == 0) {
         EXPECT_TRUE(st.ok()) << b->name() << " line " << r.line << ": " << st;
         ++pass;
       } else {
@@ -283,7 +283,7 @@ TEST_F(PkeyVectorsTest, DsaSigVerResults) {
       sig.push_back(static_cast<uint8_t>(body.size()));
       sig.insert(sig.end(), body.begin(), body.end());
       absl::Status st = (*loaded)->Verify(params, digest, sig);
-      if (r.Get("Result").rfind("P", 0) == 0) {
+      if (r.Get("Result").rfind('P', 0) == 0) {
         EXPECT_TRUE(st.ok()) << b->name() << " line " << r.line << ": " << st;
         ++pass;
       } else {

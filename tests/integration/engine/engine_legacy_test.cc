@@ -174,6 +174,7 @@ TEST_F(EngineLegacyTest, RsaSignFromThreads) {
   ASSERT_NE(rsa, nullptr) << Errors();
   RSA* plain = Plain(rsa);
   std::vector<std::thread> threads;
+  threads.reserve(4);
   std::vector<int> failures(4, 0);
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {

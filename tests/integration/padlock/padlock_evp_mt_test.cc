@@ -126,7 +126,7 @@ bool Gcm(const char* name, const char* propq, bool enc, const Bytes& key,
     tag->assign(16, 0);
     ok = EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, 16, tag->data()) == 1;
   }
-  if (ok) out->resize(static_cast<size_t>(n + m));
+  if (ok) out->resize(static_cast<size_t>(n) + static_cast<size_t>(m));
   EVP_CIPHER_CTX_free(ctx);
   EVP_CIPHER_free(cipher);
   return ok;
@@ -272,6 +272,7 @@ TEST_F(PadlockEvpTest, EightThreadsAgreeWithDefault) {
   constexpr int kRounds = 24;
   std::vector<std::string> errors(kThreads);
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   std::atomic<int> altstack_failures{0};
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {

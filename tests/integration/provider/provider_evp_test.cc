@@ -1413,6 +1413,7 @@ TEST_F(ProviderEvpTest, EightThreadsMixedOps) {
       EVP_Digest(msg.data(), msg.size(), want_sha, &l, sha_def.get(), nullptr));
   std::atomic<int> failures{0};
   std::vector<std::thread> threads;
+  threads.reserve(8);
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 150; ++i) {

@@ -226,6 +226,7 @@ TEST_F(PkeyEvpTest, FourThreadsShareOneKey) {
   Pkey pub = InDefault(rsa_, EVP_PKEY_PUBLIC_KEY);
   std::atomic<int> good{0};
   std::vector<std::thread> threads;
+  threads.reserve(4);
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&] {
       for (int i = 0; i < 5; ++i) {

@@ -18,6 +18,7 @@ Child SpawnHelper(const std::vector<std::string>& args, bool capture) {
   std::vector<std::string> all = {HelperPath()};
   all.insert(all.end(), args.begin(), args.end());
   std::vector<char*> argv;
+  argv.reserve(all.size() + 1);
   for (auto& a : all) argv.push_back(a.data());
   argv.push_back(nullptr);
   posix_spawn_file_actions_t actions;

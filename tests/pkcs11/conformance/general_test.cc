@@ -615,6 +615,7 @@ TEST_P(ThreadTest, ConcurrentSessionsFromThreads) {
   constexpr int kThreads = 4, kRounds = 50;
   std::atomic<int> bad{0}, created{0};
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       CK_SESSION_HANDLE h;

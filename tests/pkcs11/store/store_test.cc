@@ -830,6 +830,7 @@ TEST_F(TokenStoreTest, ThreadsShareOneStore) {
   constexpr int kThreads = 4, kPerThread = 25;
   std::vector<std::vector<uint64_t>> ids(kThreads);
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   std::atomic<int> failures{0};
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
@@ -937,6 +938,7 @@ TEST_F(TokenStoreTest, ProcessesCreatingTheStoreTogetherAgree) {
   int go[2];
   ASSERT_EQ(pipe(go), 0);
   std::vector<pid_t> children;
+  children.reserve(kProcs);
   for (int i = 0; i < kProcs; ++i) {
     children.push_back(Spawn([&]() -> int {
       close(go[1]);
@@ -970,6 +972,7 @@ TEST_F(TokenStoreTest, WrongPinsFromSeveralProcessesAllCount) {
   int go[2];
   ASSERT_EQ(pipe(go), 0);
   std::vector<pid_t> children;
+  children.reserve(kProcs);
   for (int i = 0; i < kProcs; ++i) {
     children.push_back(Spawn([&]() -> int {
       close(go[1]);

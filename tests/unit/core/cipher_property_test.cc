@@ -21,7 +21,6 @@ namespace {
 
 using ::accelcrypt::testing::BackendAlg;
 using ::accelcrypt::testing::BackendAlgName;
-using ::accelcrypt::testing::IsOk;
 using ::accelcrypt::testing::Rng;
 using ::accelcrypt::testing::SharedBackendAlgs;
 using ::accelcrypt::testing::SoftwareBackend;

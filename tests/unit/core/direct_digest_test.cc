@@ -41,7 +41,8 @@ std::vector<const AlgorithmInfo*> Digests() {
 // FailingCore: failing.so (offering direct digests as `direct` says) ahead
 // of software.
 absl::StatusOr<std::unique_ptr<Core>> FailingCore(
-    const std::string& direct, std::map<std::string, std::string> extra = {}) {
+    const std::string& direct,
+    const std::map<std::string, std::string>& extra = {}) {
   for (const char* var :
        {"ACCELCRYPT_FAILING_MODE", "ACCELCRYPT_FAILING_AFTER",
         "ACCELCRYPT_FAILING_EVERY", "ACCELCRYPT_FAILING_RATE",

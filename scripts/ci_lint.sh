@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+#
+# CI stage: static checks, no tests run. A clang 14 build of the whole tree
+# in build-lint/ with warnings as errors and clang's thread-safety analysis
+# of the ABSL_GUARDED_BY annotations (-DACCELCRYPT_THREAD_SAFETY=ON), then
+# clang-tidy (the root .clang-tidy) over our own sources as that build
+# compiles them (its compile_commands.json), every finding an error.
+# Formatting is not checked (.clang-format is not applied to the tree yet).
+# docs/testing.md, "The lint stage".
+#   ACCELCRYPT_LINT_BUILD_DIR  build directory (default: build-lint/)
+#   ACCELCRYPT_JOBS            parallel compile / clang-tidy jobs (default: nproc)
+#   ACCELCRYPT_LINT_FILES      extended regex: clang-tidy only the source
+#                              files whose path matches (e.g. 'core/stats')
+set -euo pipefail
+# shellcheck source=scripts/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+# shellcheck source=scripts/ci_sanitizer_env.sh
+. "$ACCELCRYPT_ROOT/scripts/ci_sanitizer_env.sh"
+
+build=${ACCELCRYPT_LINT_BUILD_DIR:-$ACCELCRYPT_ROOT/build-lint}
+# Sources clang-tidy skips (extended regex on the path below the root):
+# the build trees (configure-time generated files such as
+# core/builtin_backends.cc) and third-party code. The PKCS#11 client
+# backend and the module's token store are being split into new files
+# (issue 14); they join once that has merged (docs/testing.md lists what
+# they still report).
+skip='^(build[^/]*|third_party|backends/pkcs11|pkcs11/store)/'
+
+accelcrypt_install_deps
+
+lint_build() {
+  echo "== configure: $build (clang, thread-safety analysis)"
+  # Build type None: no -O/-g (nothing here runs), the cheapest compile
+  # that still sees every file with clang's warnings.
+  cmake -S "$ACCELCRYPT_ROOT" -B "$build" -G Ninja \
+    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+    -DCMAKE_BUILD_TYPE=None -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
+    -DACCELCRYPT_WERROR=ON -DACCELCRYPT_THREAD_SAFETY=ON >/dev/null
+  echo "== build (-j$(accelcrypt_jobs))"
+  cmake --build "$build" -j "$(accelcrypt_jobs)"
+}
+
+# lint_files: the project's source files from compile_commands.json, once
+# each (tests/backends/pkcs11 is compiled in two directories), relative to the root.
+lint_files() {
+  sed -n 's/^ *"file": "\(.*\)",\{0,1\}$/\1/p' "$build/compile_commands.json" |
+    sed "s|^$ACCELCRYPT_ROOT/||" | grep -v '^/' | grep -Ev "$skip" |
+    grep -E "${ACCELCRYPT_LINT_FILES:-.}" | sort -u
+}
+
+lint_tidy() {
+  local files log rc
+  files=$(lint_files)
+  if [ -z "$files" ]; then
+    echo "ci_lint.sh: no source files to check" >&2
+    return 1
+  fi
+  log="$build/clang-tidy.log"
+  echo "== clang-tidy: $(wc -l <<<"$files") files (-j$(accelcrypt_jobs), log: $log)"
+  cd "$ACCELCRYPT_ROOT"
+  set +e
+  # clang-tidy exits non-zero on any finding (every check is an error);
+  # xargs then exits 123 after the remaining files ran.
+  tr '\n' '\0' <<<"$files" |
+    xargs -0 -n 1 -P "$(accelcrypt_jobs)" \
+      clang-tidy -p "$build" --quiet --warnings-as-errors='*' \
+      >"$log" 2>&1
+  rc=$?
+  set -e
+  # The findings, without clang-tidy's per-file "N warnings generated." lines.
+  grep -v -E '^[0-9]+ warnings? (and [0-9]+ errors? )?generated\.$|^Suppressed [0-9]+ warnings|^Use -header-filter|^Use -system-headers' \
+    "$log" || true
+  if [ "$rc" -ne 0 ]; then
+    echo "ci_lint.sh: clang-tidy reported findings (exit $rc)" >&2
+  fi
+  return "$rc"
+}
+
+accelcrypt_timed "lint build" lint_build
+accelcrypt_timed "clang-tidy" lint_tidy
