@@ -124,32 +124,12 @@ bool Router::Supports(accelcrypt_alg alg) const {
   return info != nullptr && !routes_[info->index].empty();
 }
 
-namespace {
-
-// The capability flag a padding (ACCELCRYPT_PAD_*) needs; 0 for none.
-uint32_t PaddingFlag(uint32_t padding) {
-  switch (padding) {
-    case ACCELCRYPT_PAD_NONE:
-      return ACCELCRYPT_CAP_RSA_RAW;
-    case ACCELCRYPT_PAD_PKCS1:
-      return ACCELCRYPT_CAP_RSA_PKCS1;
-    case ACCELCRYPT_PAD_PSS:
-      return ACCELCRYPT_CAP_RSA_PSS;
-    case ACCELCRYPT_PAD_OAEP:
-      return ACCELCRYPT_CAP_RSA_OAEP;
-    default:
-      return 0;
-  }
-}
-
-}  // namespace
-
 Router::KeyOffer Router::OfferedKeys(accelcrypt_alg alg,
                                      uint32_t padding) const {
   KeyOffer offer;
   const AlgorithmInfo* info = FindAlgorithm(alg);
   if (info == nullptr) return offer;
-  const uint32_t need = ACCELCRYPT_CAP_KEY_IMPORT | PaddingFlag(padding);
+  const uint32_t need = ACCELCRYPT_CAP_KEY_IMPORT | routing::PaddingFlag(padding);
   for (size_t i : routes_[info->index]) {
     const accelcrypt_capability* cap = slots_[i]->backend->Capability(alg);
     if (cap == nullptr || (cap->flags & need) != need) continue;
@@ -167,7 +147,7 @@ bool Router::TakesKey(accelcrypt_alg alg, uint32_t padding,
                       size_t bits) const {
   const AlgorithmInfo* info = FindAlgorithm(alg);
   if (info == nullptr) return false;
-  const uint32_t need = ACCELCRYPT_CAP_KEY_IMPORT | PaddingFlag(padding);
+  const uint32_t need = ACCELCRYPT_CAP_KEY_IMPORT | routing::PaddingFlag(padding);
   for (size_t i : routes_[info->index]) {
     const accelcrypt_capability* cap = slots_[i]->backend->Capability(alg);
     if (cap == nullptr || (cap->flags & need) != need) continue;

@@ -132,6 +132,23 @@ auto OpenOnFirst(Router* router, const AlgorithmInfo& info,
   return NoBackend(info, last);
 }
 
+// PaddingFlag is the capability flag (ACCELCRYPT_CAP_RSA_*) a backend
+// declares for an RSA padding (ACCELCRYPT_PAD_*); 0 for any other value.
+inline uint32_t PaddingFlag(uint32_t padding) {
+  switch (padding) {
+    case ACCELCRYPT_PAD_NONE:
+      return ACCELCRYPT_CAP_RSA_RAW;
+    case ACCELCRYPT_PAD_PKCS1:
+      return ACCELCRYPT_CAP_RSA_PKCS1;
+    case ACCELCRYPT_PAD_PSS:
+      return ACCELCRYPT_CAP_RSA_PSS;
+    case ACCELCRYPT_PAD_OAEP:
+      return ACCELCRYPT_CAP_RSA_OAEP;
+    default:
+      return 0;
+  }
+}
+
 // RunsOnCpu is true when `slot` declares ACCELCRYPT_CAP_CPU for `info`: its
 // updates have no device errors, so nothing is kept to replay them.
 inline bool RunsOnCpu(const Slot* slot, const AlgorithmInfo& info) {

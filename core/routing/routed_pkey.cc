@@ -21,21 +21,6 @@
 namespace accelcrypt::routing {
 namespace {
 
-uint32_t PaddingFlag(uint32_t padding) {
-  switch (padding) {
-    case ACCELCRYPT_PAD_NONE:
-      return ACCELCRYPT_CAP_RSA_RAW;
-    case ACCELCRYPT_PAD_PKCS1:
-      return ACCELCRYPT_CAP_RSA_PKCS1;
-    case ACCELCRYPT_PAD_PSS:
-      return ACCELCRYPT_CAP_RSA_PSS;
-    case ACCELCRYPT_PAD_OAEP:
-      return ACCELCRYPT_CAP_RSA_OAEP;
-    default:
-      return 0;
-  }
-}
-
 // RoutedPublicKeyOps runs each operation on the first candidate backend that
 // serves it (Router::PkeyOrder, filtered by the padding the backend
 // declares). Prepared keys are loaded once per (backend, algorithm) under
