@@ -209,7 +209,8 @@ absl::Status RsaesEncode(OSSL_LIB_CTX* libctx,
         }
       }
     }
-    std::memcpy(em.data() + 3 + ps_len, in, in_len);
+    // An empty message may come as a null pointer: copy nothing then.
+    if (in_len > 0) std::memcpy(em.data() + 3 + ps_len, in, in_len);
   } else {
     const MdInfo* md = FindMd(params.md);
     const MdInfo* mgf = params.mgf1_md != 0 ? FindMd(params.mgf1_md) : md;
@@ -227,7 +228,7 @@ absl::Status RsaesEncode(OSSL_LIB_CTX* libctx,
       return absl::InternalError("pkcs11: OAEP label hash failed");
     }
     db[db_len - in_len - 1] = 0x01;
-    std::memcpy(db + db_len - in_len, in, in_len);
+    if (in_len > 0) std::memcpy(db + db_len - in_len, in, in_len);
     if (RAND_bytes_ex(libctx, seed, h, 0) != 1) {
       return absl::UnavailableError("pkcs11: no random seed");
     }
