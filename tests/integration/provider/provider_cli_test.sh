@@ -380,8 +380,12 @@ case "$CASE" in
     port=""
     for try in 1 2 3 4 5; do
       p=$((20000 + RANDOM % 30000))
-      ossl s_server -accept "127.0.0.1:$p" -cert "$WORK/cert.pem" \
-        -key "$WORK/key.pem" -www -quiet >"$WORK/server.log" 2>&1 &
+      # Not through the ossl function: in the background a function runs in
+      # a subshell, $! would be that subshell, and killing it would leave
+      # s_server running after the test.
+      OPENSSL_CONF="$CNF" "$OPENSSL" s_server -accept "127.0.0.1:$p" \
+        -cert "$WORK/cert.pem" -key "$WORK/key.pem" -www -quiet \
+        >"$WORK/server.log" 2>&1 &
       server=$!
       sleep 0.5
       if kill -0 "$server" 2>/dev/null; then port=$p; break; fi
