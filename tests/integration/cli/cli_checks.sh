@@ -17,22 +17,8 @@ vectors=$4
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/accelcrypt-cli-test.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-pass() { echo "ok: $*"; }
-# expect_rc WANT CMD...: runs CMD (stdout+stderr to $tmp/out) and checks its
-# exit code.
-expect_rc() {
-  local want=$1; shift
-  local rc=0
-  "$@" > "$tmp/out" 2>&1 || rc=$?
-  if [ "$rc" -ne "$want" ]; then
-    cat "$tmp/out" >&2
-    fail "'$*' exited $rc, expected $want"
-  fi
-}
-expect_out() {  # expect_out REGEX WHAT
-  grep -Eq -- "$1" "$tmp/out" || { cat "$tmp/out" >&2; fail "$2: no line matching /$1/"; }
-}
+# shellcheck source=tests/integration/expect.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../expect.sh"
 
 [ -x "$cli" ] || fail "accelcrypt binary $cli missing"
 cli=$(cd "$(dirname "$cli")" && pwd)/$(basename "$cli")

@@ -20,25 +20,8 @@ vectors=$5
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/accelcrypt-example-test.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-pass() { echo "ok: $*"; }
-# expect_rc WANT CMD...: runs CMD (stdout+stderr to $tmp/out) and checks its
-# exit code.
-expect_rc() {
-  local want=$1; shift
-  local rc=0
-  "$@" > "$tmp/out" 2>&1 || rc=$?
-  if [ "$rc" -ne "$want" ]; then
-    cat "$tmp/out" >&2
-    fail "'$*' exited $rc, expected $want"
-  fi
-}
-expect_out() {  # expect_out REGEX WHAT
-  grep -Eq -- "$1" "$tmp/out" || { cat "$tmp/out" >&2; fail "$2: no line matching /$1/"; }
-}
-reject_out() {  # reject_out REGEX WHAT
-  if grep -Eq -- "$1" "$tmp/out"; then cat "$tmp/out" >&2; fail "$2: a line matches /$1/"; fi
-}
+# shellcheck source=tests/integration/expect.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../expect.sh"
 # example_block: the example backend's part of `accelcrypt list` output in
 # $tmp/out (its heading line to the next blank line), into $tmp/block.
 example_block() {
