@@ -45,14 +45,20 @@ struct KeyLine {
   size_t line = 0;
 };
 
-// SourceFiles lists `path` and the files its `.include` lines name (a
+// Source is one file OpenSSL read, with its text (empty when unreadable).
+struct Source {
+  std::string path;
+  std::string text;
+};
+
+// SourceFiles reads `path` and the files its `.include` lines name (a
 // directory: its *.cnf and *.conf, sorted, as OpenSSL reads them), in the
-// order OpenSSL reads them. One level deep, which is what the line lookup
-// needs; NCONF itself follows every level.
-std::vector<std::string> SourceFiles(const std::string& path) {
+// order OpenSSL reads them, each once. One level deep, which is what the
+// line lookup needs; NCONF itself follows every level.
+std::vector<Source> SourceFiles(const std::string& path) {
   std::vector<std::string> files = {path};
   std::string text;
-  if (!kit::ReadFile(path, &text)) return files;
+  if (!kit::ReadFile(path, &text)) return {{path, ""}};
   const char* include_dir = std::getenv("OPENSSL_CONF_INCLUDE");
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     line = absl::StripAsciiWhitespace(line);
@@ -79,18 +85,23 @@ std::vector<std::string> SourceFiles(const std::string& path) {
       files.push_back(target.string());
     }
   }
-  return files;
+  std::vector<Source> sources;
+  sources.push_back({path, std::move(text)});
+  for (size_t i = 1; i < files.size(); ++i) {
+    Source source{files[i], ""};
+    kit::ReadFile(source.path, &source.text);
+    sources.push_back(std::move(source));
+  }
+  return sources;
 }
 
 // FindKeyLine returns where `key` was last set in `[section]` across
-// `files` (a later setting replaces an earlier one, as in NCONF); line 0
+// `sources` (a later setting replaces an earlier one, as in NCONF); line 0
 // when the text scan cannot tell (a key made by variable expansion).
-KeyLine FindKeyLine(const std::vector<std::string>& files,
+KeyLine FindKeyLine(const std::vector<Source>& sources,
                     const std::string& section, const std::string& key) {
   KeyLine found;
-  for (const std::string& file : files) {
-    std::string text;
-    if (!kit::ReadFile(file, &text)) continue;
+  for (const auto& [file, text] : sources) {
     std::string current = "default";
     size_t n = 0;
     for (absl::string_view line : absl::StrSplit(text, '\n')) {
@@ -112,7 +123,7 @@ KeyLine FindKeyLine(const std::vector<std::string>& files,
       }
     }
   }
-  if (found.line == 0) found.file = files.front();
+  if (found.line == 0) found.file = sources.front().path;
   return found;
 }
 
@@ -131,7 +142,7 @@ bool IsAccelcrypt(CONF* conf, const std::string& name,
   return base == "accelcrypt.so" || base == "accelcrypt";
 }
 
-void CheckSection(CONF* conf, const std::vector<std::string>& files,
+void CheckSection(CONF* conf, const std::vector<Source>& sources,
                   const std::string& section, OpensslCnfReport* report) {
   STACK_OF(CONF_VALUE)* values = NCONF_get_section(conf, section.c_str());
   if (values == nullptr) return;
@@ -144,40 +155,35 @@ void CheckSection(CONF* conf, const std::vector<std::string>& files,
         key == kConfKey) {
       continue;
     }
-    const std::string where = Where(FindKeyLine(files, section, key), section);
     const ConfigKey* known = FindConfigKey(key);
-    const std::string lower = absl::AsciiStrToLower(key);
+    std::string mistake;  // empty: the key is read and its value accepted
     if (known != nullptr && key != known->name &&
         (*known->alias == '\0' || key != known->alias)) {
       // OpenSSL passes the name as written and the provider asks for the
       // lower-case one: a key in another case is never read.
-      report->mistakes.push_back(absl::StrFormat(
-          "%s: key '%s' is not read: the provider's key is '%s' (lower "
-          "case)",
-          where, key, known->name));
-      continue;
+      mistake = absl::StrFormat(
+          "key '%s' is not read: the provider's key is '%s' (lower case)",
+          key, known->name);
+    } else if (known == nullptr) {
+      mistake =
+          Config::Known(absl::AsciiStrToLower(key))
+              ? absl::StrFormat(
+                    "key '%s' is read only from the file named by `conf =` "
+                    "(route.* and backend keys); in openssl.cnf the "
+                    "provider never sees it",
+                    key)
+              : absl::StrFormat(
+                    "unknown key '%s' (the provider never sees it; keys are "
+                    "listed in accelcrypt(1) and docs/configuration.md)",
+                    key);
+    } else if (absl::Status st = CheckValue(*known, value); !st.ok()) {
+      mistake = absl::StrCat(st.message(),
+                             " (the provider refuses to start with it)");
     }
-    if (known == nullptr) {
-      if (Config::Known(lower)) {
-        report->mistakes.push_back(absl::StrFormat(
-            "%s: key '%s' is read only from the file named by `conf =` "
-            "(route.* and backend keys); in openssl.cnf the provider never "
-            "sees it",
-            where, key));
-      } else {
-        report->mistakes.push_back(absl::StrFormat(
-            "%s: unknown key '%s' (the provider never sees it; keys are "
-            "listed in accelcrypt(1) and docs/configuration.md)",
-            where, key));
-      }
-      continue;
-    }
-    absl::Status st = CheckValue(*known, value);
-    if (!st.ok()) {
-      report->mistakes.push_back(
-          absl::StrCat(where, ": ", st.message(),
-                       " (the provider refuses to start with it)"));
-    }
+    if (mistake.empty()) continue;
+    // Only a mistake is located in the files (a text scan per key).
+    report->mistakes.push_back(absl::StrCat(
+        Where(FindKeyLine(sources, section, key), section), ": ", mistake));
   }
 }
 
@@ -226,7 +232,7 @@ absl::StatusOr<OpensslCnfReport> CheckOpensslCnf(const std::string& path) {
   if (providers == nullptr) return report;
   STACK_OF(CONF_VALUE)* list = NCONF_get_section(conf.get(), providers);
   if (list == nullptr) return report;
-  const std::vector<std::string> files = SourceFiles(path);
+  const std::vector<Source> sources = SourceFiles(path);
   for (int i = 0; i < sk_CONF_VALUE_num(list); ++i) {
     const CONF_VALUE* v = sk_CONF_VALUE_value(list, i);
     if (v->name == nullptr || v->value == nullptr) continue;
@@ -235,7 +241,7 @@ absl::StatusOr<OpensslCnfReport> CheckOpensslCnf(const std::string& path) {
     if (!IsAccelcrypt(conf.get(), name, section)) continue;
     report.sections.push_back(
         absl::StrFormat("[%s] (provider %s)", section, name));
-    CheckSection(conf.get(), files, section, &report);
+    CheckSection(conf.get(), sources, section, &report);
   }
   return report;
 }
