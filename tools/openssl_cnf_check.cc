@@ -200,9 +200,13 @@ std::string SystemOpensslCnf() {
 }
 
 std::string OpensslCnfInUse() {
-  const char* env = std::getenv("OPENSSL_CONF");
-  if (env != nullptr && *env != '\0') return env;
-  return SystemOpensslCnf();
+  // libcrypto's own answer: $OPENSSL_CONF (not for setuid programs), else
+  // OPENSSLDIR/openssl.cnf.
+  char* path = CONF_get1_default_config_file();
+  if (path == nullptr) return SystemOpensslCnf();
+  std::string out = path;
+  OPENSSL_free(path);
+  return out;
 }
 
 absl::StatusOr<OpensslCnfReport> CheckOpensslCnf(const std::string& path) {

@@ -33,7 +33,8 @@ absl::StatusOr<OpensslCnfReport> CheckOpensslCnf(const std::string& path);
 // symlink into /etc/ssl).
 std::string SystemOpensslCnf();
 
-// The openssl.cnf OpenSSL programs read here: $OPENSSL_CONF when set, else
+// The openssl.cnf OpenSSL programs read here, as libcrypto names it
+// (CONF_get1_default_config_file): $OPENSSL_CONF when set, else
 // OPENSSLDIR/openssl.cnf.
 std::string OpensslCnfInUse();
 
