@@ -86,7 +86,7 @@ absl::StatusOr<std::unique_ptr<Router>> Router::Create(
   router->routes_ = BuildRoutes(backends, options);
   router->configured_.assign(AllAlgorithms().size(), false);
   for (const AlgorithmInfo& alg : AllAlgorithms()) {
-    router->configured_[alg.index] = options.routes[alg.index].has_value();
+    router->configured_[alg.index] = options.RouteFor(alg).has_value();
   }
   router->LoadCalibration(options.calibration_file);
   // The route's first backend's direct digest, per algorithm, read once:

@@ -94,6 +94,12 @@ absl::StatusOr<RouterOptions> RouterOptions::FromConfig(const Config& config) {
   return o;
 }
 
+const std::optional<RouterOptions::Route>& RouterOptions::RouteFor(
+    const AlgorithmInfo& alg) const {
+  static const std::optional<Route> kNone;
+  return alg.index < routes.size() ? routes[alg.index] : kNone;
+}
+
 std::vector<std::vector<size_t>> BuildRoutes(
     absl::Span<const Backend* const> backends, const RouterOptions& options) {
   std::vector<std::vector<size_t>> routes;
@@ -106,9 +112,7 @@ std::vector<std::vector<size_t>> BuildRoutes(
         order.push_back(i);
       }
     };
-    const std::optional<RouterOptions::Route>& route =
-        alg.index < options.routes.size() ? options.routes[alg.index]
-                                          : std::nullopt;
+    const std::optional<RouterOptions::Route>& route = options.RouteFor(alg);
     if (route.has_value()) {
       // A route may name a backend absent on this machine: skipped.
       for (const std::string& name : route->backends) {

@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "core/algorithms.h"
 #include "core/backend.h"
 #include "core/config.h"
 
@@ -45,6 +46,9 @@ struct RouterOptions {
   };
   // Per AlgorithmInfo::index; nullopt where no route is configured.
   std::vector<std::optional<Route>> routes;
+  // RouteFor is `routes` for `alg`; nullopt also when `routes` is shorter
+  // (options built by hand).
+  const std::optional<Route>& RouteFor(const AlgorithmInfo& alg) const;
   // `route.rsa-<bits>` / `route.dsa-<bits>`, keyed "rsa-2048" (the value
   // as written: NewPublicKeyOps parses it per key size).
   std::map<std::string, std::string, std::less<>> pkey_routes;
