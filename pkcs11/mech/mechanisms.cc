@@ -428,8 +428,7 @@ class MechanismsImpl final : public Mechanisms {
       case Group::kSecretKeyGen:
         return true;
       case Group::kRsa:
-        return router.Supports(row.alg) &&
-               internal::CheckOffered(core_, row.alg, row.padding, 0).ok();
+        return router.OfferedKeys(row.alg, row.padding).offered;
       default:
         return router.Supports(row.alg);
     }
