@@ -30,26 +30,25 @@ constexpr AlgorithmInfo Cipher(accelcrypt_alg id, std::string_view name,
                                std::string_view names, std::string_view key,
                                CipherMode mode, size_t key_len, size_t iv_len,
                                size_t block_len, uint64_t ckm, size_t index) {
-  return AlgorithmInfo{id,      Family::kCipher, name,      names, key,
-                       mode,    key_len,         iv_len,    block_len,
-                       0,       ckm,             index};
+  return AlgorithmInfo{id,      Family::kCipher, name,      names, key, mode,
+                       key_len, iv_len,          block_len, 0,     ckm, index};
 }
 
 constexpr AlgorithmInfo Digest(accelcrypt_alg id, std::string_view name,
                                std::string_view names, std::string_view key,
                                size_t block_len, size_t digest_len,
                                uint64_t ckm, size_t index) {
-  return AlgorithmInfo{id, Family::kDigest, name,       names, key,
-                       CipherMode::kNone, 0, 0, block_len, digest_len, ckm,
-                       index};
+  return AlgorithmInfo{id,        Family::kDigest,   name, names,
+                       key,       CipherMode::kNone, 0,    0,
+                       block_len, digest_len,        ckm,  index};
 }
 
 // OpenSSL names follow providers/implementations/include/prov/names.h of
 // OpenSSL 3.0 (canonical name, aliases, OID).
 constexpr std::array<AlgorithmInfo, 28> kAlgorithms = {{
     Cipher(ACCELCRYPT_ALG_AES_128_ECB, "AES-128-ECB",
-           "AES-128-ECB:2.16.840.1.101.3.4.1.1", "aes-128-ecb", CipherMode::kEcb,
-           16, 0, 16, kCkmAesEcb, 0),
+           "AES-128-ECB:2.16.840.1.101.3.4.1.1", "aes-128-ecb",
+           CipherMode::kEcb, 16, 0, 16, kCkmAesEcb, 0),
     Cipher(ACCELCRYPT_ALG_AES_192_ECB, "AES-192-ECB",
            "AES-192-ECB:2.16.840.1.101.3.4.1.21", "aes-192-ecb",
            CipherMode::kEcb, 24, 0, 16, kCkmAesEcb, 1),
@@ -148,8 +147,10 @@ const AlgorithmInfo* FindAlgorithmByName(std::string_view name) {
         absl::EqualsIgnoreCase(AsAbsl(info.key), AsAbsl(name))) {
       return &info;
     }
-    for (absl::string_view alias : absl::StrSplit(AsAbsl(info.openssl_names), ':')) {
-      if (!alias.empty() && absl::EqualsIgnoreCase(alias, AsAbsl(name))) return &info;
+    for (absl::string_view alias :
+         absl::StrSplit(AsAbsl(info.openssl_names), ':')) {
+      if (!alias.empty() && absl::EqualsIgnoreCase(alias, AsAbsl(name)))
+        return &info;
     }
   }
   return nullptr;

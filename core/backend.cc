@@ -9,10 +9,9 @@
 #include <cstring>
 #include <map>
 
-#include "absl/synchronization/mutex.h"
-
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
 #include "core/algorithms.h"
 #include "core/config.h"
 #include "core/status.h"
@@ -52,14 +51,16 @@ template <typename Fn>
   accelcrypt_error err;
   err.message[0] = '\0';
   accelcrypt_status rc = fn(&err);
-  if (rc == ACCELCRYPT_OK) [[likely]] return absl::OkStatus();
+  if (rc == ACCELCRYPT_OK) [[likely]]
+    return absl::OkStatus();
   return Check(rc, err, backend, what);
 }
 
 class BackendCipher final : public Cipher {
  public:
-  BackendCipher(const accelcrypt_cipher_table* table, accelcrypt_cipher_ctx* ctx,
-                const AlgorithmInfo& info, std::string_view backend)
+  BackendCipher(const accelcrypt_cipher_table* table,
+                accelcrypt_cipher_ctx* ctx, const AlgorithmInfo& info,
+                std::string_view backend)
       : table_(table), ctx_(ctx), info_(info), backend_(backend) {}
   ~BackendCipher() override { table_->freectx(ctx_); }
 
@@ -76,8 +77,8 @@ class BackendCipher final : public Cipher {
                       absl::Span<uint8_t> out) override {
     if (out.size() < in.size()) [[unlikely]] {
       return absl::OutOfRangeError(absl::StrFormat(
-          "%s: output buffer of %d bytes is too small for %d bytes",
-          info_.name, out.size(), in.size()));
+          "%s: output buffer of %d bytes is too small for %d bytes", info_.name,
+          out.size(), in.size()));
     }
     return CallTable(backend_, "cipher update", [&](accelcrypt_error* err) {
       return table_->update(ctx_, in.data(), in.size(), out.data(), err);
@@ -118,8 +119,8 @@ class BackendCipher final : public Cipher {
   }
   absl::StatusOr<accelcrypt_cipher_state> GetState() const override {
     if (!HasField(table_, &accelcrypt_cipher_table::get_state)) {
-      return absl::UnimplementedError(
-          absl::StrFormat("%s: %s state is not portable", backend_, info_.name));
+      return absl::UnimplementedError(absl::StrFormat(
+          "%s: %s state is not portable", backend_, info_.name));
     }
     accelcrypt_cipher_state state{};
     accelcrypt_error err{};
@@ -129,8 +130,8 @@ class BackendCipher final : public Cipher {
   }
   absl::Status SetState(const accelcrypt_cipher_state& state) override {
     if (!HasField(table_, &accelcrypt_cipher_table::set_state)) {
-      return absl::UnimplementedError(
-          absl::StrFormat("%s: %s state is not portable", backend_, info_.name));
+      return absl::UnimplementedError(absl::StrFormat(
+          "%s: %s state is not portable", backend_, info_.name));
     }
     accelcrypt_error err{};
     return Check(table_->set_state(ctx_, &state, &err), err, backend_,
@@ -170,15 +171,17 @@ class BackendCipher final : public Cipher {
 
 class BackendDigest final : public Digest {
  public:
-  BackendDigest(const accelcrypt_digest_table* table, accelcrypt_digest_ctx* ctx,
-                const AlgorithmInfo& info, std::string_view backend)
+  BackendDigest(const accelcrypt_digest_table* table,
+                accelcrypt_digest_ctx* ctx, const AlgorithmInfo& info,
+                std::string_view backend)
       : table_(table), ctx_(ctx), info_(info), backend_(backend) {}
   ~BackendDigest() override { table_->freectx(ctx_); }
 
   // Init/Update/Final are the per-call path (CallTable).
   absl::Status Init() override {
-    return CallTable(backend_, "digest init",
-                     [&](accelcrypt_error* err) { return table_->init(ctx_, err); });
+    return CallTable(backend_, "digest init", [&](accelcrypt_error* err) {
+      return table_->init(ctx_, err);
+    });
   }
   absl::Status Update(absl::Span<const uint8_t> data) override {
     return CallTable(backend_, "digest update", [&](accelcrypt_error* err) {
@@ -354,7 +357,8 @@ absl::StatusOr<std::unique_ptr<Backend>> Backend::Create(
   const accelcrypt_capability* caps = nullptr;
   size_t num_caps = 0;
   rc = desc->get_capabilities(backend->instance_, &caps, &num_caps, &err);
-  if (rc != ACCELCRYPT_OK) return Check(rc, err, backend->name_, "capabilities");
+  if (rc != ACCELCRYPT_OK)
+    return Check(rc, err, backend->name_, "capabilities");
   // Walk the array with the backend's own element size: a backend built
   // against another header revision must be read, not misread.
   size_t stride = ACCELCRYPT_CAPABILITY_SIZE_V1;
@@ -404,10 +408,9 @@ absl::StatusOr<std::unique_ptr<Backend>> Backend::Create(
         return !HasField(backend->rng_, &accelcrypt_rng_table::entropy);
       case ACCELCRYPT_FAMILY_RSA:
       case ACCELCRYPT_FAMILY_DSA:
-        return !UsablePkeyTable(cap.alg == ACCELCRYPT_ALG_DSA_SIGN
-                                    ? backend->dsa_
-                                    : backend->rsa_,
-                                cap);
+        return !UsablePkeyTable(
+            cap.alg == ACCELCRYPT_ALG_DSA_SIGN ? backend->dsa_ : backend->rsa_,
+            cap);
       default:
         return true;
     }
@@ -593,8 +596,8 @@ absl::Status Backend::RandomBytes(absl::Span<uint8_t> out) const {
         absl::StrFormat("%s: no random generator", name_));
   }
   accelcrypt_error err{};
-  return Check(rng_->random_bytes(instance_, out.data(), out.size(), &err),
-               err, name_, "random");
+  return Check(rng_->random_bytes(instance_, out.data(), out.size(), &err), err,
+               name_, "random");
 }
 
 absl::StatusOr<size_t> Backend::Entropy(absl::Span<uint8_t> out) const {
@@ -628,8 +631,8 @@ absl::StatusOr<std::unique_ptr<BackendKey>> Backend::LoadKey(
   accelcrypt_key_desc desc = key.Describe(alg);
   accelcrypt_pkey* pkey = nullptr;
   accelcrypt_error err{};
-  ACCELCRYPT_RETURN_IF_ERROR(Check(table->load_key(instance_, &desc, &pkey, &err),
-                                   err, name_, "load key"));
+  ACCELCRYPT_RETURN_IF_ERROR(Check(
+      table->load_key(instance_, &desc, &pkey, &err), err, name_, "load key"));
   if (pkey == nullptr) {
     return absl::InternalError(
         absl::StrFormat("%s: load_key returned no key", name_));
@@ -652,10 +655,10 @@ absl::StatusOr<size_t> BackendKey::Sign(const PkeyParams& params,
   accelcrypt_pkey_params p = AbiParams(params);
   size_t len = out.size();
   accelcrypt_error err{};
-  ACCELCRYPT_RETURN_IF_ERROR(Check(
-      table_->sign(key_, &p, tbs.data(), tbs.size(),
-                   out.empty() ? nullptr : out.data(), &len, &err),
-      err, backend_, "sign"));
+  ACCELCRYPT_RETURN_IF_ERROR(
+      Check(table_->sign(key_, &p, tbs.data(), tbs.size(),
+                         out.empty() ? nullptr : out.data(), &len, &err),
+            err, backend_, "sign"));
   return len;
 }
 
@@ -679,10 +682,10 @@ absl::StatusOr<size_t> BackendKey::Encrypt(const PkeyParams& params,
   accelcrypt_pkey_params p = AbiParams(params);
   size_t len = out.size();
   accelcrypt_error err{};
-  ACCELCRYPT_RETURN_IF_ERROR(Check(
-      table_->encrypt(key_, &p, in.data(), in.size(),
-                      out.empty() ? nullptr : out.data(), &len, &err),
-      err, backend_, "encrypt"));
+  ACCELCRYPT_RETURN_IF_ERROR(
+      Check(table_->encrypt(key_, &p, in.data(), in.size(),
+                            out.empty() ? nullptr : out.data(), &len, &err),
+            err, backend_, "encrypt"));
   return len;
 }
 
@@ -696,10 +699,10 @@ absl::StatusOr<size_t> BackendKey::Decrypt(const PkeyParams& params,
   accelcrypt_pkey_params p = AbiParams(params);
   size_t len = out.size();
   accelcrypt_error err{};
-  ACCELCRYPT_RETURN_IF_ERROR(Check(
-      table_->decrypt(key_, &p, in.data(), in.size(),
-                      out.empty() ? nullptr : out.data(), &len, &err),
-      err, backend_, "decrypt"));
+  ACCELCRYPT_RETURN_IF_ERROR(
+      Check(table_->decrypt(key_, &p, in.data(), in.size(),
+                            out.empty() ? nullptr : out.data(), &len, &err),
+            err, backend_, "decrypt"));
   return len;
 }
 

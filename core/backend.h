@@ -50,9 +50,7 @@ class Backend {
 
   // Capability returns the declared capability for `alg`, or nullptr.
   const accelcrypt_capability* Capability(accelcrypt_alg alg) const;
-  absl::Span<const accelcrypt_capability> capabilities() const {
-    return caps_;
-  }
+  absl::Span<const accelcrypt_capability> capabilities() const { return caps_; }
   bool hardware() const;
   // TakesKeyMaterial is true when the backend declares `alg` and accepts
   // imported key material for it (RSA/DSA keys from software), for keys of

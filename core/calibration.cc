@@ -278,9 +278,9 @@ absl::StatusOr<Calibration> Calibration::Load(const std::string& path) {
                           "calibrate`)",
                           path));
     }
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "calibration file %s is malformed (cannot read it: %s)", path,
-        std::strerror(errno)));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("calibration file %s is malformed (cannot read it: %s)",
+                        path, std::strerror(errno)));
   }
   const uint64_t hash = Fnv1a64(text);
   std::string cache;
@@ -344,7 +344,8 @@ std::vector<std::string> Calibration::Fastest(const std::string& alg_key,
   auto b = a->second.find(bucket);
   if (b == a->second.end()) return out;
   std::vector<std::pair<double, std::string>> ranked;
-  for (const auto& [backend, value] : b->second) ranked.push_back({value, backend});
+  for (const auto& [backend, value] : b->second)
+    ranked.push_back({value, backend});
   std::sort(ranked.begin(), ranked.end());
   for (auto& [value, backend] : ranked) out.push_back(backend);
   return out;
@@ -363,8 +364,10 @@ std::string CpuSignature() {
     if (line.empty()) break;  // first processor only
     if (line.rfind("vendor_id", 0) == 0) vendor = value(line);
     if (line.rfind("cpu family", 0) == 0) family = value(line);
-    if (line.rfind("model name", 0) == 0) name = value(line);
-    else if (line.rfind("model", 0) == 0) model = value(line);
+    if (line.rfind("model name", 0) == 0)
+      name = value(line);
+    else if (line.rfind("model", 0) == 0)
+      model = value(line);
     if (line.rfind("stepping", 0) == 0) stepping = value(line);
   }
   if (vendor.empty() && name.empty()) return "unknown-cpu";

@@ -88,9 +88,9 @@ absl::StatusOr<size_t> CipherStream::Update(absl::Span<const uint8_t> in,
   const AlgorithmInfo& info = cipher_->info();
   const size_t produce = MaxUpdateOutput(in.size());
   if (out.size() < produce) {
-    return absl::OutOfRangeError(absl::StrFormat(
-        "%s: output buffer of %d bytes is too small, need %d", info.name,
-        out.size(), produce));
+    return absl::OutOfRangeError(
+        absl::StrFormat("%s: output buffer of %d bytes is too small, need %d",
+                        info.name, out.size(), produce));
   }
   // The output runs ahead of the input by buf_len_ bytes; if the caller's
   // buffers share memory that would overwrite input not yet read, so such

@@ -65,12 +65,11 @@ void AddSection(const CONF* conf, const char* section, std::string_view prefix,
   if (values == nullptr) return;
   for (int i = 0; i < sk_CONF_VALUE_num(values); ++i) {
     const CONF_VALUE* v = sk_CONF_VALUE_value(values, i);
-    auto it = lines.find(
-        absl::StrCat(section, "/", absl::AsciiStrToLower(v->name)));
+    auto it =
+        lines.find(absl::StrCat(section, "/", absl::AsciiStrToLower(v->name)));
     std::string origin =
-        it == lines.end()
-            ? absl::StrFormat("%s, section [%s]", path, section)
-            : absl::StrFormat("%s line %d", path, it->second);
+        it == lines.end() ? absl::StrFormat("%s, section [%s]", path, section)
+                          : absl::StrFormat("%s line %d", path, it->second);
     config->Set(absl::StrCat(AsAbsl(prefix), v->name), v->value, origin);
   }
 }
@@ -95,9 +94,9 @@ absl::StatusOr<Config> Config::LoadFile(const std::string& path) {
       return absl::NotFoundError(absl::StrFormat(
           "cannot read accelcrypt config %s: %s", path, detail));
     }
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "malformed accelcrypt config %s, line %d: %s", path, error_line,
-        detail));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("malformed accelcrypt config %s, line %d: %s", path,
+                        error_line, detail));
   }
   Config config;
   const KeyLines lines = ScanKeyLines(path);
@@ -223,8 +222,8 @@ absl::Status Config::Validate() const {
   for (const auto& [key, value] : values_) {
     auto o = origins_.find(key);
     const std::string where =
-        o == origins_.end() ? "accelcrypt config" :
-                            absl::StrCat("accelcrypt config ", o->second);
+        o == origins_.end() ? "accelcrypt config"
+                            : absl::StrCat("accelcrypt config ", o->second);
     absl::string_view name = key;
     if (const ConfigKey* k = FindConfigKey(key); k != nullptr) {
       absl::Status st = CheckValue(*k, value);

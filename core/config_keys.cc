@@ -83,14 +83,14 @@ absl::Status CheckValue(const ConfigKey& key, std::string_view value) {
     case KeyType::kInt: {
       long long n = 0;
       if (!absl::SimpleAtoi(v, &n)) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "%s = '%s' is not a number (want %d..%d)", key.name, v, key.min,
-            key.max));
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s = '%s' is not a number (want %d..%d)", key.name,
+                            v, key.min, key.max));
       }
       if (n < key.min || n > key.max) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "%s = %d is out of range (want %d..%d)", key.name, n, key.min,
-            key.max));
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s = %d is out of range (want %d..%d)", key.name,
+                            n, key.min, key.max));
       }
       return absl::OkStatus();
     }
@@ -98,10 +98,9 @@ absl::Status CheckValue(const ConfigKey& key, std::string_view value) {
       for (absl::string_view choice : absl::StrSplit(key.choices, '|')) {
         if (v == choice) return absl::OkStatus();
       }
-      return absl::InvalidArgumentError(
-          absl::StrFormat("%s = '%s' is not supported (want one of: %s)",
-                          key.name, v, absl::StrReplaceAll(key.choices,
-                                                           {{"|", ", "}})));
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s = '%s' is not supported (want one of: %s)", key.name, v,
+          absl::StrReplaceAll(key.choices, {{"|", ", "}})));
   }
   return absl::OkStatus();
 }

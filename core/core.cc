@@ -19,17 +19,21 @@ absl::StatusOr<std::unique_ptr<Core>> Core::Create(Config config) {
   core->router_ = *std::move(router);
   // Live statistics from here on (core/stats.h): the file is made before
   // the first operation, so no exit path loses a count.
-  auto dir = ResolveStatsDir(core->config_.Get("stats_dir"), DefaultStatsRoot());
+  auto dir =
+      ResolveStatsDir(core->config_.Get("stats_dir"), DefaultStatsRoot());
   if (!dir.ok()) {
-    std::fprintf(stderr, "accelcrypt: %s; statistics of this process are not "
-                 "recorded\n", std::string(dir.status().message()).c_str());
+    std::fprintf(stderr,
+                 "accelcrypt: %s; statistics of this process are not "
+                 "recorded\n",
+                 std::string(dir.status().message()).c_str());
   } else if (!dir->empty()) {
     // When the live file cannot be made, the JSON file is still tried at
     // teardown.
     core->stats_dir_ = *dir;
     absl::Status st = core->stats_->StartLive(*dir);
     if (!st.ok() && !core->config_.GetOr("log_level", "").empty()) {
-      std::fprintf(stderr, "accelcrypt: %s\n", std::string(st.message()).c_str());
+      std::fprintf(stderr, "accelcrypt: %s\n",
+                   std::string(st.message()).c_str());
     }
   }
   return core;

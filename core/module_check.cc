@@ -40,8 +40,8 @@ bool ReadAt(int fd, uint64_t offset, void* out, size_t len) {
   auto* p = static_cast<unsigned char*>(out);
   size_t done = 0;
   while (done < len) {
-    ssize_t n = pread(fd, p + done, len - done,
-                      static_cast<off_t>(offset + done));
+    ssize_t n =
+        pread(fd, p + done, len - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
     done += static_cast<size_t>(n);
@@ -231,8 +231,7 @@ absl::Status CheckFile(const std::string& path, LoadHints* hints) {
                         ClassName(h->id.elf_class), ClassName(self.elf_class)));
   }
   if (h->id.data != self.data) {
-    return absl::FailedPreconditionError(
-        "wrong byte order for this process");
+    return absl::FailedPreconditionError("wrong byte order for this process");
   }
   if (h->id.machine != self.machine && self.machine != 0) {
     return absl::FailedPreconditionError(absl::StrFormat(
@@ -268,9 +267,9 @@ absl::Status CheckFile(const std::string& path, LoadHints* hints) {
     }
     if (seg.type != PT_LOAD && seg.type != PT_DYNAMIC) continue;
     if (seg.offset > size || seg.filesz > size - seg.offset) {
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "truncated: segment %d ends at byte %d, file has %d", i,
-          seg.offset + seg.filesz, size));
+      return absl::FailedPreconditionError(
+          absl::StrFormat("truncated: segment %d ends at byte %d, file has %d",
+                          i, seg.offset + seg.filesz, size));
     }
   }
   return absl::OkStatus();

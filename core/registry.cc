@@ -135,9 +135,9 @@ absl::StatusOr<std::unique_ptr<Registry>> Registry::Create(
         absl::Status st = SelfTest(*backend, alg);
         if (!st.ok()) {
           backend->Disable(alg);
-          registry->events_.push_back({name, std::string(FindAlgorithm(alg)->name),
-                                       absl::StrFormat("disabled: %s", st.message()),
-                                       false});
+          registry->events_.push_back(
+              {name, std::string(FindAlgorithm(alg)->name),
+               absl::StrFormat("disabled: %s", st.message()), false});
         }
       }
     }
@@ -158,8 +158,8 @@ absl::StatusOr<std::unique_ptr<Registry>> Registry::Create(
       return false;
     }
     registry->events_.push_back({name, "",
-                                 "not loaded: excluded by configuration",
-                                 false, false, /*excluded=*/true});
+                                 "not loaded: excluded by configuration", false,
+                                 false, /*excluded=*/true});
     return true;
   };
   auto excluded = [&](const accelcrypt_backend_desc* desc) {
@@ -241,10 +241,9 @@ absl::StatusOr<std::unique_ptr<Registry>> Registry::Create(
     }
     return b.hardware() ? 0 : 1;
   };
-  std::stable_sort(registry->backends_.begin(), registry->backends_.end(),
-                   [&](const auto& a, const auto& b) {
-                     return rank(*a) < rank(*b);
-                   });
+  std::stable_sort(
+      registry->backends_.begin(), registry->backends_.end(),
+      [&](const auto& a, const auto& b) { return rank(*a) < rank(*b); });
   return registry;
 }
 

@@ -43,8 +43,9 @@ bool BackendGuard::Inside(const Backend* backend) {
   return t_inside == backend;
 }
 
-absl::StatusOr<std::unique_ptr<Router>> Router::Create(
-    const Registry* registry, const Config& config, Stats* stats) {
+absl::StatusOr<std::unique_ptr<Router>> Router::Create(const Registry* registry,
+                                                       const Config& config,
+                                                       Stats* stats) {
   ACCELCRYPT_ASSIGN_OR_RETURN(RouterOptions options,
                               RouterOptions::FromConfig(config));
   return Create(registry, options, stats);
@@ -71,11 +72,9 @@ absl::StatusOr<std::unique_ptr<Router>> Router::Create(
     slot->stats_slot = stats->RegisterBackend(backend->name());
     const size_t n_algs = AllAlgorithms().size();
     slot->selftest = std::make_unique<std::atomic<uint8_t>[]>(n_algs);
-    const bool first_use =
-        registry->selftest_mode() == SelfTestMode::kFirstUse;
+    const bool first_use = registry->selftest_mode() == SelfTestMode::kFirstUse;
     for (const AlgorithmInfo& alg : AllAlgorithms()) {
-      const bool pending =
-          first_use && backend->Capability(alg.id) != nullptr;
+      const bool pending = first_use && backend->Capability(alg.id) != nullptr;
       slot->selftest[alg.index].store(
           static_cast<uint8_t>(pending ? SelfTestState::kPending
                                        : SelfTestState::kPassed),
@@ -102,8 +101,8 @@ absl::StatusOr<std::unique_ptr<Router>> Router::Create(
     Slot* slot = router->slots_[route[0]].get();
     const accelcrypt_digest_direct* fn = slot->backend->DigestDirect(alg.id);
     if (fn == nullptr) continue;
-    router->direct_digests_[alg.index] = {
-        fn, slot, &stats->Cell(slot->stats_slot, alg)};
+    router->direct_digests_[alg.index] = {fn, slot,
+                                          &stats->Cell(slot->stats_slot, alg)};
   }
   for (const auto& [family, bits] :
        {std::pair<const char*, size_t>{"RSA", router->rsa_offload_min_bits_},
@@ -129,7 +128,8 @@ Router::KeyOffer Router::OfferedKeys(accelcrypt_alg alg,
   KeyOffer offer;
   const AlgorithmInfo* info = FindAlgorithm(alg);
   if (info == nullptr) return offer;
-  const uint32_t need = ACCELCRYPT_CAP_KEY_IMPORT | routing::PaddingFlag(padding);
+  const uint32_t need =
+      ACCELCRYPT_CAP_KEY_IMPORT | routing::PaddingFlag(padding);
   for (size_t i : routes_[info->index]) {
     const accelcrypt_capability* cap = slots_[i]->backend->Capability(alg);
     if (cap == nullptr || (cap->flags & need) != need) continue;
@@ -143,11 +143,11 @@ Router::KeyOffer Router::OfferedKeys(accelcrypt_alg alg,
   return offer;
 }
 
-bool Router::TakesKey(accelcrypt_alg alg, uint32_t padding,
-                      size_t bits) const {
+bool Router::TakesKey(accelcrypt_alg alg, uint32_t padding, size_t bits) const {
   const AlgorithmInfo* info = FindAlgorithm(alg);
   if (info == nullptr) return false;
-  const uint32_t need = ACCELCRYPT_CAP_KEY_IMPORT | routing::PaddingFlag(padding);
+  const uint32_t need =
+      ACCELCRYPT_CAP_KEY_IMPORT | routing::PaddingFlag(padding);
   for (size_t i : routes_[info->index]) {
     const accelcrypt_capability* cap = slots_[i]->backend->Capability(alg);
     if (cap == nullptr || (cap->flags & need) != need) continue;
@@ -241,11 +241,11 @@ bool Router::RunSelfTest(Slot* slot, const AlgorithmInfo& alg) const {
       absl::StrFormat("disabled at first use: %s", st.message());
   // Once per pair and process, whatever the log level: a backend that
   // computes wrong answers is news for the administrator.
-  fprintf(stderr, "accelcrypt: %s: %s failed its known-answer test and is "
+  fprintf(stderr,
+          "accelcrypt: %s: %s failed its known-answer test and is "
           "not used in this process (%s)\n",
           std::string(slot->backend->name()).c_str(),
-          std::string(alg.name).c_str(),
-          std::string(st.message()).c_str());
+          std::string(alg.name).c_str(), std::string(st.message()).c_str());
   selftest_events_.push_back({std::string(slot->backend->name()),
                               std::string(alg.name), std::move(message),
                               false});
@@ -305,7 +305,8 @@ void Router::RecordSuccess(Slot* slot) {
 }
 
 void Router::RecordDeviceError(Slot* slot, const AlgorithmInfo& alg) {
-  uint64_t n = slot->consecutive_errors.fetch_add(1, std::memory_order_relaxed) + 1;
+  uint64_t n =
+      slot->consecutive_errors.fetch_add(1, std::memory_order_relaxed) + 1;
   if (n >= breaker_threshold_) {
     slot->open_until_ns.store(NowNs() + breaker_cooldown_ns_,
                               std::memory_order_relaxed);
@@ -409,8 +410,7 @@ absl::Status Router::DigestOneShot(const AlgorithmInfo& info,
   if (!route.empty() && !SizeRouted(info)) [[likely]] {
     Slot* slot = slots_[route[0]].get();
     if (slot->open_until_ns.load(std::memory_order_relaxed) == 0 &&
-        slot->Tested(info) && !BackendGuard::Inside(slot->backend))
-        [[likely]] {
+        slot->Tested(info) && !BackendGuard::Inside(slot->backend)) [[likely]] {
       absl::Status st =
           TryOneShot(slot, info, data.size(), route.size() > 1, run);
       if (st.ok() || !routing::NextMayServe(st)) [[likely]] {
@@ -534,10 +534,9 @@ void Router::PkeyOrderUngated(const AlgorithmInfo& alg, size_t key_bits,
 absl::StatusOr<std::unique_ptr<PublicKeyOps>> Router::NewPublicKeyOps(
     KeyMaterial key) {
   const bool rsa = key.type == KeyMaterial::Type::kRsa;
-  const bool has_material =
-      rsa ? !key.n.empty() && !key.e.empty()
-          : !key.dsa_p.empty() && !key.dsa_q.empty() && !key.dsa_g.empty() &&
-                !key.dsa_y.empty();
+  const bool has_material = rsa ? !key.n.empty() && !key.e.empty()
+                                : !key.dsa_p.empty() && !key.dsa_q.empty() &&
+                                      !key.dsa_g.empty() && !key.dsa_y.empty();
   if (!has_material && key.uri.empty()) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s key has neither its public parameters nor a token URI",

@@ -218,8 +218,8 @@ class Router {
   // ("aes-128-cbc/encrypt", "sha256"; Calibration::OpKey) and size
   // bucket, the backends as the calibration ranked them, fastest first
   // (empty when no calibration is in use). For `accelcrypt list`.
-  std::map<std::string, std::map<uint64_t, std::vector<std::string>>>
-  Measured() const;
+  std::map<std::string, std::map<uint64_t, std::vector<std::string>>> Measured()
+      const;
   // PkeyBuckets lists the calibrated key sizes of an operation ("rsa" or
   // "rsa/sign", "rsa/verify", "dsa", "dsa/sign", "dsa/verify") with backend
   // names fastest first (empty when not calibrated). For `accelcrypt list`.
@@ -289,8 +289,7 @@ class Router {
   // RunOneShot tries `fn` on each candidate (OrderFor n_bytes) until one
   // succeeds or fails with a caller error.
   template <typename Fn>
-  absl::Status RunOneShot(const AlgorithmInfo& info, uint64_t n_bytes,
-                          Fn&& fn);
+  absl::Status RunOneShot(const AlgorithmInfo& info, uint64_t n_bytes, Fn&& fn);
   // TryOneShot runs `fn` on `slot` under the re-entry guard and counts the
   // outcome: ops and bytes on success; on a device error the error, the
   // breaker, and a fallback when `more` candidates follow.
@@ -391,7 +390,8 @@ struct Router::Slot {
 };
 
 inline bool Router::SelfTested(Slot* slot, const AlgorithmInfo& alg) const {
-  if (slot->Tested(alg)) [[likely]] return true;
+  if (slot->Tested(alg)) [[likely]]
+    return true;
   return RunSelfTest(slot, alg);
 }
 

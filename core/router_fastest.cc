@@ -56,9 +56,8 @@ void Router::LoadCalibration(
   }
   if (policy_ == "priority") return;
   const std::vector<std::string> paths =
-      calibration_file.has_value()
-          ? std::vector<std::string>{*calibration_file}
-                             : CalibrationSearchPath();
+      calibration_file.has_value() ? std::vector<std::string>{*calibration_file}
+                                   : CalibrationSearchPath();
   const std::string uncalibrated =
       policy_ == "auto"
           ? "hardware backends first as declared, RSA/DSA public operations "
@@ -126,8 +125,7 @@ void Router::LoadCalibration(
         double best = std::numeric_limits<double>::infinity();
         if (cells != entry->second.end()) {
           for (size_t i : route) {
-            auto v =
-                cells->second.find(slots_[i]->backend->name());
+            auto v = cells->second.find(slots_[i]->backend->name());
             if (v != cells->second.end()) best = std::min(best, v->second);
           }
         }

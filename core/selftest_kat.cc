@@ -52,7 +52,7 @@ struct PkeyKat {
   accelcrypt_alg alg;
   accelcrypt_alg md;
   KatBytes n, e, d, p, q, dmp1, dmq1, iqmp;
-  KatBytes raw_in, raw_out;          // RSASP1: raw_out = raw_in^d mod n
+  KatBytes raw_in, raw_out;            // RSASP1: raw_out = raw_in^d mod n
   KatBytes pub_n, pub_e, digest, sig;  // a signature over `digest` to verify
   KatBytes dsa_p, dsa_q, dsa_g, dsa_y, dsa_x;
 };
@@ -72,8 +72,8 @@ absl::Status CipherKat(const Backend& backend, const AlgorithmInfo& info,
   for (bool encrypt : {true, false}) {
     ACCELCRYPT_ASSIGN_OR_RETURN(std::unique_ptr<Cipher> cipher,
                                 backend.NewCipher(info.id));
-    ACCELCRYPT_RETURN_IF_ERROR(cipher->Init(encrypt, Bytes(kat.key, kat.key_len),
-                                            Bytes(kat.iv, kat.iv_len)));
+    ACCELCRYPT_RETURN_IF_ERROR(cipher->Init(
+        encrypt, Bytes(kat.key, kat.key_len), Bytes(kat.iv, kat.iv_len)));
     if (kat.aad_len > 0) {
       ACCELCRYPT_RETURN_IF_ERROR(cipher->Aad(Bytes(kat.aad, kat.aad_len)));
     }
@@ -120,9 +120,8 @@ absl::Status CipherKat(const Backend& backend, const AlgorithmInfo& info,
 absl::Status DigestKat(const Backend& backend, const AlgorithmInfo& info,
                        const Kat& kat) {
   std::vector<uint8_t> out(info.digest_len);
-  ACCELCRYPT_RETURN_IF_ERROR(
-      backend.DigestOneShot(info.id, Bytes(kat.in, kat.in_len),
-                            absl::MakeSpan(out)));
+  ACCELCRYPT_RETURN_IF_ERROR(backend.DigestOneShot(
+      info.id, Bytes(kat.in, kat.in_len), absl::MakeSpan(out)));
   if (kat.out_len != out.size() ||
       std::memcmp(out.data(), kat.out, out.size()) != 0) {
     return Mismatch(backend, info, "one-shot");
@@ -227,8 +226,8 @@ absl::Status RsaSignKat(const Backend& backend, const AlgorithmInfo& info,
   pkcs1.md = kat.md;
   ACCELCRYPT_ASSIGN_OR_RETURN(
       size_t len, key->Sign(pkcs1, kat.digest.span(), absl::MakeSpan(sig)));
-  ACCELCRYPT_RETURN_IF_ERROR(
-      key->Verify(pkcs1, kat.digest.span(), absl::MakeConstSpan(sig.data(), len)));
+  ACCELCRYPT_RETURN_IF_ERROR(key->Verify(pkcs1, kat.digest.span(),
+                                         absl::MakeConstSpan(sig.data(), len)));
   KeyMaterial pub;
   pub.n = kat.pub_n.vec();
   pub.e = kat.pub_e.vec();
@@ -287,8 +286,9 @@ absl::Status RsaCryptKat(const Backend& backend, const AlgorithmInfo& info,
     ACCELCRYPT_ASSIGN_OR_RETURN(size_t len, std::move(encrypted));
     std::vector<uint8_t> back(kat.n.len);
     ACCELCRYPT_ASSIGN_OR_RETURN(
-        size_t back_len, key->Decrypt(params, absl::MakeConstSpan(out.data(), len),
-                                      absl::MakeSpan(back)));
+        size_t back_len,
+        key->Decrypt(params, absl::MakeConstSpan(out.data(), len),
+                     absl::MakeSpan(back)));
     absl::Span<const uint8_t> want = kat.raw_in.span().first(32);
     if (back_len != want.size() ||
         std::memcmp(back.data(), want.data(), want.size()) != 0) {
@@ -362,8 +362,8 @@ absl::Status PkeyKatFor(const Backend& backend, const AlgorithmInfo& info) {
     if (kat.alg != info.id) continue;
     // DSA has one answer per domain size: take the first the backend's
     // key sizes admit.
-    if (info.id == ACCELCRYPT_ALG_DSA_SIGN && !FitsKey(*cap, KatBits(kat.dsa_p)) &&
-        HasLaterDsaKat(&kat, *cap)) {
+    if (info.id == ACCELCRYPT_ALG_DSA_SIGN &&
+        !FitsKey(*cap, KatBits(kat.dsa_p)) && HasLaterDsaKat(&kat, *cap)) {
       continue;
     }
     switch (info.id) {

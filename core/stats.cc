@@ -121,8 +121,8 @@ int CreateLiveFile(const char* dir, char* path, size_t cap) {
     a.Num(n);
     a.Str(".stats");
     if (!a.ok) return -1;
-    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                  0600);
+    int fd =
+        open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0) return fd;
     if (errno != EEXIST) return -1;
   }
@@ -225,11 +225,10 @@ absl::Status WriteJsonFile(const std::string& final_path,
 const char* DefaultStatsRoot() { return ACCELCRYPT_STATS_ROOT; }
 
 Stats::Stats() : num_algs_(AllAlgorithms().size()) {
-  const size_t cells_offset = RoundUp(
-      sizeof(StatsFileHeader) + num_algs_ * kStatsNameLen, 64);
-  map_size_ = RoundUp(
-      cells_offset + kMaxBackends * num_algs_ * sizeof(Counter),
-      static_cast<size_t>(sysconf(_SC_PAGESIZE)));
+  const size_t cells_offset =
+      RoundUp(sizeof(StatsFileHeader) + num_algs_ * kStatsNameLen, 64);
+  map_size_ = RoundUp(cells_offset + kMaxBackends * num_algs_ * sizeof(Counter),
+                      static_cast<size_t>(sysconf(_SC_PAGESIZE)));
   void* p = mmap(nullptr, map_size_, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
@@ -246,13 +245,14 @@ Stats::Stats() : num_algs_(AllAlgorithms().size()) {
   header_->file_size = map_size_;
   header_->state.store(kStatsLive, std::memory_order_relaxed);
   CopyName(header_->comm, ProcessName());
-  auto* alg_names = reinterpret_cast<char(*)[kStatsNameLen]>(
-      base_ + sizeof(StatsFileHeader));
+  auto* alg_names =
+      reinterpret_cast<char(*)[kStatsNameLen]>(base_ + sizeof(StatsFileHeader));
   for (const AlgorithmInfo& alg : AllAlgorithms()) {
     CopyName(alg_names[alg.index], alg.name);
   }
   cells_ = reinterpret_cast<Counter*>(base_ + cells_offset);
-  for (size_t i = 0; i < kMaxBackends * num_algs_; ++i) new (&cells_[i]) Counter();
+  for (size_t i = 0; i < kMaxBackends * num_algs_; ++i)
+    new (&cells_[i]) Counter();
   FillIdentity();
   scratch_.resize(cells_offset);
   Enlist(this);
@@ -339,9 +339,9 @@ absl::Status Stats::StartLive(const std::string& dir) {
   char path[4096];
   int fd = CreateLiveFile(dir.c_str(), path, sizeof(path));
   if (fd < 0) {
-    return absl::UnavailableError(absl::StrFormat(
-        "cannot create a live stats file in %s: %s", dir,
-        std::strerror(errno)));
+    return absl::UnavailableError(
+        absl::StrFormat("cannot create a live stats file in %s: %s", dir,
+                        std::strerror(errno)));
   }
   // The file gets the table as it is now, then the same addresses map the
   // file: nothing counted so far is lost, no pointer moves.
@@ -349,7 +349,8 @@ absl::Status Stats::StartLive(const std::string& dir) {
   bool ok = ftruncate(fd, static_cast<off_t>(map_size_)) == 0;
   size_t off = 0;
   while (ok && off < map_size_) {
-    ssize_t n = pwrite(fd, base_ + off, map_size_ - off, static_cast<off_t>(off));
+    ssize_t n =
+        pwrite(fd, base_ + off, map_size_ - off, static_cast<off_t>(off));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       ok = false;
@@ -466,8 +467,8 @@ absl::StatusOr<std::string> ResolveStatsDir(
   struct stat st = {};
   if (stat(dir.c_str(), &st) != 0) {
     if (is_default) return std::string();  // package not installed: off
-    return absl::NotFoundError(absl::StrFormat(
-        "stats_dir %s: %s", dir, std::strerror(errno)));
+    return absl::NotFoundError(
+        absl::StrFormat("stats_dir %s: %s", dir, std::strerror(errno)));
   }
   if (!S_ISDIR(st.st_mode)) {
     if (is_default) return std::string();
@@ -481,16 +482,14 @@ absl::StatusOr<std::string> ResolveStatsDir(
   std::string mine = absl::StrFormat("%s/%d", dir, uid);
   if (mkdir(mine.c_str(), 0700) != 0 && errno != EEXIST) {
     return absl::UnavailableError(absl::StrFormat(
-        "stats_dir %s: cannot create %s: %s", dir, mine,
-        std::strerror(errno)));
+        "stats_dir %s: cannot create %s: %s", dir, mine, std::strerror(errno)));
   }
   struct stat own = {};
   if (lstat(mine.c_str(), &own) != 0) {
-    return absl::UnavailableError(absl::StrFormat(
-        "stats_dir %s: %s: %s", dir, mine, std::strerror(errno)));
+    return absl::UnavailableError(absl::StrFormat("stats_dir %s: %s: %s", dir,
+                                                  mine, std::strerror(errno)));
   }
-  if (!S_ISDIR(own.st_mode) || own.st_uid != uid ||
-      (own.st_mode & 077) != 0) {
+  if (!S_ISDIR(own.st_mode) || own.st_uid != uid || (own.st_mode & 077) != 0) {
     return absl::PermissionDeniedError(absl::StrFormat(
         "stats_dir %s: %s is not a private directory owned by uid %d "
         "(refusing to write statistics there)",
@@ -537,7 +536,8 @@ absl::StatusOr<std::string> LiveStatsToJson(std::string_view bytes) {
       h.cells_offset > bytes.size() ||
       cells_size > bytes.size() - h.cells_offset ||
       num_backends > h.max_backends || num_backends > kStatsMaxBackends) {
-    return absl::InvalidArgumentError("stats file is truncated or inconsistent");
+    return absl::InvalidArgumentError(
+        "stats file is truncated or inconsistent");
   }
   const char* alg_names = bytes.data() + sizeof(StatsFileHeader);
   nlohmann::json backends = nlohmann::json::object();
@@ -551,7 +551,10 @@ absl::StatusOr<std::string> LiveStatsToJson(std::string_view bytes) {
                   sizeof(v));
       if ((v[0] | v[1] | v[2] | v[3]) == 0) continue;
       algs[std::string(NameOf(alg_names + a * kStatsNameLen))] = {
-          {"ops", v[0]}, {"bytes", v[1]}, {"errors", v[2]}, {"fallbacks", v[3]}};
+          {"ops", v[0]},
+          {"bytes", v[1]},
+          {"errors", v[2]},
+          {"fallbacks", v[3]}};
     }
     backends[std::string(NameOf(h.backend_names[b]))] = std::move(algs);
   }

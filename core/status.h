@@ -10,9 +10,9 @@
 #include "accelcrypt/backend.h"
 
 // ACCELCRYPT_RETURN_IF_ERROR(expr) returns the status of `expr` when not OK.
-#define ACCELCRYPT_RETURN_IF_ERROR(expr)                     \
-  do {                                                       \
-    ::absl::Status accelcrypt_status_tmp_ = (expr);          \
+#define ACCELCRYPT_RETURN_IF_ERROR(expr)                             \
+  do {                                                               \
+    ::absl::Status accelcrypt_status_tmp_ = (expr);                  \
     if (!accelcrypt_status_tmp_.ok()) return accelcrypt_status_tmp_; \
   } while (false)
 
@@ -25,8 +25,8 @@
 // `tmp` is a name and `lhs` may be a declaration: neither can take the
 // parentheses bugprone-macro-parentheses asks for.
 // NOLINTBEGIN(bugprone-macro-parentheses)
-#define ACCELCRYPT_ASSIGN_OR_RETURN(lhs, expr)                              \
-  ACCELCRYPT_ASSIGN_OR_RETURN_IMPL_(                                        \
+#define ACCELCRYPT_ASSIGN_OR_RETURN(lhs, expr) \
+  ACCELCRYPT_ASSIGN_OR_RETURN_IMPL_(           \
       ACCELCRYPT_STATUS_CONCAT_(accelcrypt_statusor_, __LINE__), lhs, expr)
 #define ACCELCRYPT_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
   auto tmp = (expr);                                      \

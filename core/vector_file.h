@@ -23,7 +23,7 @@ namespace accelcrypt {
 struct VectorRecord {
   std::map<std::string, std::string> fields;
   std::map<std::string, std::string> section;  // "ENCRYPT" -> "", "L" -> "32"
-  int line = 0;                                 // first line, for messages
+  int line = 0;                                // first line, for messages
 
   bool Has(std::string_view key) const;
   // Get returns the value or an empty string.

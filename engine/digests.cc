@@ -12,8 +12,8 @@
 #include <openssl/sha.h>
 
 #include <array>
-#include <memory>
 #include <cstring>
+#include <memory>
 #include <mutex>
 
 #include "absl/types/span.h"
@@ -40,8 +40,8 @@ constexpr std::array<DigestDef, 5> kDigests = {{
     {NID_sha512, NID_sha512WithRSAEncryption, ACCELCRYPT_ALG_SHA512, 64, 128},
 }};
 
-const int kDigestNids[] = {NID_sha1, NID_sha224, NID_sha256, NID_sha384,
-                           NID_sha512, 0};
+const int kDigestNids[] = {NID_sha1,   NID_sha224, NID_sha256,
+                           NID_sha384, NID_sha512, 0};
 
 // DigestCtx lives in the EVP_MD_CTX's md_data (zeroed by libcrypto, copied
 // byte-wise on EVP_MD_CTX_copy before our copy function runs).
@@ -181,8 +181,7 @@ int Final(EVP_MD_CTX* ctx, unsigned char* md) {
 
 int Copy(EVP_MD_CTX* to, const EVP_MD_CTX* from) {
   DigestCtx* t = CtxOf(to);
-  const auto* f =
-      static_cast<const DigestCtx*>(EVP_MD_CTX_get0_md_data(from));
+  const auto* f = static_cast<const DigestCtx*>(EVP_MD_CTX_get0_md_data(from));
   // `to` holds a byte copy of `from` (the low-level state is complete as
   // it is); only the routed digest needs its own object.
   t->routed = nullptr;

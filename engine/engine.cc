@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // The `accelcrypt` ENGINE (engines-3/accelcrypt.so): a bridge for OpenSSL
 // 3.0-3.5 applications on the legacy method paths (RSA_METHOD, DSA_METHOD,
-// engine digests) into the same core and router as the provider. Settings come from Config::FromEnvironment() ($ACCELCRYPT_CONF
-// and the ACCELCRYPT_* variables), then the engine's ctrl commands (from an
-// openssl.cnf engine section or ENGINE_ctrl_cmd_string), later ones
-// winning. One Core per ENGINE instance: created by init, destroyed by
-// finish (which writes its final statistics).
+// engine digests) into the same core and router as the provider. Settings come
+// from Config::FromEnvironment() ($ACCELCRYPT_CONF and the ACCELCRYPT_*
+// variables), then the engine's ctrl commands (from an openssl.cnf engine
+// section or ENGINE_ctrl_cmd_string), later ones winning. One Core per ENGINE
+// instance: created by init, destroyed by finish (which writes its final
+// statistics).
 #include <openssl/engine.h>
 #include <openssl/err.h>
 
@@ -73,8 +74,8 @@ const CommandTable& Commands() {
     for (const std::string& k : keys) {
       t->names.push_back(absl::AsciiStrToUpper(k));
       t->keys.push_back(k);
-      t->help.push_back(absl::StrCat("accelcrypt setting `", k,
-                                     "` (docs/configuration.md)"));
+      t->help.push_back(
+          absl::StrCat("accelcrypt setting `", k, "` (docs/configuration.md)"));
     }
     for (size_t i = 0; i < t->names.size(); ++i) {
       t->defns.push_back(ENGINE_CMD_DEFN{
@@ -101,8 +102,7 @@ int Ctrl(ENGINE* e, int cmd, long i, void* p, void (*f)()) {
   EngineState* state = StateOf(e);
   const CommandTable& table = Commands();
   const unsigned int c = static_cast<unsigned int>(cmd);
-  if (state == nullptr || c < kCmdConf ||
-      c >= kCmdConf + table.names.size()) {
+  if (state == nullptr || c < kCmdConf || c >= kCmdConf + table.names.size()) {
     ERR_raise(ERR_LIB_ENGINE, ENGINE_R_CTRL_COMMAND_NOT_IMPLEMENTED);
     return 0;
   }
@@ -117,8 +117,9 @@ int Ctrl(ENGINE* e, int cmd, long i, void* p, void (*f)()) {
   if (state->core.load() != nullptr) {
     RaiseError(kReasonBadCtrl,
                absl::FailedPreconditionError(absl::StrCat(
-                   name, ": the engine is already initialised; settings are "
-                         "read at init (put `init = 1` after them)")));
+                   name,
+                   ": the engine is already initialised; settings are "
+                   "read at init (put `init = 1` after them)")));
     return 0;
   }
   if (c == kCmdConf) {
@@ -139,18 +140,17 @@ int Ctrl(ENGINE* e, int cmd, long i, void* p, void (*f)()) {
     std::vector<std::string> kv =
         absl::StrSplit(value, absl::MaxSplits('=', 1));
     if (kv.size() != 2) {
-      RaiseError(kReasonBadCtrl,
-                 absl::InvalidArgumentError(absl::StrCat(
-                     "SET '", value, "': want key=value")));
+      RaiseError(kReasonBadCtrl, absl::InvalidArgumentError(absl::StrCat(
+                                     "SET '", value, "': want key=value")));
       return 0;
     }
     key = std::string(absl::StripAsciiWhitespace(kv[0]));
     val = std::string(absl::StripAsciiWhitespace(kv[1]));
     if (!Config::Known(key)) {
-      RaiseError(kReasonBadCtrl,
-                 absl::InvalidArgumentError(absl::StrCat(
-                     "SET '", value, "': unknown accelcrypt setting '", key,
-                     "'")));
+      RaiseError(
+          kReasonBadCtrl,
+          absl::InvalidArgumentError(absl::StrCat(
+              "SET '", value, "': unknown accelcrypt setting '", key, "'")));
       return 0;
     }
   } else {
@@ -196,9 +196,9 @@ int InitCore(ENGINE* e) {
   absl::StatusOr<std::unique_ptr<Core>> core = Core::Create(*std::move(config));
   if (!core.ok()) {
     RaiseError(kReasonInitFailed,
-               absl::Status(core.status().code(),
-                            absl::StrCat("accelcrypt core: ",
-                                         core.status().message())));
+               absl::Status(
+                   core.status().code(),
+                   absl::StrCat("accelcrypt core: ", core.status().message())));
     return 0;
   }
   state->owned_core = *std::move(core);
@@ -236,13 +236,14 @@ absl::Status StaticInit() {
     g_error_lib = ERR_get_next_error_library();
     // ERR_load_strings packs the library into each entry; a copy per
     // process keeps the constant table untouched.
-    static ERR_STRING_DATA strings[sizeof(kReasonStrings) /
-                                   sizeof(kReasonStrings[0])];
+    static ERR_STRING_DATA
+        strings[sizeof(kReasonStrings) / sizeof(kReasonStrings[0])];
     std::memcpy(strings, kReasonStrings, sizeof(kReasonStrings));
     ERR_load_strings(g_error_lib, strings);
     // The library's own name is the entry (lib, 0, 0); a zero code ends a
     // table, so it is packed here.
-    static ERR_STRING_DATA lib_name[] = {{0, "accelcrypt engine"}, {0, nullptr}};
+    static ERR_STRING_DATA lib_name[] = {{0, "accelcrypt engine"},
+                                         {0, nullptr}};
     lib_name[0].error = ERR_PACK(g_error_lib, 0, 0);
     ERR_load_strings(g_error_lib, lib_name);
   });

@@ -39,8 +39,8 @@ std::mutex g_cache_mu;
 // replaced (RSA_set0_key on a used object) is not served stale ones.
 struct CachedOps {
   Core* core = nullptr;
-  const BIGNUM* pub = nullptr;   // RSA n, DSA y
-  const BIGNUM* priv = nullptr;  // RSA d, DSA x
+  const BIGNUM* pub = nullptr;        // RSA n, DSA y
+  const BIGNUM* priv = nullptr;       // RSA d, DSA x
   std::unique_ptr<PublicKeyOps> ops;  // null: the router cannot take it
   // Which operations some loaded backend declares for this key's size
   // with key import (the k* bits below): the rest go to OpenSSL directly, as
@@ -64,7 +64,7 @@ uint32_t RoutableFor(Router& router, const KeyMaterial& key) {
   };
   if (key.type == KeyMaterial::Type::kDsa) {
     return declares(ACCELCRYPT_ALG_DSA_SIGN, Router::kAnyPadding) ? kDsaSign
-                                                                   : 0u;
+                                                                  : 0u;
   }
   if (declares(ACCELCRYPT_ALG_RSA_SIGN, ACCELCRYPT_PAD_PKCS1)) {
     out |= kSignPkcs1;
@@ -278,34 +278,31 @@ int RouteRsa(int flen, const unsigned char* from, unsigned char* to, RSA* rsa,
   return -1;
 }
 
-int RsaPrivEnc(int flen, const unsigned char* from, unsigned char* to,
-               RSA* rsa, int padding) {
-  return RouteRsa(flen, from, to, rsa, padding, /*cipher=*/false,
-                  RSA_meth_get_priv_enc(OpenSslRsa()),
-                  [](PublicKeyOps& ops, const PkeyParams& p,
-                     absl::Span<const uint8_t> in, absl::Span<uint8_t> out) {
-                    return ops.Sign(p, in, out);
-                  });
+int RsaPrivEnc(int flen, const unsigned char* from, unsigned char* to, RSA* rsa,
+               int padding) {
+  return RouteRsa(
+      flen, from, to, rsa, padding, /*cipher=*/false,
+      RSA_meth_get_priv_enc(OpenSslRsa()),
+      [](PublicKeyOps& ops, const PkeyParams& p, absl::Span<const uint8_t> in,
+         absl::Span<uint8_t> out) { return ops.Sign(p, in, out); });
 }
 
-int RsaPrivDec(int flen, const unsigned char* from, unsigned char* to,
-               RSA* rsa, int padding) {
-  return RouteRsa(flen, from, to, rsa, padding, /*cipher=*/true,
-                  RSA_meth_get_priv_dec(OpenSslRsa()),
-                  [](PublicKeyOps& ops, const PkeyParams& p,
-                     absl::Span<const uint8_t> in, absl::Span<uint8_t> out) {
-                    return ops.Decrypt(p, in, out);
-                  });
+int RsaPrivDec(int flen, const unsigned char* from, unsigned char* to, RSA* rsa,
+               int padding) {
+  return RouteRsa(
+      flen, from, to, rsa, padding, /*cipher=*/true,
+      RSA_meth_get_priv_dec(OpenSslRsa()),
+      [](PublicKeyOps& ops, const PkeyParams& p, absl::Span<const uint8_t> in,
+         absl::Span<uint8_t> out) { return ops.Decrypt(p, in, out); });
 }
 
 int RsaPubEnc(int flen, const unsigned char* from, unsigned char* to, RSA* rsa,
               int padding) {
-  return RouteRsa(flen, from, to, rsa, padding, /*cipher=*/true,
-                  RSA_meth_get_pub_enc(OpenSslRsa()),
-                  [](PublicKeyOps& ops, const PkeyParams& p,
-                     absl::Span<const uint8_t> in, absl::Span<uint8_t> out) {
-                    return ops.Encrypt(p, in, out);
-                  });
+  return RouteRsa(
+      flen, from, to, rsa, padding, /*cipher=*/true,
+      RSA_meth_get_pub_enc(OpenSslRsa()),
+      [](PublicKeyOps& ops, const PkeyParams& p, absl::Span<const uint8_t> in,
+         absl::Span<uint8_t> out) { return ops.Encrypt(p, in, out); });
 }
 
 // RsaPubDec recovers the signed block (RSA_verify's path): the raw public
@@ -355,7 +352,9 @@ int RsaPubDec(int flen, const unsigned char* from, unsigned char* to, RSA* rsa,
 }
 
 DSA_SIG* DsaDoSign(const unsigned char* dgst, int dlen, DSA* dsa) {
-  auto fallback = [&] { return DSA_meth_get_sign(DSA_OpenSSL())(dgst, dlen, dsa); };
+  auto fallback = [&] {
+    return DSA_meth_get_sign(DSA_OpenSSL())(dgst, dlen, dsa);
+  };
   if (InsideEngine() || dlen < 0) return fallback();
   PublicKeyOps* ops = DsaOps(dsa);
   if (ops == nullptr) return fallback();
@@ -408,10 +407,10 @@ int DsaDoVerify(const unsigned char* dgst, int dlen, DSA_SIG* sig, DSA* dsa) {
 
 absl::Status RegisterPkeyExData() {
   std::call_once(g_index_once, [] {
-    g_rsa_index = RSA_get_ex_new_index(0, nullptr, nullptr, DupCachedOps,
-                                       FreeCachedOps);
-    g_dsa_index = DSA_get_ex_new_index(0, nullptr, nullptr, DupCachedOps,
-                                       FreeCachedOps);
+    g_rsa_index =
+        RSA_get_ex_new_index(0, nullptr, nullptr, DupCachedOps, FreeCachedOps);
+    g_dsa_index =
+        DSA_get_ex_new_index(0, nullptr, nullptr, DupCachedOps, FreeCachedOps);
   });
   if (g_rsa_index < 0 || g_dsa_index < 0) {
     return absl::ResourceExhaustedError("cannot allocate RSA/DSA ex_data");

@@ -189,10 +189,9 @@ int Init(void* vctx, void* keydata, const OSSL_PARAM params[], Op op) {
     if (key->pss()) {
       // As the default provider (ossl_rsa_check_key): RSA-PSS keys sign.
       return RaiseError(
-          ctx->prov,
-          ProviderError(Reason::kNotSupportedForKeyType,
-                        absl::StatusCode::kInvalidArgument,
-                        "an RSA-PSS key cannot encrypt or decrypt"));
+          ctx->prov, ProviderError(Reason::kNotSupportedForKeyType,
+                                   absl::StatusCode::kInvalidArgument,
+                                   "an RSA-PSS key cannot encrypt or decrypt"));
     }
     if (op == Op::kDecrypt && !key->has_private()) {
       return RaiseError(ctx->prov,

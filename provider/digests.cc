@@ -100,9 +100,8 @@ void* DigestDupCtx(void* vctx) {
     std::unique_ptr<DigestCtx, void (*)(DigestCtx*)> copy(
         NewDigestCtx(src->prov, src->info), DeleteDigestCtx);
     if (copy == nullptr) {
-      return RaiseError(src->prov,
-                        absl::ResourceExhaustedError(absl::StrFormat(
-                            "%s: out of memory", src->info->name)));
+      return RaiseError(src->prov, absl::ResourceExhaustedError(absl::StrFormat(
+                                       "%s: out of memory", src->info->name)));
     }
     copy->ready = src->ready;
     copy->streaming = src->streaming;
@@ -227,8 +226,8 @@ absl::Status ShortOutput(const AlgorithmInfo& info, size_t outsz) {
 
 int DigestFinal(void* vctx, unsigned char* out, size_t* outl, size_t outsz) {
   auto* ctx = static_cast<DigestCtx*>(vctx);
-  if (ctx->ready && ctx->direct.fn != nullptr &&
-      outsz >= ctx->info->digest_len) [[likely]] {
+  if (ctx->ready && ctx->direct.fn != nullptr && outsz >= ctx->info->digest_len)
+      [[likely]] {
     ctx->ready = false;
     ctx->direct.fn->final(ctx->buf, out);
     ctx->direct.counter->Add(ctx->direct_bytes);
@@ -253,7 +252,7 @@ struct DigestTable {
     static const AlgorithmInfo* const info = [] {
       auto all = AllAlgorithms();
       return I < all.size() && all[I].family == Family::kDigest ? &all[I]
-                                                                 : nullptr;
+                                                                : nullptr;
     }();
     return info;
   }
@@ -286,9 +285,9 @@ struct DigestTable {
         *outl = info->digest_len;
         return 1;
       }
-      absl::Status status = router.DigestOneShot(
-          *info, absl::MakeConstSpan(in, inl),
-          absl::MakeSpan(out, info->digest_len));
+      absl::Status status =
+          router.DigestOneShot(*info, absl::MakeConstSpan(in, inl),
+                               absl::MakeSpan(out, info->digest_len));
       if (!status.ok()) return RaiseError(prov, status);
       *outl = info->digest_len;
       return 1;

@@ -5,6 +5,8 @@
 // generation runs libcrypto's RSA keygen in the provider's private library
 // context (the core has no keygen; the application's context would route
 // back to us).
+#include "provider/internal/keymgmt_rsa.h"
+
 #include <openssl/bn.h>
 #include <openssl/core_dispatch.h>
 #include <openssl/core_names.h>
@@ -18,7 +20,6 @@
 #include "core/status.h"
 #include "provider/errors.h"
 #include "provider/internal/keymgmt_common.h"
-#include "provider/internal/keymgmt_rsa.h"
 #include "provider/internal/pkey_key.h"
 #include "provider/pkey.h"
 

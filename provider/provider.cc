@@ -107,10 +107,9 @@ void AppendPkeyAlgorithms(ProvCtx& ctx, std::vector<OSSL_ALGORITHM>* keymgmt,
                                       "accelcrypt RSA keys"});
     if (rsa_sign) {
       // PROV_NAMES_RSA_PSS; the OID is id-RSASSA-PSS (RFC 4055 section 3.1).
-      keymgmt->push_back(
-          OSSL_ALGORITHM{"RSA-PSS:RSASSA-PSS:1.2.840.113549.1.1.10",
-                         kProperties, kRsaPssKeymgmtFunctions,
-                         "accelcrypt RSA-PSS keys"});
+      keymgmt->push_back(OSSL_ALGORITHM{
+          "RSA-PSS:RSASSA-PSS:1.2.840.113549.1.1.10", kProperties,
+          kRsaPssKeymgmtFunctions, "accelcrypt RSA-PSS keys"});
       signature->push_back(OSSL_ALGORITHM{names, kProperties,
                                           kRsaSignatureFunctions,
                                           "accelcrypt routed RSA signatures"});

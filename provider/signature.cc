@@ -48,7 +48,6 @@ using internal::SetMd;
 using internal::SigCtx;
 using Op = internal::SigOp;
 
-
 void* NewCtx(void* provctx, bool rsa) {
   return new (std::nothrow) SigCtx(static_cast<ProvCtx*>(provctx), rsa);
 }
@@ -159,7 +158,8 @@ int Sign(void* vctx, unsigned char* sig, size_t* siglen, size_t sigsize,
   auto* ctx = static_cast<SigCtx*>(vctx);
   return Guard(ctx->prov, [&] {
     if (ctx->op != Op::kSign) {
-      return RaiseError(ctx->prov, CheckSigParams(SigCtx(ctx->prov, ctx->rsa), 0, true));
+      return RaiseError(ctx->prov,
+                        CheckSigParams(SigCtx(ctx->prov, ctx->rsa), 0, true));
     }
     absl::Status st = CheckSigParams(*ctx, tbslen, true);
     if (!st.ok()) return RaiseError(ctx->prov, st);
@@ -185,9 +185,10 @@ int Verify(void* vctx, const unsigned char* sig, size_t siglen,
            const unsigned char* tbs, size_t tbslen) {
   auto* ctx = static_cast<SigCtx*>(vctx);
   return Guard(ctx->prov, [&] {
-    absl::Status st = ctx->op == Op::kVerify
-                          ? CheckSigParams(*ctx, tbslen, false)
-                          : CheckSigParams(SigCtx(ctx->prov, ctx->rsa), 0, false);
+    absl::Status st =
+        ctx->op == Op::kVerify
+            ? CheckSigParams(*ctx, tbslen, false)
+            : CheckSigParams(SigCtx(ctx->prov, ctx->rsa), 0, false);
     if (!st.ok()) return RaiseError(ctx->prov, st);
     return DoVerify(ctx, sig, siglen, tbs, tbslen);
   });
@@ -384,7 +385,8 @@ int DigestSignFinal(void* vctx, unsigned char* sig, size_t* siglen,
                     size_t sigsize) {
   auto* ctx = static_cast<SigCtx*>(vctx);
   return Guard(ctx->prov, [&] {
-    absl::Status st = CheckSigParams(*ctx, internal::DigestLen(ctx->params.md), true);
+    absl::Status st =
+        CheckSigParams(*ctx, internal::DigestLen(ctx->params.md), true);
     if (!st.ok()) return RaiseError(ctx->prov, st);
     if (sig == nullptr) return DoSign(ctx, nullptr, siglen, 0, nullptr, 0);
     uint8_t md[64];
@@ -399,7 +401,8 @@ int DigestSignFinal(void* vctx, unsigned char* sig, size_t* siglen,
 int DigestVerifyFinal(void* vctx, const unsigned char* sig, size_t siglen) {
   auto* ctx = static_cast<SigCtx*>(vctx);
   return Guard(ctx->prov, [&] {
-    absl::Status st = CheckSigParams(*ctx, internal::DigestLen(ctx->params.md), false);
+    absl::Status st =
+        CheckSigParams(*ctx, internal::DigestLen(ctx->params.md), false);
     if (!st.ok()) return RaiseError(ctx->prov, st);
     uint8_t md[64];
     absl::StatusOr<size_t> len = FinishDigest(ctx, md);
@@ -442,8 +445,7 @@ const OSSL_DISPATCH kRsaSignatureFunctions[] = {
     ACCELCRYPT_SIGNATURE_COMMON,
     {OSSL_FUNC_SIGNATURE_VERIFY_RECOVER_INIT,
      reinterpret_cast<Fn>(&VerifyRecoverInit)},
-    {OSSL_FUNC_SIGNATURE_VERIFY_RECOVER,
-     reinterpret_cast<Fn>(&VerifyRecover)},
+    {OSSL_FUNC_SIGNATURE_VERIFY_RECOVER, reinterpret_cast<Fn>(&VerifyRecover)},
     {OSSL_FUNC_SIGNATURE_GETTABLE_CTX_PARAMS,
      reinterpret_cast<Fn>(&RsaGettable)},
     {OSSL_FUNC_SIGNATURE_SETTABLE_CTX_PARAMS,

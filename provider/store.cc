@@ -94,10 +94,11 @@ int StoreLoad(void* vctx, OSSL_CALLBACK* object_cb, void* object_cbarg,
         OSSL_PARAM_construct_int(OSSL_OBJECT_PARAM_TYPE, &object_type),
         OSSL_PARAM_construct_utf8_string(OSSL_OBJECT_PARAM_DATA_TYPE, data_type,
                                          0),
-        OSSL_PARAM_construct_octet_string(OSSL_OBJECT_PARAM_REFERENCE, &key,
-                                          // the pointer's bytes, on purpose
-                                          // NOLINTNEXTLINE(bugprone-sizeof-expression)
-                                          sizeof(key)),
+        OSSL_PARAM_construct_octet_string(
+            OSSL_OBJECT_PARAM_REFERENCE, &key,
+            // the pointer's bytes, on purpose
+            // NOLINTNEXTLINE(bugprone-sizeof-expression)
+            sizeof(key)),
         OSSL_PARAM_END};
     const int ok = object_cb(params, object_cbarg);
     PkeyKey::Unref(key);  // null when the keymgmt took it
@@ -143,8 +144,7 @@ int StoreExportObject(void* vctx, const void* reference, size_t reference_sz,
   }
   PkeyKey* key = *static_cast<PkeyKey* const*>(reference);
   if (key == nullptr) return 0;
-  if (!key->material().uri.empty() &&
-      !key->material().has_private_material()) {
+  if (!key->material().uri.empty() && !key->material().has_private_material()) {
     return 0;  // not without its token: our keymgmt takes it instead
   }
   OSSL_FUNC_keymgmt_export_fn* fn = FindExport(key->rsa());

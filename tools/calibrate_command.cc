@@ -191,7 +191,6 @@ std::string FormatNs(double ns) {
   return absl::StrFormat("%.1f", ns);
 }
 
-
 // WallNs is the monotonic clock in nanoseconds. RSA/DSA signing is timed by
 // the wall clock, not CPU time: an offloaded signature is mostly spent
 // waiting for the device (off this thread's CPU), and that wait is what
@@ -268,9 +267,9 @@ absl::StatusOr<KeyMaterial> GenerateKey(bool rsa, int bits) {
   }
   OSSL_LIB_CTX_free(lib);
   if (!k.has_private()) {
-    return absl::InternalError(absl::StrFormat(
-        "libcrypto could not generate a %d-bit %s key", bits,
-        rsa ? "RSA" : "DSA"));
+    return absl::InternalError(
+        absl::StrFormat("libcrypto could not generate a %d-bit %s key", bits,
+                        rsa ? "RSA" : "DSA"));
   }
   return k;
 }
@@ -628,7 +627,7 @@ int RunCalibrate(const CalibrateOptions& options) {
   // append_cells finishes a row: each column's time, the fastest backend
   // and how much faster it is than the next one.
   auto append_cells = [&](const Calibration::Cells& cells,
-                         std::vector<std::string> row) {
+                          std::vector<std::string> row) {
     std::vector<std::pair<double, std::string>> ranked;
     for (const std::string& c : columns) {
       auto it = cells.find(c);

@@ -24,9 +24,8 @@ bool IsFile(const std::string& path) {
 
 bool IsNumber(const std::string& s) {
   if (s.empty()) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return (c >= '0' && c <= '9') || c == '.';
-  });
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
 }
 
 }  // namespace

@@ -21,9 +21,9 @@ inline constexpr int kExitSetup = 3;    // core/config could not be set up
 // CoreOptions are the command-line settings that shape the core the CLI
 // builds for `list` and `selftest`.
 struct CoreOptions {
-  std::string config_file;   // --config: openssl.cnf-syntax file
-  std::string backend_dir;   // --backend-dir: overrides backend_dir
-  std::string backends;      // --backends: comma list, overrides backends
+  std::string config_file;  // --config: openssl.cnf-syntax file
+  std::string backend_dir;  // --backend-dir: overrides backend_dir
+  std::string backends;     // --backends: comma list, overrides backends
   // selftest_at_load: run every known-answer test while the core is built
   // (commands that use backends directly, e.g. calibrate), unless the
   // configuration turns self-tests off.

@@ -34,8 +34,8 @@ int RunSelftest(const SelftestOptions& options);
 struct ConfigOptions {
   std::string module_path;  // empty: DefaultModulePath()
   bool include_only = false;
-  bool check = false;        // --check: check an openssl.cnf, print nothing else
-  std::string check_file;    // the file --check reads; empty: the one in use
+  bool check = false;      // --check: check an openssl.cnf, print nothing else
+  std::string check_file;  // the file --check reads; empty: the one in use
 };
 int RunConfig(const ConfigOptions& options);
 
@@ -54,10 +54,10 @@ int RunTrace(const TraceOptions& options);
 struct StatsOptions {
   std::string dir;
   bool json = false;
-  bool all = false;      // also processes that did no operation
-  double watch = 0;      // > 0: redraw every `watch` seconds
-  int iterations = 0;    // with watch: stop after this many (0: never)
-  bool prune = false;    // then delete files of processes that are gone
+  bool all = false;    // also processes that did no operation
+  double watch = 0;    // > 0: redraw every `watch` seconds
+  int iterations = 0;  // with watch: stop after this many (0: never)
+  bool prune = false;  // then delete files of processes that are gone
 };
 int RunStats(const StatsOptions& options);
 // DefaultStatsDir is $ACCELCRYPT_STATS_DIR, else the build's shared root.
@@ -77,11 +77,11 @@ int RunBench(const BenchOptions& options);
 
 struct CalibrateOptions {
   CoreOptions core;
-  double seconds_per_cell = 0.05;  // per backend x algorithm x size bucket
+  double seconds_per_cell = 0.05;       // per backend x algorithm x size bucket
   std::vector<std::string> algorithms;  // empty: every cipher and digest,
                                         // plus "rsa" and "dsa" (signing)
   std::vector<int> pkey_sizes;  // empty: 1024..4096 (RSA), 1024..3072 (DSA)
-  std::string output;  // empty: DefaultCalibrationPath()
+  std::string output;           // empty: DefaultCalibrationPath()
 };
 int RunCalibrate(const CalibrateOptions& options);
 

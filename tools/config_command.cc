@@ -70,7 +70,8 @@ int RunConfig(const ConfigOptions& options) {
 
   if (options.include_only) {
     std::cout
-        << "# accelcrypt provider, for `.include` at the END of an openssl.cnf\n"
+        << "# accelcrypt provider, for `.include` at the END of an "
+           "openssl.cnf\n"
            "# whose `openssl_conf` section is [openssl_init] (Debian's). The\n"
            "# sections named here are merged into existing ones of the same\n"
            "# name; `providers` and `alg_section` replace any earlier values.\n"

@@ -18,7 +18,6 @@ void Add(CpuFeatureSet* set, const char* name, bool present, bool usable) {
   set->features[set->num_features++] = {name, present, present && usable};
 }
 
-
 }  // namespace
 
 CpuFeatureSet ReadCpuFeatures() {

@@ -103,7 +103,8 @@ std::vector<std::string> Lines(const std::string& content) {
 }  // namespace
 
 int RunEnable(const EnableOptions& options) {
-  const char* cmd = options.disable ? "accelcrypt disable" : "accelcrypt enable";
+  const char* cmd =
+      options.disable ? "accelcrypt disable" : "accelcrypt enable";
   std::string snippet =
       options.snippet.empty() ? ACCELCRYPT_INSTALLED_SNIPPET : options.snippet;
   if (snippet.find_first_of("\n\r") != std::string::npos) {
@@ -112,7 +113,8 @@ int RunEnable(const EnableOptions& options) {
   }
   std::error_code ec;
   if (std::filesystem::path(snippet).is_relative()) {
-    snippet = std::filesystem::absolute(snippet, ec).lexically_normal().string();
+    snippet =
+        std::filesystem::absolute(snippet, ec).lexically_normal().string();
   }
   // OPENSSL_CONF is deliberately not followed: this command is about the
   // file every program reads.
@@ -177,9 +179,9 @@ int RunEnable(const EnableOptions& options) {
         std::string(kMarker) + "\n.include " + snippet + "\n";
     updated += added;
     if (options.dry_run) {
-      std::cout << "dry run: would append to " << where << ":\n" << added
-                << "and keep the current file as " << cnf << kBackupSuffix
-                << "\n";
+      std::cout << "dry run: would append to " << where << ":\n"
+                << added << "and keep the current file as " << cnf
+                << kBackupSuffix << "\n";
       return kExitOk;
     }
   } else {
@@ -210,9 +212,9 @@ int RunEnable(const EnableOptions& options) {
       updated.pop_back();
     }
     if (options.dry_run) {
-      std::cout << "dry run: would remove from " << where << ":\n" << removed
-                << "and keep the current file as " << cnf << kBackupSuffix
-                << "\n";
+      std::cout << "dry run: would remove from " << where << ":\n"
+                << removed << "and keep the current file as " << cnf
+                << kBackupSuffix << "\n";
       return kExitOk;
     }
   }
@@ -230,8 +232,8 @@ int RunEnable(const EnableOptions& options) {
     return kExitSetup;
   }
   if (options.disable) {
-    std::cout << "disabled: removed `.include " << snippet << "` from "
-              << where << " (previous version: " << backup
+    std::cout << "disabled: removed `.include " << snippet << "` from " << where
+              << " (previous version: " << backup
               << ")\nPrograms started from now on no longer load accelcrypt; "
                  "running daemons keep it until restarted.\n";
   } else {

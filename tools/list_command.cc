@@ -63,9 +63,8 @@ void PrintCpu(const CpuFeatureSet& cpu) {
     const char* state = f.usable    ? "yes"
                         : f.present ? "present, not enabled (OS/firmware)"
                                     : "no";
-    std::cout << "  " << f.name << std::string(14 - std::min<size_t>(
-                                                      13, strlen(f.name)),
-                                                  ' ')
+    std::cout << "  " << f.name
+              << std::string(14 - std::min<size_t>(13, strlen(f.name)), ' ')
               << state << "\n";
   }
   if (!cpu.centaur_leaves) {
@@ -220,13 +219,18 @@ int RunList(const ListOptions& options) {
       ++hidden;
       continue;
     }
-    event_rows.push_back({event.ok ? "ok" : event.declined ? "declined" : "FAILED", event.backend,
+    event_rows.push_back({event.ok         ? "ok"
+                          : event.declined ? "declined"
+                                           : "FAILED",
+                          event.backend,
                           event.algorithm.empty() ? "-" : event.algorithm,
                           event.message});
   }
   std::cout << "\nLoad events";
-  if (hidden > 0) std::cout << " (" << hidden << " successful ones hidden; "
-                               "--all-events shows them)";
+  if (hidden > 0)
+    std::cout << " (" << hidden
+              << " successful ones hidden; "
+                 "--all-events shows them)";
   std::cout << ":\n";
   if (event_rows.empty()) {
     std::cout << "  (no backend declined, no self-test failed)\n";
@@ -257,13 +261,16 @@ int RunList(const ListOptions& options) {
   std::vector<std::vector<std::string>> route_rows;
   for (const auto& alg : AllAlgorithms()) {
     auto candidates = router.Candidates(alg.id);
-    route_rows.push_back({std::string(alg.name),
-                          candidates.empty() ? std::string("(no backend)")
-                                             : absl::StrJoin(candidates, ", ")});
+    route_rows.push_back(
+        {std::string(alg.name), candidates.empty()
+                                    ? std::string("(no backend)")
+                                    : absl::StrJoin(candidates, ", ")});
   }
   std::ostringstream table;
-  PrintTable(table, {"algorithm", "backends (first is used, the rest are "
-                                  "fallbacks)"},
+  PrintTable(table,
+             {"algorithm",
+              "backends (first is used, the rest are "
+              "fallbacks)"},
              route_rows);
   std::istringstream lines(table.str());
   for (std::string line; std::getline(lines, line);) {

@@ -28,7 +28,8 @@ void AddCoreOptions(CLI::App* app, CoreOptions* options) {
 // For `accelcrypt trace [OPTIONS] [--] CMD ARGS...` the command starts after
 // `--`, or at the first word that is neither a trace option nor its value;
 // it is moved into `command`.
-int SplitTraceCommand(int argc, char** argv, std::vector<std::string>* command) {
+int SplitTraceCommand(int argc, char** argv,
+                      std::vector<std::string>* command) {
   if (argc < 2 || std::string_view(argv[1]) != "trace") return argc;
   for (int i = 2; i < argc; ++i) {
     const std::string_view arg = argv[i];
@@ -63,8 +64,8 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
       "PKCS#11.\nInspect backends, run the vector self-tests, print the "
       "openssl.cnf stanza, trace which backend served a command."};
   app.footer(kExitCodes);
-  app.set_version_flag("--version", std::string("accelcrypt ") +
-                                        ACCELCRYPT_VERSION);
+  app.set_version_flag("--version",
+                       std::string("accelcrypt ") + ACCELCRYPT_VERSION);
   app.require_subcommand(1);
 
   accelcrypt::tools::ListOptions list;
@@ -157,9 +158,11 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
       "workers show their work so far.");
   stats_cmd->add_option("dir", stats.dir,
                         "stats directory (default: $ACCELCRYPT_STATS_DIR, "
-                        "else " + accelcrypt::tools::DefaultStatsDir() +
+                        "else " +
+                            accelcrypt::tools::DefaultStatsDir() +
                             "; as root, every user's subdirectory)");
-  stats_cmd->add_flag("--json", stats.json, "print JSON (one document per "
+  stats_cmd->add_flag("--json", stats.json,
+                      "print JSON (one document per "
                       "refresh with --watch)");
   stats_cmd->add_flag("-a,--all", stats.all,
                       "also list processes that did no operation");
@@ -170,8 +173,9 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
   stats_cmd->add_flag("--prune", stats.prune,
                       "after printing, delete the files of processes that are "
                       "no longer running");
-  stats_cmd->footer("Exit codes: 0 printed, 1 a file could not be pruned, "
-                    "2 bad options, 3 directory missing or unreadable.");
+  stats_cmd->footer(
+      "Exit codes: 0 printed, 1 a file could not be pruned, "
+      "2 bad options, 3 directory missing or unreadable.");
 
   accelcrypt::tools::BenchOptions bench;
   CLI::App* bench_cmd = app.add_subcommand(
@@ -181,12 +185,14 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
       "SHA-256; prints throughput per block size and the ratio.");
   bench_cmd->add_flag("--quick", bench.quick,
                       "short run: --seconds 1 --rounds 1 (about a minute)");
-  bench_cmd->add_option("--seconds", bench.seconds,
-                        "whole seconds per block size per openssl speed run")
+  bench_cmd
+      ->add_option("--seconds", bench.seconds,
+                   "whole seconds per block size per openssl speed run")
       ->check(CLI::PositiveNumber);
-  bench_cmd->add_option("--rounds", bench.rounds,
-                        "rounds per side and block size; the best counts "
-                        "(the script's default: 2)")
+  bench_cmd
+      ->add_option("--rounds", bench.rounds,
+                   "rounds per side and block size; the best counts "
+                   "(the script's default: 2)")
       ->check(CLI::PositiveNumber);
   bench_cmd->add_option("--alg", bench.algorithms,
                         "algorithm to run (repeatable; default all four)");
@@ -213,14 +219,16 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
                    "into 5 alternating rounds; the best counts)")
       ->capture_default_str()
       ->check(CLI::Range(0.001, 60.0));
-  calibrate_cmd->add_option("--alg,--algorithms", calibrate.algorithms,
-                            "measure only these algorithms (repeatable or "
-                            "comma list; the file keeps the others' entries)")
+  calibrate_cmd
+      ->add_option("--alg,--algorithms", calibrate.algorithms,
+                   "measure only these algorithms (repeatable or "
+                   "comma list; the file keeps the others' entries)")
       ->delimiter(',');
-  calibrate_cmd->add_option("--pkey-sizes", calibrate.pkey_sizes,
-                            "RSA/DSA key sizes to measure (comma list of "
-                            "1024, 2048, 3072, 4096; default: all each "
-                            "backend declares)")
+  calibrate_cmd
+      ->add_option("--pkey-sizes", calibrate.pkey_sizes,
+                   "RSA/DSA key sizes to measure (comma list of "
+                   "1024, 2048, 3072, 4096; default: all each "
+                   "backend declares)")
       ->delimiter(',')
       ->check(CLI::IsMember({1024, 2048, 3072, 4096}));
   calibrate_cmd->add_option("-o,--output", calibrate.output,
@@ -240,8 +248,8 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
       "openssl.cnf.accelcrypt-bak).");
   CLI::App* disable_cmd = app.add_subcommand(
       "disable", "Remove the `.include SNIPPET` line `enable` added.");
-  for (auto [cmd, opts] : {std::pair{enable_cmd, &enable},
-                           std::pair{disable_cmd, &disable}}) {
+  for (auto [cmd, opts] :
+       {std::pair{enable_cmd, &enable}, std::pair{disable_cmd, &disable}}) {
     cmd->add_option("--openssl-cnf", opts->openssl_cnf,
                     "the file to edit (default: OPENSSLDIR/openssl.cnf, "
                     "symlinks followed)");
@@ -250,8 +258,9 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
                     "installed share/accelcrypt/accelcrypt.cnf)");
     cmd->add_flag("-n,--dry-run", opts->dry_run,
                   "print what would change, change nothing");
-    cmd->footer("Exit codes: 0 done or nothing to do, 2 usage error, "
-                "3 file or snippet missing, not writable.");
+    cmd->footer(
+        "Exit codes: 0 done or nothing to do, 2 usage error, "
+        "3 file or snippet missing, not writable.");
   }
 
   accelcrypt::tools::PinOptions pin_status, pin_reset;

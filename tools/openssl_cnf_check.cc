@@ -31,7 +31,7 @@ namespace {
 // The keys OpenSSL itself reads in a provider section (OpenSSL 3.0
 // crypto/provider_conf.c); the provider never sees them.
 constexpr std::string_view kOpensslKeys[] = {"identity", "module", "activate",
-                                              "soft_load"};
+                                             "soft_load"};
 // The key naming an accelcrypt config file (provider/provider.cc).
 constexpr std::string_view kConfKey = "conf";
 
@@ -65,8 +65,7 @@ std::vector<Source> SourceFiles(const std::string& path) {
     if (!absl::ConsumePrefix(&line, ".include")) continue;
     line = absl::StripLeadingAsciiWhitespace(line);
     absl::ConsumePrefix(&line, "=");
-    std::filesystem::path target(
-        std::string(absl::StripAsciiWhitespace(line)));
+    std::filesystem::path target(std::string(absl::StripAsciiWhitespace(line)));
     if (target.empty()) continue;
     if (target.is_relative() && include_dir != nullptr && *include_dir) {
       target = std::filesystem::path(include_dir) / target;
@@ -110,8 +109,8 @@ KeyLine FindKeyLine(const std::vector<Source>& sources,
       if (absl::ConsumePrefix(&line, "[")) {
         const size_t close = line.find(']');
         if (close != absl::string_view::npos) {
-          current = std::string(
-              absl::StripAsciiWhitespace(line.substr(0, close)));
+          current =
+              std::string(absl::StripAsciiWhitespace(line.substr(0, close)));
         }
         continue;
       }
@@ -162,8 +161,8 @@ void CheckSection(CONF* conf, const std::vector<Source>& sources,
       // OpenSSL passes the name as written and the provider asks for the
       // lower-case one: a key in another case is never read.
       mistake = absl::StrFormat(
-          "key '%s' is not read: the provider's key is '%s' (lower case)",
-          key, known->name);
+          "key '%s' is not read: the provider's key is '%s' (lower case)", key,
+          known->name);
     } else if (known == nullptr) {
       mistake =
           Config::Known(absl::AsciiStrToLower(key))

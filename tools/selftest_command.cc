@@ -197,8 +197,8 @@ int RunSelftest(const SelftestOptions& options) {
                 << " more (--verbose shows all)\n";
     }
   }
-  std::cout << "\nselftest: " << passed << " passed, " << failed
-            << " failed, " << skipped << " skipped\n";
+  std::cout << "\nselftest: " << passed << " passed, " << failed << " failed, "
+            << skipped << " skipped\n";
   if (passed == 0 && failed == 0) {
     std::cerr << "accelcrypt selftest: no vector ran on any backend\n";
   }

@@ -49,8 +49,8 @@ void PrintStats(std::ostream& out, const std::string& dir,
                 const TraceReport& report, bool all, const Snapshot* before,
                 double interval_s) {
   out << "accelcrypt stats: " << dir << ": " << report.files << " process"
-      << (report.files == 1 ? "" : "es") << " (" << report.live
-      << " running, " << report.ended << " ended, " << report.gone
+      << (report.files == 1 ? "" : "es") << " (" << report.live << " running, "
+      << report.ended << " ended, " << report.gone
       << " left without teardown)\n";
   std::vector<std::vector<std::string>> rows;
   size_t idle = 0;
@@ -59,18 +59,21 @@ void PrintStats(std::ostream& out, const std::string& dir,
       ++idle;
       continue;
     }
-    std::vector<std::string> row = {
-        std::to_string(p.pid),   std::to_string(p.ppid),
-        std::to_string(p.uid),   p.name,
-        p.state,                 StartedAt(p.created_unix_ms),
-        std::to_string(p.total.ops), std::to_string(p.total.bytes)};
+    std::vector<std::string> row = {std::to_string(p.pid),
+                                    std::to_string(p.ppid),
+                                    std::to_string(p.uid),
+                                    p.name,
+                                    p.state,
+                                    StartedAt(p.created_unix_ms),
+                                    std::to_string(p.total.ops),
+                                    std::to_string(p.total.bytes)};
     if (before != nullptr) {
       auto it = before->find(p.path);
       uint64_t prev = it == before->end() ? 0 : it->second;
-      row.push_back(interval_s > 0 && p.total.bytes >= prev
-                        ? Rate(static_cast<double>(p.total.bytes - prev) /
-                               interval_s)
-                        : "-");
+      row.push_back(
+          interval_s > 0 && p.total.bytes >= prev
+              ? Rate(static_cast<double>(p.total.bytes - prev) / interval_s)
+              : "-");
     }
     rows.push_back(std::move(row));
   }
@@ -122,8 +125,7 @@ std::string DefaultStatsDir() {
 }
 
 int RunStats(const StatsOptions& options) {
-  const std::string dir =
-      options.dir.empty() ? DefaultStatsDir() : options.dir;
+  const std::string dir = options.dir.empty() ? DefaultStatsDir() : options.dir;
   if (dir.empty()) {
     std::cerr << "accelcrypt stats: no directory given and this build has no "
                  "default (ACCELCRYPT_STATS_ROOT is empty)\n";
@@ -156,8 +158,8 @@ int RunStats(const StatsOptions& options) {
       std::cout << j.dump(options.watch > 0 ? -1 : 2) << "\n" << std::flush;
     } else if (options.watch > 0) {
       // Like top: redraw in place.
-      std::cout << "\033[H\033[2J" << StartedAt(static_cast<int64_t>(
-                                          time(nullptr)) * 1000)
+      std::cout << "\033[H\033[2J"
+                << StartedAt(static_cast<int64_t>(time(nullptr)) * 1000)
                 << "  (every " << options.watch << " s; Ctrl-C ends)\n";
       PrintStats(std::cout, dir, *report, options.all,
                  round == 0 ? nullptr : &before, options.watch);

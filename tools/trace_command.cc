@@ -55,7 +55,8 @@ ChildResult RunChild(const std::vector<std::string>& command,
 
   std::vector<char*> argv;
   argv.reserve(command.size() + 1);
-  for (const auto& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
+  for (const auto& arg : command)
+    argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
 
   const pid_t pid = fork();
@@ -160,7 +161,8 @@ int RunTrace(const TraceOptions& options) {
       return kExitUsage;
     }
     auto existing = AggregateStatsDir(dir);
-    if (existing.ok() && (existing->files > 0 || !existing->bad_files.empty())) {
+    if (existing.ok() &&
+        (existing->files > 0 || !existing->bad_files.empty())) {
       std::cerr << "accelcrypt trace: " << dir
                 << " already holds stats files; use an empty directory\n";
       return kExitUsage;

@@ -15,8 +15,7 @@
 namespace accelcrypt::tools {
 namespace {
 
-absl::StatusOr<uint64_t> Counter(const nlohmann::json& cell,
-                                 const char* name) {
+absl::StatusOr<uint64_t> Counter(const nlohmann::json& cell, const char* name) {
   auto it = cell.find(name);
   if (it == cell.end()) return uint64_t{0};  // zero counters may be omitted
   if (!it->is_number_unsigned() && !it->is_number_integer()) {
@@ -55,8 +54,8 @@ absl::Status TraceReport::AddJson(const std::string& text,
     }
     for (const auto& [alg, cell] : algs.items()) {
       if (!cell.is_object()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            origin, ": ", backend, "/", alg, " is not an object"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(origin, ": ", backend, "/", alg, " is not an object"));
       }
       TraceCounts counts;
       for (auto [name, field] :
@@ -66,8 +65,9 @@ absl::Status TraceReport::AddJson(const std::string& text,
             {"fallbacks", &counts.fallbacks}}) {
         auto value = Counter(cell, name);
         if (!value.ok()) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              origin, ": ", backend, "/", alg, ": ", std::string(value.status().message())));
+          return absl::InvalidArgumentError(
+              absl::StrCat(origin, ": ", backend, "/", alg, ": ",
+                           std::string(value.status().message())));
         }
         *field = *value;
       }
@@ -98,8 +98,8 @@ absl::Status TraceReport::AddJson(const std::string& text,
   proc.state = "ended";
   if (auto state = doc.find("state");
       state != doc.end() && state->is_string() && *state == "live") {
-    proc.state = StatsWriterAlive(proc.pid, static_cast<uint64_t>(
-                                                integer("start_ticks")))
+    proc.state = StatsWriterAlive(proc.pid,
+                                  static_cast<uint64_t>(integer("start_ticks")))
                      ? "live"
                      : "gone";
   }
@@ -219,7 +219,8 @@ absl::StatusOr<TraceReport> AggregateStatsDir(const std::string& dir) {
         std::filesystem::path twin = entry.path();
         twin.replace_extension(".json");
         std::error_code twin_ec;
-        if (!std::filesystem::exists(twin, twin_ec)) paths.push_back(entry.path());
+        if (!std::filesystem::exists(twin, twin_ec))
+          paths.push_back(entry.path());
       }
     }
   }

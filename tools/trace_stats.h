@@ -47,7 +47,7 @@ struct TraceReport {
   std::vector<std::string> processes;  // "pid name" per file
   std::vector<std::string> bad_files;  // "path: reason", skipped files
   std::map<std::pair<std::string, std::string>, TraceCounts> cells;
-  std::vector<ProcessStats> procs;     // one per file read
+  std::vector<ProcessStats> procs;  // one per file read
   size_t live = 0, gone = 0, ended = 0;
 
   // AddJson adds one Stats::ToJson document; `origin` names it in errors.

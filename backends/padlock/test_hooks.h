@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The only seam between the production backend and the test-only PadLock
-// trap emulator (tests/backends/padlock/emulator). The backend contains no emulator
-// code. When, and only when, the environment has
+// trap emulator (tests/backends/padlock/emulator). The backend contains no
+// emulator code. When, and only when, the environment has
 // ACCELCRYPT_PADLOCK_EMULATOR=1, backend init looks up two optional symbols
 // in the process's global scope with dlsym(RTLD_DEFAULT):
 //

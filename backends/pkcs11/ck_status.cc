@@ -123,7 +123,8 @@ struct QuirkEntry {
 };
 
 // Token models that misreport caller errors. An entry is added only for
-// behaviour observed on the model (tests/backends/pkcs11 shows it for SoftHSMv2).
+// behaviour observed on the model (tests/backends/pkcs11 shows it for
+// SoftHSMv2).
 constexpr QuirkEntry kQuirks[] = {
     {"SoftHSM project", "SoftHSM v2", true,
      "SoftHSMv2 2.6.1: AsymDecrypt returns CKR_GENERAL_ERROR when the "

@@ -203,14 +203,13 @@ absl::Status WriteMarker(const std::string& path, const TokenIdentity& token,
       "token_model = %s\nresult = %s\ntime = %s\npid = %d\n"
       "kdf = pbkdf2-sha256\niterations = %d\nsalt = %s\npin_hash = %s\n",
       OneLine(token.serial), OneLine(token.label), OneLine(token.manufacturer),
-      OneLine(token.model), refused.result, refused.time, getpid(),
-      kIterations,
-      absl::BytesToHexString(absl::string_view(
-          reinterpret_cast<const char*>(refused.salt.data()),
-          refused.salt.size())),
-      absl::BytesToHexString(absl::string_view(
-          reinterpret_cast<const char*>(refused.hash.data()),
-          refused.hash.size())));
+      OneLine(token.model), refused.result, refused.time, getpid(), kIterations,
+      absl::BytesToHexString(
+          absl::string_view(reinterpret_cast<const char*>(refused.salt.data()),
+                            refused.salt.size())),
+      absl::BytesToHexString(
+          absl::string_view(reinterpret_cast<const char*>(refused.hash.data()),
+                            refused.hash.size())));
   if (!kit::WriteFileAtomically(path, text, {.mode = 0600, .sync = true})) {
     return absl::UnavailableError(
         absl::StrFormat("cannot write %s: %s", path, std::strerror(errno)));

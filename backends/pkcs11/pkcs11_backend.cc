@@ -63,7 +63,8 @@ void Range(const Token& token, std::initializer_list<CK_MECHANISM_TYPE> mechs,
   for (CK_MECHANISM_TYPE m : mechs) {
     const MechInfo& mi = token.mech(m);
     if (!mi.present || !(mi.flags & flag)) continue;
-    uint32_t mn = static_cast<uint32_t>(std::max<CK_ULONG>(mi.min_bits, kMinKeyBits));
+    uint32_t mn =
+        static_cast<uint32_t>(std::max<CK_ULONG>(mi.min_bits, kMinKeyBits));
     uint32_t mx = static_cast<uint32_t>(mi.max_bits);
     *lo = *lo == 0 ? mn : std::min(*lo, mn);
     *hi = std::max(*hi, mx);
@@ -244,12 +245,22 @@ accelcrypt_status PkeyDecrypt(accelcrypt_pkey* key,
 }
 
 constexpr accelcrypt_pkey_table kRsaTable = {
-    sizeof(accelcrypt_pkey_table), PkeyLoad,    PkeyFree,    PkeySign,
-    PkeyVerify,                    PkeyEncrypt, PkeyDecrypt,
+    sizeof(accelcrypt_pkey_table),
+    PkeyLoad,
+    PkeyFree,
+    PkeySign,
+    PkeyVerify,
+    PkeyEncrypt,
+    PkeyDecrypt,
 };
 constexpr accelcrypt_pkey_table kDsaTable = {
-    sizeof(accelcrypt_pkey_table), PkeyLoad, PkeyFree, PkeySign, PkeyVerify,
-    nullptr, nullptr,
+    sizeof(accelcrypt_pkey_table),
+    PkeyLoad,
+    PkeyFree,
+    PkeySign,
+    PkeyVerify,
+    nullptr,
+    nullptr,
 };
 
 const void* BackendQueryFamily(void* backend, uint32_t family) {

@@ -105,8 +105,8 @@ absl::Status PkeyPkcs11Client::Run(const char* what, Fn&& fn) {
 absl::Status PkeyPkcs11Client::CheckBelowModulus(const uint8_t* in,
                                                  size_t in_len) const {
   if (in_len != mod_len_) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "pkcs11: raw RSA input must be %d bytes", mod_len_));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("pkcs11: raw RSA input must be %d bytes", mod_len_));
   }
   if (!n_.empty() && std::memcmp(in, n_.data(), mod_len_) >= 0) {
     return absl::InvalidArgumentError(
@@ -119,8 +119,7 @@ absl::Status PkeyPkcs11Client::Sign(const accelcrypt_pkey_params& params,
                                     const uint8_t* tbs, size_t tbs_len,
                                     uint8_t* sig, size_t* sig_len) {
   if (!private_) {
-    return absl::FailedPreconditionError(
-        "pkcs11: signing needs a private key");
+    return absl::FailedPreconditionError("pkcs11: signing needs a private key");
   }
   const MdInfo* md = params.md != 0 ? FindMd(params.md) : nullptr;
   if (params.md != 0 && md == nullptr) {
@@ -137,26 +136,27 @@ absl::Status PkeyPkcs11Client::Sign(const accelcrypt_pkey_params& params,
       return absl::UnimplementedError("pkcs11: token has no CKM_DSA");
     }
     std::vector<uint8_t> rs(2 * q_len_);
-    absl::Status st = Run("C_Sign (CKM_DSA)", [&](CK_SESSION_HANDLE s,
-                                                  const KeyObjects& o) {
-      CK_MECHANISM m{CKM_DSA, nullptr, 0};
-      CK_RV rv = token_->fl()->C_SignInit(s, &m, o.priv);
-      if (rv != CKR_OK) return InitFailed(rv);
-      CK_ULONG len = rs.size();
-      // FIPS 186-4 section 4.6: the leftmost min(N, outlen) bits of the
-      // hash are used; CKM_DSA takes exactly that.
-      rv = token_->fl()->C_Sign(s, const_cast<uint8_t*>(tbs),
-                                std::min(tbs_len, q_len_), rs.data(), &len);
-      if (rv == CKR_OK && len != rs.size()) rv = CKR_FUNCTION_FAILED;
-      return rv;
-    });
+    absl::Status st =
+        Run("C_Sign (CKM_DSA)", [&](CK_SESSION_HANDLE s, const KeyObjects& o) {
+          CK_MECHANISM m{CKM_DSA, nullptr, 0};
+          CK_RV rv = token_->fl()->C_SignInit(s, &m, o.priv);
+          if (rv != CKR_OK) return InitFailed(rv);
+          CK_ULONG len = rs.size();
+          // FIPS 186-4 section 4.6: the leftmost min(N, outlen) bits of the
+          // hash are used; CKM_DSA takes exactly that.
+          rv = token_->fl()->C_Sign(s, const_cast<uint8_t*>(tbs),
+                                    std::min(tbs_len, q_len_), rs.data(), &len);
+          if (rv == CKR_OK && len != rs.size()) rv = CKR_FUNCTION_FAILED;
+          return rv;
+        });
     if (!st.ok()) return st;
     std::vector<uint8_t> der = kit::DsaRsToDer(rs.data(), q_len_);
     std::memcpy(sig, der.data(), der.size());
     *sig_len = der.size();
     return absl::OkStatus();
   }
-  if (sig == nullptr || *sig_len < mod_len_) return OutOfRange(mod_len_, sig_len);
+  if (sig == nullptr || *sig_len < mod_len_)
+    return OutOfRange(mod_len_, sig_len);
   CK_MECHANISM mech{CKM_RSA_PKCS, nullptr, 0};
   CK_RSA_PKCS_PSS_PARAMS pss{};
   std::vector<uint8_t> data(tbs, tbs + tbs_len);
@@ -191,7 +191,8 @@ absl::Status PkeyPkcs11Client::Sign(const accelcrypt_pkey_params& params,
         if (!token_->mech(CKM_RSA_X_509).present) {
           return absl::UnimplementedError("pkcs11: no PSS signing");
         }
-        absl::Status st = SignPssFramework(*md, *mgf, params.salt_len, tbs, sig);
+        absl::Status st =
+            SignPssFramework(*md, *mgf, params.salt_len, tbs, sig);
         if (st.ok()) *sig_len = mod_len_;
         return st;
       }
@@ -225,14 +226,16 @@ absl::Status PkeyPkcs11Client::Sign(const accelcrypt_pkey_params& params,
       return st;
     }
     default:
-      return absl::InvalidArgumentError("pkcs11: padding not valid for signing");
+      return absl::InvalidArgumentError(
+          "pkcs11: padding not valid for signing");
   }
   CK_ULONG len = *sig_len;
-  absl::Status st = Run("C_Sign", [&](CK_SESSION_HANDLE s, const KeyObjects& o) {
-    CK_RV rv = token_->fl()->C_SignInit(s, &mech, o.priv);
-    if (rv != CKR_OK) return InitFailed(rv);
-    return token_->fl()->C_Sign(s, data.data(), data.size(), sig, &len);
-  });
+  absl::Status st =
+      Run("C_Sign", [&](CK_SESSION_HANDLE s, const KeyObjects& o) {
+        CK_RV rv = token_->fl()->C_SignInit(s, &mech, o.priv);
+        if (rv != CKR_OK) return InitFailed(rv);
+        return token_->fl()->C_Sign(s, data.data(), data.size(), sig, &len);
+      });
   if (st.ok()) *sig_len = len;
   return st;
 }
@@ -262,19 +265,19 @@ absl::Status PkeyPkcs11Client::RawPublic(const uint8_t* in, size_t in_len,
   absl::Status range = CheckBelowModulus(in, in_len);
   if (!range.ok()) return range;
   CK_MECHANISM m{CKM_RSA_X_509, nullptr, 0};
-  return Run("C_Encrypt (CKM_RSA_X_509)", [&](CK_SESSION_HANDLE s,
-                                              const KeyObjects& o) {
-    CK_RV rv = token_->fl()->C_EncryptInit(s, &m, o.pub);
-    if (rv != CKR_OK) return InitFailed(rv);
-    CK_ULONG len = mod_len_;
-    rv = token_->fl()->C_Encrypt(s, const_cast<uint8_t*>(in), in_len, out,
-                                 &len);
-    if (rv == CKR_OK && len != mod_len_) {
-      std::memmove(out + (mod_len_ - len), out, len);
-      std::memset(out, 0, mod_len_ - len);
-    }
-    return rv;
-  });
+  return Run("C_Encrypt (CKM_RSA_X_509)",
+             [&](CK_SESSION_HANDLE s, const KeyObjects& o) {
+               CK_RV rv = token_->fl()->C_EncryptInit(s, &m, o.pub);
+               if (rv != CKR_OK) return InitFailed(rv);
+               CK_ULONG len = mod_len_;
+               rv = token_->fl()->C_Encrypt(s, const_cast<uint8_t*>(in), in_len,
+                                            out, &len);
+               if (rv == CKR_OK && len != mod_len_) {
+                 std::memmove(out + (mod_len_ - len), out, len);
+                 std::memset(out, 0, mod_len_ - len);
+               }
+               return rv;
+             });
 }
 
 // EMSA-PSS-ENCODE (RFC 8017 section 9.1.1) here, RSASP1 on the token: for
@@ -324,14 +327,14 @@ absl::Status PkeyPkcs11Client::Verify(const accelcrypt_pkey_params& params,
       return AuthFailed("DSA signature is not a valid DER Dss-Sig-Value");
     }
     CK_MECHANISM m{CKM_DSA, nullptr, 0};
-    return Run("C_Verify (CKM_DSA)", [&](CK_SESSION_HANDLE s,
-                                         const KeyObjects& o) {
-      CK_RV rv = token_->fl()->C_VerifyInit(s, &m, o.pub);
-      if (rv != CKR_OK) return InitFailed(rv);
-      return token_->fl()->C_Verify(s, const_cast<uint8_t*>(tbs),
-                                    std::min(tbs_len, q_len_), rs.data(),
-                                    rs.size());
-    });
+    return Run("C_Verify (CKM_DSA)",
+               [&](CK_SESSION_HANDLE s, const KeyObjects& o) {
+                 CK_RV rv = token_->fl()->C_VerifyInit(s, &m, o.pub);
+                 if (rv != CKR_OK) return InitFailed(rv);
+                 return token_->fl()->C_Verify(s, const_cast<uint8_t*>(tbs),
+                                               std::min(tbs_len, q_len_),
+                                               rs.data(), rs.size());
+               });
   }
   CK_MECHANISM mech{CKM_RSA_PKCS, nullptr, 0};
   CK_RSA_PKCS_PSS_PARAMS pss{};
@@ -428,8 +431,7 @@ absl::Status PkeyPkcs11Client::Verify(const accelcrypt_pkey_params& params,
 // written to `*oaep` and pointed to by `*mech`.
 absl::Status PkeyPkcs11Client::CryptMechanism(
     const accelcrypt_pkey_params& params, const uint8_t* in, size_t in_len,
-    const char* what, CK_MECHANISM* mech,
-    CK_RSA_PKCS_OAEP_PARAMS* oaep) const {
+    const char* what, CK_MECHANISM* mech, CK_RSA_PKCS_OAEP_PARAMS* oaep) const {
   *mech = CK_MECHANISM{CKM_RSA_PKCS, nullptr, 0};
   switch (params.padding) {
     case ACCELCRYPT_PAD_PKCS1:
@@ -462,7 +464,8 @@ absl::Status PkeyPkcs11Client::Encrypt(const accelcrypt_pkey_params& params,
                                        const uint8_t* in, size_t in_len,
                                        uint8_t* out, size_t* out_len) {
   if (!rsa_) return absl::UnimplementedError("pkcs11: DSA cannot encrypt");
-  if (out == nullptr || *out_len < mod_len_) return OutOfRange(mod_len_, out_len);
+  if (out == nullptr || *out_len < mod_len_)
+    return OutOfRange(mod_len_, out_len);
   CK_RSA_PKCS_OAEP_PARAMS oaep{};
   CK_MECHANISM mech{};
   absl::Status chosen =
@@ -476,13 +479,13 @@ absl::Status PkeyPkcs11Client::Encrypt(const accelcrypt_pkey_params& params,
     return absl::UnimplementedError("pkcs11: the token lacks the mechanism");
   }
   CK_ULONG len = *out_len;
-  absl::Status st = Run("C_Encrypt", [&](CK_SESSION_HANDLE s,
-                                         const KeyObjects& o) {
-    CK_RV rv = token_->fl()->C_EncryptInit(s, &mech, o.pub);
-    if (rv != CKR_OK) return InitFailed(rv);
-    return token_->fl()->C_Encrypt(s, const_cast<uint8_t*>(in), in_len, out,
-                                   &len);
-  });
+  absl::Status st =
+      Run("C_Encrypt", [&](CK_SESSION_HANDLE s, const KeyObjects& o) {
+        CK_RV rv = token_->fl()->C_EncryptInit(s, &mech, o.pub);
+        if (rv != CKR_OK) return InitFailed(rv);
+        return token_->fl()->C_Encrypt(s, const_cast<uint8_t*>(in), in_len, out,
+                                       &len);
+      });
   if (st.ok()) *out_len = len;
   return st;
 }
@@ -559,17 +562,17 @@ absl::Status PkeyPkcs11Client::Decrypt(const accelcrypt_pkey_params& params,
   CK_ULONG len = scratch.size();
   const bool padded = mech.mechanism != CKM_RSA_X_509;
   const bool quirk = token_->quirks().decrypt_failure_is_general_error;
-  absl::Status st = Run("C_Decrypt", [&](CK_SESSION_HANDLE s,
-                                         const KeyObjects& o) {
-    CK_RV rv = token_->fl()->C_DecryptInit(s, &mech, o.priv);
-    if (rv != CKR_OK) return InitFailed(rv);
-    rv = token_->fl()->C_Decrypt(s, const_cast<uint8_t*>(in), in_len,
-                                 scratch.data(), &len);
-    // The ciphertext's padding failed on a token that says so with
-    // CKR_GENERAL_ERROR: the caller's error, never a fallback.
-    if (rv == CKR_GENERAL_ERROR && padded && quirk) rv = kBadCiphertext;
-    return rv;
-  });
+  absl::Status st =
+      Run("C_Decrypt", [&](CK_SESSION_HANDLE s, const KeyObjects& o) {
+        CK_RV rv = token_->fl()->C_DecryptInit(s, &mech, o.priv);
+        if (rv != CKR_OK) return InitFailed(rv);
+        rv = token_->fl()->C_Decrypt(s, const_cast<uint8_t*>(in), in_len,
+                                     scratch.data(), &len);
+        // The ciphertext's padding failed on a token that says so with
+        // CKR_GENERAL_ERROR: the caller's error, never a fallback.
+        if (rv == CKR_GENERAL_ERROR && padded && quirk) rv = kBadCiphertext;
+        return rv;
+      });
   if (st.ok()) {
     if (out == nullptr || *out_len < len) {
       st = OutOfRange(len, out_len);

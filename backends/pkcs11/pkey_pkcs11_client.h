@@ -69,11 +69,11 @@ class PkeyPkcs11Client {
                                   const uint8_t* sig, size_t sig_len);
   // PKCS#1 v1.5 and OAEP encryption padding done here over raw RSA.
   absl::Status EncryptFramework(const accelcrypt_pkey_params& params,
-                                const uint8_t* in, size_t in_len,
-                                uint8_t* out, size_t* out_len);
+                                const uint8_t* in, size_t in_len, uint8_t* out,
+                                size_t* out_len);
   absl::Status DecryptFramework(const accelcrypt_pkey_params& params,
-                                const uint8_t* in, size_t in_len,
-                                uint8_t* out, size_t* out_len);
+                                const uint8_t* in, size_t in_len, uint8_t* out,
+                                size_t* out_len);
   absl::Status CheckBelowModulus(const uint8_t* in, size_t in_len) const;
   absl::Status CryptMechanism(const accelcrypt_pkey_params& params,
                               const uint8_t* in, size_t in_len,

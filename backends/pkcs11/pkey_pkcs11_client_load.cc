@@ -122,8 +122,8 @@ absl::StatusOr<std::unique_ptr<PkeyPkcs11Client>> PkeyPkcs11Client::Load(
             absl::StrFormat("pkcs11: the URI names a %s key, not %s",
                             is_rsa ? "RSA" : "DSA", k->rsa_ ? "RSA" : "DSA"));
       }
-      absl::StatusOr<std::vector<uint8_t>> size_attr = token->GetAttribute(
-          any, k->rsa_ ? CKA_MODULUS : CKA_SUBPRIME);
+      absl::StatusOr<std::vector<uint8_t>> size_attr =
+          token->GetAttribute(any, k->rsa_ ? CKA_MODULUS : CKA_SUBPRIME);
       if (!size_attr.ok()) return size_attr.status();
       std::vector<uint8_t> v = *size_attr;
       accelcrypt_bn bn{v.data(), v.size()};
@@ -197,8 +197,8 @@ absl::StatusOr<std::unique_ptr<PkeyPkcs11Client>> PkeyPkcs11Client::Load(
                     &md_len)) {
     return absl::InternalError("pkcs11: fingerprint digest failed");
   }
-  k->fingerprint_ = absl::StrFormat(
-      "%s%s:", k->rsa_ ? "rsa" : "dsa", k->private_ ? "-priv" : "-pub");
+  k->fingerprint_ = absl::StrFormat("%s%s:", k->rsa_ ? "rsa" : "dsa",
+                                    k->private_ ? "-priv" : "-pub");
   for (size_t i = 0; i < md_len; ++i) {
     k->fingerprint_ += absl::StrFormat("%02x", md[i]);
   }

@@ -21,7 +21,8 @@ namespace {
 
 constexpr MdInfo kMds[] = {
     {ACCELCRYPT_ALG_SHA1, CKM_SHA_1, CKG_MGF1_SHA1, 20,
-     "\x30\x21\x30\x09\x06\x05\x2b\x0e\x03\x02\x1a\x05\x00\x04\x14", 15, "SHA1"},
+     "\x30\x21\x30\x09\x06\x05\x2b\x0e\x03\x02\x1a\x05\x00\x04\x14", 15,
+     "SHA1"},
     {ACCELCRYPT_ALG_SHA224, CKM_SHA224, CKG_MGF1_SHA224, 28,
      "\x30\x2d\x30\x0d\x06\x09\x60\x86\x48\x01\x65\x03\x04\x02\x04\x05\x00\x04"
      "\x1c",
@@ -83,8 +84,8 @@ uint32_t CtLt(size_t a, size_t b) {
   return 0u - static_cast<uint32_t>((a - b) >> 63);
 }
 size_t CtSelect(uint32_t mask, size_t a, size_t b) {
-  size_t m = static_cast<size_t>(
-      static_cast<int64_t>(static_cast<int32_t>(mask)));
+  size_t m =
+      static_cast<size_t>(static_cast<int64_t>(static_cast<int32_t>(mask)));
   return (a & m) | (b & ~m);
 }
 
@@ -179,8 +180,8 @@ absl::Status EmsaPssVerify(OSSL_LIB_CTX* libctx, const MdInfo& md,
   }
   const uint8_t zeros[8] = {};
   uint8_t h2[64];
-  if (!Hash(libctx, md,
-            {{zeros, 8}, {m_hash, md.len}, {e + one + 1, salt_len}}, h2)) {
+  if (!Hash(libctx, md, {{zeros, 8}, {m_hash, md.len}, {e + one + 1, salt_len}},
+            h2)) {
     return absl::InternalError("pkcs11: PSS hash failed");
   }
   return std::memcmp(h2, h, md.len) == 0 ? absl::OkStatus()

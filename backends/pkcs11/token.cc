@@ -6,13 +6,11 @@
 #include "backends/pkcs11/token.h"
 
 #include <dlfcn.h>
-
-#include <atomic>
-#include <cstdlib>
 #include <openssl/crypto.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -136,8 +134,8 @@ absl::StatusOr<TokenConfig> ReadConfig(const accelcrypt_host* host) {
   } else if (const char* env = Get(host, "pin_env")) {
     const char* v = std::getenv(env);
     if (v == nullptr) {
-      return absl::UnavailableError(absl::StrFormat(
-          "pkcs11: pin_env names %s, which is not set", env));
+      return absl::UnavailableError(
+          absl::StrFormat("pkcs11: pin_env names %s, which is not set", env));
     }
     c.pin = v;
     c.pin_source = absl::StrFormat("pin_env %s", env);
@@ -154,9 +152,9 @@ absl::StatusOr<TokenConfig> ReadConfig(const accelcrypt_host* host) {
         }
       }
       if (!known) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "pkcs11: hide_mechanisms: unknown mechanism %s",
-            std::string(name)));
+        return absl::InvalidArgumentError(
+            absl::StrFormat("pkcs11: hide_mechanisms: unknown mechanism %s",
+                            std::string(name)));
       }
     }
   }
@@ -189,9 +187,9 @@ absl::StatusOr<std::unique_ptr<Token>> Token::Create(
   t->dl_ = dlopen(t->config_.module.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (t->dl_ == nullptr) {
     const char* why = dlerror();
-    return absl::UnavailableError(absl::StrFormat(
-        "pkcs11: cannot load module %s: %s", t->config_.module,
-        why ? why : "?"));
+    return absl::UnavailableError(
+        absl::StrFormat("pkcs11: cannot load module %s: %s", t->config_.module,
+                        why ? why : "?"));
   }
   if (!g_exit_hook.exchange(true)) std::atexit(MarkExiting);
   auto get_list = reinterpret_cast<CK_RV (*)(CK_FUNCTION_LIST_PTR_PTR)>(
@@ -203,9 +201,9 @@ absl::StatusOr<std::unique_ptr<Token>> Token::Create(
   }
   CK_RV rv = get_list(&t->fl_);
   if (rv != CKR_OK || t->fl_ == nullptr) {
-    return absl::UnavailableError(absl::StrFormat(
-        "pkcs11: C_GetFunctionList of %s failed: %s", t->config_.module,
-        CkRvName(rv)));
+    return absl::UnavailableError(
+        absl::StrFormat("pkcs11: C_GetFunctionList of %s failed: %s",
+                        t->config_.module, CkRvName(rv)));
   }
   absl::MutexLock lock(&t->mu_);
   absl::Status st = t->Start();
@@ -236,9 +234,9 @@ absl::Status Token::Start() {
         rv = fl_->C_Initialize(&args);
       }
       if (rv != CKR_OK && rv != CKR_CRYPTOKI_ALREADY_INITIALIZED) {
-        return absl::UnavailableError(absl::StrFormat(
-            "pkcs11: C_Initialize of %s failed: %s", config_.module,
-            CkRvName(rv)));
+        return absl::UnavailableError(
+            absl::StrFormat("pkcs11: C_Initialize of %s failed: %s",
+                            config_.module, CkRvName(rv)));
       }
       use.ours = rv == CKR_OK;
       use.pid = getpid();
@@ -252,9 +250,9 @@ absl::Status Token::Start() {
   rv = fl_->C_OpenSession(slot_, CKF_SERIAL_SESSION | CKF_RW_SESSION, nullptr,
                           nullptr, &anchor_);
   if (rv != CKR_OK) {
-    return absl::UnavailableError(absl::StrFormat(
-        "pkcs11: C_OpenSession on token '%s' failed: %s", label_,
-        CkRvName(rv)));
+    return absl::UnavailableError(
+        absl::StrFormat("pkcs11: C_OpenSession on token '%s' failed: %s",
+                        label_, CkRvName(rv)));
   }
   sessions_opened_.fetch_add(1, std::memory_order_relaxed);
   // No login here: EnsureLogin runs when the token's private objects are
@@ -279,20 +277,19 @@ absl::Status Token::FindSlot() {
     if (fl_->C_GetTokenInfo(s, &info) != CKR_OK) continue;
     if (!(info.flags & CKF_TOKEN_INITIALIZED)) continue;
     std::string label = Padded(info.label, sizeof(info.label));
-    bool match = config_.has_slot ? s == config_.slot
+    bool match = config_.has_slot               ? s == config_.slot
                  : !config_.token_label.empty() ? label == config_.token_label
                                                 : true;
     if (!match) continue;
     slot_ = s;
     label_ = label;
-    identity_ = TokenIdentity{
-        Padded(info.serialNumber, sizeof(info.serialNumber)),
-        Padded(info.manufacturerID, sizeof(info.manufacturerID)),
-        Padded(info.model, sizeof(info.model)), label};
-    model_ = absl::StrFormat("%s %s",
-                             Padded(info.manufacturerID,
-                                    sizeof(info.manufacturerID)),
-                             Padded(info.model, sizeof(info.model)));
+    identity_ =
+        TokenIdentity{Padded(info.serialNumber, sizeof(info.serialNumber)),
+                      Padded(info.manufacturerID, sizeof(info.manufacturerID)),
+                      Padded(info.model, sizeof(info.model)), label};
+    model_ = absl::StrFormat(
+        "%s %s", Padded(info.manufacturerID, sizeof(info.manufacturerID)),
+        Padded(info.model, sizeof(info.model)));
     quirks_ = QuirksFor(identity_.manufacturer, identity_.model);
     return absl::OkStatus();
   }
@@ -415,8 +412,8 @@ absl::StatusOr<Token::Session> Token::Acquire() {
   }
   Session s;
   s.generation = generation_.load(std::memory_order_relaxed);
-  CK_RV rv = fl_->C_OpenSession(slot, CKF_SERIAL_SESSION, nullptr, nullptr,
-                                &s.handle);
+  CK_RV rv =
+      fl_->C_OpenSession(slot, CKF_SERIAL_SESSION, nullptr, nullptr, &s.handle);
   if (rv != CKR_OK) return FromCkRv(rv, "C_OpenSession");
   sessions_opened_.fetch_add(1, std::memory_order_relaxed);
   return s;
@@ -519,9 +516,9 @@ absl::Status Token::EnsureLogin(const std::string& pin, bool from_uri) {
         label_, identity_.serial));
   }
   std::string copy = pin;  // C_Login takes a non-const pointer
-  CK_RV rv = fl_->C_Login(anchor_, CKU_USER,
-                          reinterpret_cast<CK_UTF8CHAR*>(copy.data()),
-                          copy.size());
+  CK_RV rv =
+      fl_->C_Login(anchor_, CKU_USER,
+                   reinterpret_cast<CK_UTF8CHAR*>(copy.data()), copy.size());
   OPENSSL_cleanse(copy.data(), copy.size());
   if (rv == CKR_OK || rv == CKR_USER_ALREADY_LOGGED_IN) {
     logged_in_.store(true, std::memory_order_release);

@@ -33,8 +33,8 @@ struct TokenConfig {
   std::string token_label;  // `token_label`, or
   bool has_slot = false;    // `slot`: a slot id
   CK_SLOT_ID slot = 0;
-  std::string pin;          // read from `pin_file` or `pin_env`; wiped
-  std::string pin_source;   // "pin_file PATH" / "pin_env NAME", for messages
+  std::string pin;         // read from `pin_file` or `pin_env`; wiped
+  std::string pin_source;  // "pin_file PATH" / "pin_env NAME", for messages
   // `pin_state_dir`: where refused-PIN markers live (empty: the default,
   // see ResolveStateDir in pin_marker.h).
   std::string pin_state_dir;
@@ -202,7 +202,7 @@ class Token {
   CK_FUNCTION_LIST* fl_ = nullptr;
   bool we_initialised_ = false;
   std::string label_, model_;
-  TokenQuirks quirks_;  // set by FindSlot
+  TokenQuirks quirks_;      // set by FindSlot
   TokenIdentity identity_;  // set by FindSlot
 
   mutable absl::Mutex mu_;

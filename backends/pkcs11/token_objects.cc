@@ -35,10 +35,11 @@ absl::StatusOr<std::string> PercentDecode(absl::string_view in) {
     }
     for (int k = 1; k <= 2; ++k) {
       char c = absl::ascii_tolower(in[i + k]);
-      int d = (c >= '0' && c <= '9') ? c - '0'
+      int d = (c >= '0' && c <= '9')   ? c - '0'
               : (c >= 'a' && c <= 'f') ? c - 'a' + 10
                                        : -1;
-      if (d < 0) return absl::InvalidArgumentError("pkcs11: bad %-escape in URI");
+      if (d < 0)
+        return absl::InvalidArgumentError("pkcs11: bad %-escape in URI");
       v = v * 16 + d;
     }
     out.push_back(static_cast<char>(v));
@@ -137,8 +138,8 @@ absl::StatusOr<KeyObjects> Token::Objects(const std::string& fingerprint,
   }
   if (!pub_template.empty()) {
     Attrs attrs = pub_template;
-    CK_RV rv = fl_->C_CreateObject(anchor_, attrs.data(), attrs.size(),
-                                   &objects.pub);
+    CK_RV rv =
+        fl_->C_CreateObject(anchor_, attrs.data(), attrs.size(), &objects.pub);
     if (rv != CKR_OK) {
       if (objects.priv != CK_INVALID_HANDLE) {
         fl_->C_DestroyObject(anchor_, objects.priv);
@@ -214,8 +215,8 @@ absl::StatusOr<KeyObjects> Token::FindByUri(const std::string& uri) {
     (cls == CKO_PRIVATE_KEY ? objects.priv : objects.pub) = *found;
   }
   if (objects.priv == CK_INVALID_HANDLE && objects.pub == CK_INVALID_HANDLE) {
-    return absl::UnimplementedError(
-        absl::StrFormat("pkcs11: no key on token '%s' matches the URI", label_));
+    return absl::UnimplementedError(absl::StrFormat(
+        "pkcs11: no key on token '%s' matches the URI", label_));
   }
   if (objects.pub == CK_INVALID_HANDLE) {
     // The public half of a key pair shares the private key's CKA_ID (PKCS#11

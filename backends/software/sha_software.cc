@@ -38,8 +38,7 @@ struct LowLevelDirect {
     Final(out, static_cast<Ctx*>(state));
   }
   static constexpr accelcrypt_digest_direct kTable = {
-      sizeof(accelcrypt_digest_direct), sizeof(Ctx), DoInit, DoUpdate,
-      DoFinal};
+      sizeof(accelcrypt_digest_direct), sizeof(Ctx), DoInit, DoUpdate, DoFinal};
 };
 
 }  // namespace

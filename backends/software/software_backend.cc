@@ -363,8 +363,8 @@ void PkeyFree(accelcrypt_pkey* key) { delete AsPkey(key); }
 
 // CheckOp validates what every operation needs; returns OK or writes err.
 accelcrypt_status CheckOp(accelcrypt_pkey* key,
-                          const accelcrypt_pkey_params* params,
-                          size_t* out_len, accelcrypt_error* err) {
+                          const accelcrypt_pkey_params* params, size_t* out_len,
+                          accelcrypt_error* err) {
   if (key == nullptr || params == nullptr) {
     return NullArgument("argument", err);
   }
@@ -429,13 +429,23 @@ accelcrypt_status PkeyDecrypt(accelcrypt_pkey* key,
 }
 
 constexpr accelcrypt_pkey_table kRsaTable = {
-    sizeof(accelcrypt_pkey_table), PkeyLoad,    PkeyFree,    PkeySign,
-    PkeyVerify,                    PkeyEncrypt, PkeyDecrypt,
+    sizeof(accelcrypt_pkey_table),
+    PkeyLoad,
+    PkeyFree,
+    PkeySign,
+    PkeyVerify,
+    PkeyEncrypt,
+    PkeyDecrypt,
 };
 
 constexpr accelcrypt_pkey_table kDsaTable = {
-    sizeof(accelcrypt_pkey_table), PkeyLoad, PkeyFree, PkeySign, PkeyVerify,
-    nullptr, nullptr,
+    sizeof(accelcrypt_pkey_table),
+    PkeyLoad,
+    PkeyFree,
+    PkeySign,
+    PkeyVerify,
+    nullptr,
+    nullptr,
 };
 
 // Backend descriptor.

@@ -17,7 +17,7 @@ extern "C" {
  * core/CMakeLists.txt), so it is not exported from any shared object. Returns
  * NULL when `host_abi_version` is not ACCELCRYPT_ABI_VERSION. The descriptor
  * is static. */
-const accelcrypt_backend_desc *accelcrypt_software_backend_entry(
+const accelcrypt_backend_desc* accelcrypt_software_backend_entry(
     uint32_t host_abi_version);
 
 #ifdef __cplusplus

@@ -66,8 +66,7 @@ struct Access {
   using SlotList = Router::SlotList;
   static Slot* slot(const Router* r, size_t i) { return r->slot(i); }
   static size_t num_slots(const Router* r) { return r->num_slots(); }
-  static void Order(const Router* r, const AlgorithmInfo& alg,
-                    SlotList* out) {
+  static void Order(const Router* r, const AlgorithmInfo& alg, SlotList* out) {
     r->Order(alg, out);
   }
   static void PkeyOrder(const Router* r, const AlgorithmInfo& alg,
@@ -75,8 +74,8 @@ struct Access {
                         bool public_op = false) {
     r->PkeyOrder(alg, key_bits, from_uri, out, public_op);
   }
-  static void OrderFor(const Router* r, const AlgorithmInfo& alg,
-                       uint64_t size, SlotList* out, bool decrypt = false) {
+  static void OrderFor(const Router* r, const AlgorithmInfo& alg, uint64_t size,
+                       SlotList* out, bool decrypt = false) {
     r->OrderFor(alg, size, out, decrypt);
   }
   static Slot* Preferred(const Router* r, const AlgorithmInfo& alg,
@@ -116,8 +115,7 @@ inline bool NextMayServe(const absl::Status& st) {
 // returned at once; NoBackend when all failed.
 template <typename Create>
 auto OpenOnFirst(Router* router, const AlgorithmInfo& info,
-                 const SlotList& candidates, size_t from,
-                 Create&& create)
+                 const SlotList& candidates, size_t from, Create&& create)
     -> absl::StatusOr<std::pair<
         size_t, typename decltype(create(candidates[0]))::value_type>> {
   absl::Status last;

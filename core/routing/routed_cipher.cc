@@ -31,8 +31,8 @@ namespace {
 // updates take the same fast path as CBC/CTR (the one rule: NeedsLog).
 class RoutedCipher final : public Cipher {
  public:
-  RoutedCipher(Router* router, const AlgorithmInfo& info,
-               SlotList candidates, size_t replay_max)
+  RoutedCipher(Router* router, const AlgorithmInfo& info, SlotList candidates,
+               size_t replay_max)
       : router_(router),
         info_(info),
         candidates_(std::move(candidates)),

@@ -25,8 +25,8 @@ namespace {
 // replayed into the next backend. Past that, a device error is returned.
 class RoutedDigest final : public Digest {
  public:
-  RoutedDigest(Router* router, const AlgorithmInfo& info,
-               SlotList candidates, size_t replay_max)
+  RoutedDigest(Router* router, const AlgorithmInfo& info, SlotList candidates,
+               size_t replay_max)
       : router_(router),
         info_(info),
         candidates_(std::move(candidates)),

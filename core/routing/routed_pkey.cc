@@ -148,9 +148,8 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
   // loading it on first use; null when the backend declined the key.
   // Not analysed for thread safety: it only passes keys_ by reference to
   // PrepareOn, which touches it under mu_.
-  absl::StatusOr<const BackendKey*> Prepared(Slot* slot,
-                                             const AlgorithmInfo& info)
-      ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  absl::StatusOr<const BackendKey*> Prepared(
+      Slot* slot, const AlgorithmInfo& info) ABSL_NO_THREAD_SAFETY_ANALYSIS {
     return PrepareOn(slot->backend, info, key_, keys_);
   }
 
@@ -280,7 +279,7 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
         private_op && !key_.uri.empty() && !key_.has_private_material();
     SlotList order;
     Access::PkeyOrder(router_, info, key_.bits(), !key_.uri.empty(), &order,
-                       /*public_op=*/!private_op);
+                      /*public_op=*/!private_op);
     const uint32_t flag =
         info.family == Family::kRsa ? PaddingFlag(params.padding) : 0;
     if (info.family == Family::kRsa && flag == 0) {

@@ -88,8 +88,8 @@ void AttributeMap::SetBool(CK_ATTRIBUTE_TYPE type, bool value) {
 }
 
 void AttributeMap::SetString(CK_ATTRIBUTE_TYPE type, std::string_view value) {
-  Set(type, absl::MakeConstSpan(
-                reinterpret_cast<const uint8_t*>(value.data()), value.size()));
+  Set(type, absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(value.data()),
+                                value.size()));
 }
 
 namespace {
@@ -97,7 +97,8 @@ namespace {
 constexpr uint8_t kSerialVersion = 1;
 
 void PutU64(std::vector<uint8_t>* out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out->push_back(static_cast<uint8_t>(v >> (8 * i)));
+  for (int i = 0; i < 8; ++i)
+    out->push_back(static_cast<uint8_t>(v >> (8 * i)));
 }
 
 bool GetU64(absl::Span<const uint8_t>* in, uint64_t* v) {

@@ -442,9 +442,8 @@ absl::StatusOr<std::unique_ptr<Operation>> NewAesOperation(
       stream->set_padding(pad);
       absl::Status st = stream->Init(encrypt, key.value(), iv);
       if (!st.ok()) return Rv(st, CKR_MECHANISM_PARAM_INVALID);
-      return std::unique_ptr<Operation>(
-          new AesBlockOp(core, std::move(stream), encrypt, pad,
-                         mechanism.mechanism, key_len));
+      return std::unique_ptr<Operation>(new AesBlockOp(
+          core, std::move(stream), encrypt, pad, mechanism.mechanism, key_len));
     }
     case CKM_AES_CTR: {
       if (param == nullptr || param_len != sizeof(CK_AES_CTR_PARAMS)) {
@@ -486,18 +485,17 @@ absl::StatusOr<std::unique_ptr<Operation>> NewAesOperation(
                                 : "AES-CFB128 needs a 16-byte IV");
       }
       ACCELCRYPT_ASSIGN_OR_RETURN(
-          auto cipher,
-          RoutedCipher(core, AesAlg(ofb ? ACCELCRYPT_MODE_OFB
-                                        : ACCELCRYPT_MODE_CFB128,
-                                    key_len)));
+          auto cipher, RoutedCipher(core, AesAlg(ofb ? ACCELCRYPT_MODE_OFB
+                                                     : ACCELCRYPT_MODE_CFB128,
+                                                 key_len)));
       auto stream = std::make_unique<CipherStream>(std::move(cipher));
       stream->set_padding(false);
       absl::Status st = stream->Init(encrypt, key.value(),
                                      absl::MakeConstSpan(param, param_len));
       if (!st.ok()) return Rv(st, CKR_MECHANISM_PARAM_INVALID);
-      return std::unique_ptr<Operation>(new AesCtrOp(
-          core, std::move(stream), encrypt, /*max_blocks=*/0,
-          /*unlimited=*/true));
+      return std::unique_ptr<Operation>(new AesCtrOp(core, std::move(stream),
+                                                     encrypt, /*max_blocks=*/0,
+                                                     /*unlimited=*/true));
     }
     case CKM_AES_GCM: {
       if (param == nullptr || param_len != sizeof(CK_GCM_PARAMS)) {

@@ -110,8 +110,7 @@ class DigestOp final : public OperationBase {
         d.counter->Add(in.size());
         return len_;
       }
-      absl::Status st =
-          core_.router().DigestOneShot(info, in, out.first(len_));
+      absl::Status st = core_.router().DigestOneShot(info, in, out.first(len_));
       if (!st.ok()) return CoreError(st);
       return len_;
     }

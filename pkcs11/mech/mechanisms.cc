@@ -211,8 +211,7 @@ class MechanismsImpl final : public Mechanisms {
     const bool keygen =
         row->group == Group::kAesKeyGen || row->group == Group::kSecretKeyGen ||
         row->group == Group::kRsaKeyGen || row->group == Group::kDsaKeyGen;
-    if (!keygen && row->alg != 0 &&
-        core_.router().FirstIsHardware(row->alg)) {
+    if (!keygen && row->alg != 0 && core_.router().FirstIsHardware(row->alg)) {
       info.flags |= CKF_HW;
     }
     return info;

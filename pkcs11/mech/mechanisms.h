@@ -211,10 +211,9 @@ class Mechanisms {
   // optional CKA_PUBLIC_EXPONENT from `public_tmpl`; CKM_DSA_KEY_PAIR_GEN:
   // CKA_PRIME/SUBPRIME/BASE from `public_tmpl`) returns the generated
   // (public, private) attributes: class, key type, key values.
-  virtual absl::StatusOr<std::pair<AttributeMap, AttributeMap>>
-  GenerateKeyPair(const CK_MECHANISM& mechanism,
-                  const AttributeMap& public_tmpl,
-                  const AttributeMap& private_tmpl) = 0;
+  virtual absl::StatusOr<std::pair<AttributeMap, AttributeMap>> GenerateKeyPair(
+      const CK_MECHANISM& mechanism, const AttributeMap& public_tmpl,
+      const AttributeMap& private_tmpl) = 0;
 
   // GenerateRandom (C_GenerateRandom) and SeedRandom (C_SeedRandom: a
   // DRBG reseed with the seed as additional input, hashed with SHA-512

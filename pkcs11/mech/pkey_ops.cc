@@ -636,9 +636,9 @@ absl::StatusOr<std::unique_ptr<Operation>> NewDsaOperation(
     return CkError(CKR_KEY_TYPE_INCONSISTENT, "DSA mechanism needs a DSA key");
   }
   ACCELCRYPT_RETURN_IF_ERROR(CheckKeyClass(kind, *key));
-  ACCELCRYPT_RETURN_IF_ERROR(
-      CheckOffered(core, ACCELCRYPT_ALG_DSA_SIGN, Router::kAnyPadding,
-                   key->material().bits()));
+  ACCELCRYPT_RETURN_IF_ERROR(CheckOffered(core, ACCELCRYPT_ALG_DSA_SIGN,
+                                          Router::kAnyPadding,
+                                          key->material().bits()));
   PkeyParams params;
   std::unique_ptr<Digest> digest;
   if (hash_mech != 0) {

@@ -200,13 +200,12 @@ absl::Status Module::OpInit(OpSlot slot, CK_SESSION_HANDLE h,
     LockedSession s;
     ACCELCRYPT_RETURN_IF_ERROR(LockSession(h, &s));
     s->mu.AssertHeld();
-  s->mu.AssertHeld();
+    s->mu.AssertHeld();
     if (mechanisms_ == nullptr) return NoMechanisms();
     if (mechanism == nullptr) {
       return CkError(CKR_ARGUMENTS_BAD, "pMechanism is NULL");
     }
-    return Install(*mechanisms_, s->ops[slot], info.kind, *mechanism,
-                   nullptr);
+    return Install(*mechanisms_, s->ops[slot], info.kind, *mechanism, nullptr);
   }
   {
     // Keyed operations, cached prepared key: one session lock (then the
@@ -214,7 +213,7 @@ absl::Status Module::OpInit(OpSlot slot, CK_SESSION_HANDLE h,
     LockedSession s;
     ACCELCRYPT_RETURN_IF_ERROR(LockSession(h, &s));
     s->mu.AssertHeld();
-  s->mu.AssertHeld();
+    s->mu.AssertHeld();
     if (mechanisms_ == nullptr) return NoMechanisms();
     // v2.40 has no "NULL mechanism cancels" rule (that is v3.0): NULL is
     // a bad argument and the active operation, if any, is left alone.

@@ -125,7 +125,10 @@ struct ActiveOp {
 
 struct Session {
   Session(CK_SESSION_HANDLE h, Token* t, CK_FLAGS f, const AppLocking* app)
-      : handle(h), token(t), flags(f), rw((f & CKF_RW_SESSION) != 0),
+      : handle(h),
+        token(t),
+        flags(f),
+        rw((f & CKF_RW_SESSION) != 0),
         mu(app, Mutex::Kind::kExclusive) {}
 
   const CK_SESSION_HANDLE handle;
@@ -290,8 +293,8 @@ class Module {
   // while `out` is held. Not analysed for thread safety: the session lock
   // it takes is released by `out`'s destructor, a hand-over the analysis
   // cannot follow (callers state the lock with s->mu.AssertHeld()).
-  absl::Status LockSession(CK_SESSION_HANDLE h, LockedSession* out)
-      ABSL_NO_THREAD_SAFETY_ANALYSIS;
+  absl::Status LockSession(CK_SESSION_HANDLE h,
+                           LockedSession* out) ABSL_NO_THREAD_SAFETY_ANALYSIS;
   // OpenStore opens the token's store on first use (creating it). Its
   // failure is printed on stderr once per token.
   absl::StatusOr<TokenStore*> OpenStore(Token* token)

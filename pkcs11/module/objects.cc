@@ -327,8 +327,8 @@ absl::Status Module::SetAttributeValue(CK_SESSION_HANDLE h,
   ACCELCRYPT_RETURN_IF_ERROR(CheckTemplateArg(tmpl, count));
   ACCELCRYPT_ASSIGN_OR_RETURN(
       ObjectRef ref, LookupObject(*s, object, CKR_OBJECT_HANDLE_INVALID));
-  ACCELCRYPT_RETURN_IF_ERROR(CheckWritable(*s, ref.object->is_token,
-                                           ref.object->is_private));
+  ACCELCRYPT_RETURN_IF_ERROR(
+      CheckWritable(*s, ref.object->is_token, ref.object->is_private));
   ACCELCRYPT_ASSIGN_OR_RETURN(AttributeMap given, ParseTemplate(tmpl, count));
   if (!ref.object->is_token) {
     auto updated = std::make_shared<AttributeMap>(*ref.attrs);
@@ -355,9 +355,9 @@ absl::Status Module::SetAttributeValue(CK_SESSION_HANDLE h,
     ACCELCRYPT_RETURN_IF_ERROR(tl.status());
     ACCELCRYPT_RETURN_IF_ERROR(CheckWritable(*s, o.is_token, o.is_private));
     ACCELCRYPT_ASSIGN_OR_RETURN(TokenStore * store, OpenStore(token));
-    absl::Status st = store->UpdateObject(
-        o.store_id, *updated, o.is_private,
-        o.is_private ? &token->dek : nullptr, ref.attrs.get());
+    absl::Status st = store->UpdateObject(o.store_id, *updated, o.is_private,
+                                          o.is_private ? &token->dek : nullptr,
+                                          ref.attrs.get());
     if (st.code() != absl::StatusCode::kAborted) {
       ACCELCRYPT_RETURN_IF_ERROR(st);
       {

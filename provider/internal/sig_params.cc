@@ -52,7 +52,6 @@ const PadMode* PadByOurs(uint32_t ours) {
   return nullptr;
 }
 
-
 absl::Status NotAllowed(const std::string& message) {
   return ProviderError(Reason::kDigestNotAllowed,
                        absl::StatusCode::kInvalidArgument, message);
@@ -85,10 +84,10 @@ absl::Status SetMd(const SigCtx& ctx, const char* name, accelcrypt_alg* out,
     const internal::PssRestrictions& r = *ctx.key->pss_restrictions();
     const accelcrypt_alg allowed = mgf1 ? r.mgf1_md : r.md;
     if (md != allowed) {
-      return NotAllowed(absl::StrFormat(
-          "the RSA-PSS key is restricted to %s %s, not %s",
-          mgf1 ? "MGF1 digest" : "digest", internal::DigestName(allowed),
-          name));
+      return NotAllowed(
+          absl::StrFormat("the RSA-PSS key is restricted to %s %s, not %s",
+                          mgf1 ? "MGF1 digest" : "digest",
+                          internal::DigestName(allowed), name));
     }
   }
   *out = md;
@@ -329,7 +328,6 @@ absl::Status CheckSigParams(const SigCtx& ctx, size_t tbs_len, bool sign) {
   }
   return absl::OkStatus();
 }
-
 
 namespace {
 

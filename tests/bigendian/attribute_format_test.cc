@@ -16,7 +16,8 @@ namespace accelcrypt::p11 {
 namespace {
 
 void PutLe64(std::vector<uint8_t>* out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out->push_back(static_cast<uint8_t>(v >> (8 * i)));
+  for (int i = 0; i < 8; ++i)
+    out->push_back(static_cast<uint8_t>(v >> (8 * i)));
 }
 
 // HostMechanisms is a CK_MECHANISM_TYPE array as the PKCS#11 ABI holds it
@@ -46,17 +47,17 @@ TEST(AttributeFormatTest, AllowedMechanismsAreEightByteLittleEndianEntries) {
   PutLe64(&want, 1);
   PutLe64(&want, CKA_ALLOWED_MECHANISMS);
   PutLe64(&want, 24);
-  PutLe64(&want, CKM_AES_GCM);  // 0x1087
-  PutLe64(&want, CKM_RSA_PKCS);  // 0x1
+  PutLe64(&want, CKM_AES_GCM);              // 0x1087
+  PutLe64(&want, CKM_RSA_PKCS);             // 0x1
   PutLe64(&want, CKM_SHA256_RSA_PKCS_PSS);  // 0x43
   EXPECT_EQ(m.Serialize(), want);
 
   // And back: the stored form becomes this host's in-memory array again.
   auto parsed = AttributeMap::Parse(want);
   ASSERT_TRUE(parsed.has_value());
-  EXPECT_EQ(parsed->GetBytes(CKA_ALLOWED_MECHANISMS),
-            HostMechanisms({CKM_AES_GCM, CKM_RSA_PKCS,
-                            CKM_SHA256_RSA_PKCS_PSS}));
+  EXPECT_EQ(
+      parsed->GetBytes(CKA_ALLOWED_MECHANISMS),
+      HostMechanisms({CKM_AES_GCM, CKM_RSA_PKCS, CKM_SHA256_RSA_PKCS_PSS}));
 }
 
 TEST(AttributeFormatTest, EmptyAllowedMechanismsStayEmpty) {

@@ -32,8 +32,8 @@ std::vector<uint8_t> DerInteger(const std::vector<uint8_t>& v) {
   size_t start = 0;
   while (start + 1 < v.size() && v[start] == 0) ++start;
   const bool pad = start == v.size() || (v[start] & 0x80) != 0;
-  std::vector<uint8_t> out{0x02,
-                           static_cast<uint8_t>(v.size() - start + (pad ? 1 : 0))};
+  std::vector<uint8_t> out{
+      0x02, static_cast<uint8_t>(v.size() - start + (pad ? 1 : 0))};
   if (pad) out.push_back(0);
   out.insert(out.end(), v.begin() + start, v.end());
   return out;
@@ -75,8 +75,7 @@ TEST(DsaSigGenVectorsTest, EverySignatureVerifiesOnEveryBackend) {
       key.dsa_q = FromHex(Field(r, "Q"));
       key.dsa_g = FromHex(Field(r, "G"));
       key.dsa_y = FromHex(r.Get("Y"));
-      ASSERT_FALSE(key.dsa_p.empty() || key.dsa_q.empty() ||
-                   key.dsa_g.empty());
+      ASSERT_FALSE(key.dsa_p.empty() || key.dsa_q.empty() || key.dsa_g.empty());
       if (key.bits() < cap->min_key_bits || key.bits() > cap->max_key_bits) {
         continue;
       }
@@ -93,8 +92,7 @@ TEST(DsaSigGenVectorsTest, EverySignatureVerifiesOnEveryBackend) {
       absl::Status ok = (*loaded)->Verify(params, digest, sig);
       EXPECT_TRUE(ok.ok()) << ok;
       msg[0] ^= 0x01;
-      digest =
-          VectorDigest(mod.substr(mod.rfind(' ') + 1), msg, &params.md);
+      digest = VectorDigest(mod.substr(mod.rfind(' ') + 1), msg, &params.md);
       EXPECT_FALSE((*loaded)->Verify(params, digest, sig).ok())
           << "verified over a changed message";
       ++verified;

@@ -178,8 +178,8 @@ int Write(const std::string& dir) {
     auto id = (*store)->CreateObject(e.attributes, e.is_private, &*dek);
     if (!id.ok()) return Fail("CreateObject " + e.label, id.status());
   }
-  std::cout << "p11_store_interop: wrote " << Objects().size()
-            << " objects to " << dir << "\n";
+  std::cout << "p11_store_interop: wrote " << Objects().size() << " objects to "
+            << dir << "\n";
   return 0;
 }
 
@@ -272,8 +272,8 @@ absl::StatusOr<std::vector<std::vector<uint8_t>>> PublicBlobs(
   sqlite3_stmt* st = nullptr;
   std::vector<std::vector<uint8_t>> out;
   int rc = sqlite3_prepare_v2(
-      db, "SELECT data FROM objects WHERE is_private = 0 ORDER BY id", -1,
-      &st, nullptr);
+      db, "SELECT data FROM objects WHERE is_private = 0 ORDER BY id", -1, &st,
+      nullptr);
   while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
     const auto* p = static_cast<const uint8_t*>(sqlite3_column_blob(st, 0));
     out.emplace_back(p, p + sqlite3_column_bytes(st, 0));
@@ -297,8 +297,8 @@ int Compare(const std::string& a, const std::string& b) {
   for (size_t i = 0; i < blobs_a->size(); ++i) {
     if ((*blobs_a)[i] != (*blobs_b)[i]) {
       return Fail("public object " + std::to_string(i) +
-                  " is stored differently:\n  " + Hex((*blobs_a)[i]) +
-                  "\n  " + Hex((*blobs_b)[i]));
+                  " is stored differently:\n  " + Hex((*blobs_a)[i]) + "\n  " +
+                  Hex((*blobs_b)[i]));
     }
   }
   std::cout << "p11_store_interop: " << blobs_a->size()

@@ -39,13 +39,20 @@ class FuzzInput {
   // just past a boundary, the lengths that break length checks.
   uint64_t WildLength(uint64_t typical) {
     switch (Byte() % 8) {
-      case 0: return 0;
-      case 1: return typical;
-      case 2: return typical + 1;
-      case 3: return typical > 0 ? typical - 1 : 0;
-      case 4: return U64();
-      case 5: return U32();
-      default: return Byte();
+      case 0:
+        return 0;
+      case 1:
+        return typical;
+      case 2:
+        return typical + 1;
+      case 3:
+        return typical > 0 ? typical - 1 : 0;
+      case 4:
+        return U64();
+      case 5:
+        return U32();
+      default:
+        return Byte();
     }
   }
   // Bytes returns up to n bytes (fewer at the end of the input).

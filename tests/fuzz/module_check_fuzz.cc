@@ -79,7 +79,8 @@ std::string Wrapped(const uint8_t* body, size_t size, bool with_load,
   load.p_filesz = static_cast<decltype(load.p_filesz)>(load_size);
   std::string file(reinterpret_cast<const char*>(&e), sizeof(e));
   file.append(reinterpret_cast<const char*>(&note), sizeof(note));
-  if (with_load) file.append(reinterpret_cast<const char*>(&load), sizeof(load));
+  if (with_load)
+    file.append(reinterpret_cast<const char*>(&load), sizeof(load));
   file.append(reinterpret_cast<const char*>(body), size);
   return file;
 }

@@ -35,10 +35,18 @@ class FuzzParams {
       const unsigned type = in.Pick(7);
       size_t size;
       switch (in.Pick(4)) {
-        case 0: size = 4; break;
-        case 1: size = 8; break;
-        case 2: size = in.Pick(17); break;
-        default: size = in.Pick(600); break;
+        case 0:
+          size = 4;
+          break;
+        case 1:
+          size = 8;
+          break;
+        case 2:
+          size = in.Pick(17);
+          break;
+        default:
+          size = in.Pick(600);
+          break;
       }
       auto buf = std::make_unique<std::vector<uint8_t>>(in.Bytes(size));
       buf->resize(size + 1, 0);  // never a zero-sized allocation
@@ -48,9 +56,15 @@ class FuzzParams {
       p.data_size = size;
       p.return_size = OSSL_PARAM_UNMODIFIED;
       switch (type) {
-        case 0: p.data_type = OSSL_PARAM_INTEGER; break;
-        case 1: p.data_type = OSSL_PARAM_UNSIGNED_INTEGER; break;
-        case 2: p.data_type = OSSL_PARAM_REAL; break;
+        case 0:
+          p.data_type = OSSL_PARAM_INTEGER;
+          break;
+        case 1:
+          p.data_type = OSSL_PARAM_UNSIGNED_INTEGER;
+          break;
+        case 2:
+          p.data_type = OSSL_PARAM_REAL;
+          break;
         case 3:
           p.data_type = OSSL_PARAM_UTF8_STRING;
           // NUL-terminated past data_size, as OpenSSL's API contract asks
@@ -58,15 +72,16 @@ class FuzzParams {
           // the bytes before may hold NULs of their own.
           (*buf)[size] = 0;
           break;
-        case 4: p.data_type = OSSL_PARAM_OCTET_STRING; break;
+        case 4:
+          p.data_type = OSSL_PARAM_OCTET_STRING;
+          break;
         case 5:
         case 6: {
           // Pointer types point at a second buffer.
           auto target = std::make_unique<std::vector<uint8_t>>(in.Blob());
           target->push_back(0);
           ptrs_.push_back(std::make_unique<void*>(target->data()));
-          p.data_type =
-              type == 5 ? OSSL_PARAM_UTF8_PTR : OSSL_PARAM_OCTET_PTR;
+          p.data_type = type == 5 ? OSSL_PARAM_UTF8_PTR : OSSL_PARAM_OCTET_PTR;
           p.data = ptrs_.back().get();
           p.data_size = target->size() - 1;
           bufs_.push_back(std::move(target));

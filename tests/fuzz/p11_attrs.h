@@ -18,25 +18,65 @@
 
 namespace accelcrypt::fuzz {
 
-inline constexpr CK_ATTRIBUTE_TYPE kAttrTypes[] = {
-    CKA_CLASS, CKA_TOKEN, CKA_PRIVATE, CKA_LABEL, CKA_APPLICATION, CKA_VALUE,
-    CKA_OBJECT_ID, CKA_KEY_TYPE, CKA_ID, CKA_SENSITIVE, CKA_ENCRYPT,
-    CKA_DECRYPT, CKA_WRAP, CKA_UNWRAP, CKA_SIGN, CKA_SIGN_RECOVER, CKA_VERIFY,
-    CKA_VERIFY_RECOVER, CKA_DERIVE, CKA_START_DATE, CKA_END_DATE, CKA_MODULUS,
-    CKA_MODULUS_BITS, CKA_PUBLIC_EXPONENT, CKA_PRIVATE_EXPONENT, CKA_PRIME_1,
-    CKA_PRIME_2, CKA_EXPONENT_1, CKA_EXPONENT_2, CKA_COEFFICIENT, CKA_PRIME,
-    CKA_SUBPRIME, CKA_BASE, CKA_VALUE_LEN, CKA_EXTRACTABLE, CKA_LOCAL,
-    CKA_NEVER_EXTRACTABLE, CKA_ALWAYS_SENSITIVE, CKA_KEY_GEN_MECHANISM,
-    CKA_MODIFIABLE, CKA_COPYABLE, CKA_DESTROYABLE, CKA_ALWAYS_AUTHENTICATE,
-    CKA_WRAP_WITH_TRUSTED, CKA_TRUSTED, CKA_CHECK_VALUE, CKA_SUBJECT,
-    CKA_CERTIFICATE_TYPE, CKA_ALLOWED_MECHANISMS, CKA_UNWRAP_TEMPLATE,
-    CKA_PUBLIC_KEY_INFO, CKA_HW_FEATURE_TYPE, CKA_VENDOR_DEFINED};
+inline constexpr CK_ATTRIBUTE_TYPE kAttrTypes[] = {CKA_CLASS,
+                                                   CKA_TOKEN,
+                                                   CKA_PRIVATE,
+                                                   CKA_LABEL,
+                                                   CKA_APPLICATION,
+                                                   CKA_VALUE,
+                                                   CKA_OBJECT_ID,
+                                                   CKA_KEY_TYPE,
+                                                   CKA_ID,
+                                                   CKA_SENSITIVE,
+                                                   CKA_ENCRYPT,
+                                                   CKA_DECRYPT,
+                                                   CKA_WRAP,
+                                                   CKA_UNWRAP,
+                                                   CKA_SIGN,
+                                                   CKA_SIGN_RECOVER,
+                                                   CKA_VERIFY,
+                                                   CKA_VERIFY_RECOVER,
+                                                   CKA_DERIVE,
+                                                   CKA_START_DATE,
+                                                   CKA_END_DATE,
+                                                   CKA_MODULUS,
+                                                   CKA_MODULUS_BITS,
+                                                   CKA_PUBLIC_EXPONENT,
+                                                   CKA_PRIVATE_EXPONENT,
+                                                   CKA_PRIME_1,
+                                                   CKA_PRIME_2,
+                                                   CKA_EXPONENT_1,
+                                                   CKA_EXPONENT_2,
+                                                   CKA_COEFFICIENT,
+                                                   CKA_PRIME,
+                                                   CKA_SUBPRIME,
+                                                   CKA_BASE,
+                                                   CKA_VALUE_LEN,
+                                                   CKA_EXTRACTABLE,
+                                                   CKA_LOCAL,
+                                                   CKA_NEVER_EXTRACTABLE,
+                                                   CKA_ALWAYS_SENSITIVE,
+                                                   CKA_KEY_GEN_MECHANISM,
+                                                   CKA_MODIFIABLE,
+                                                   CKA_COPYABLE,
+                                                   CKA_DESTROYABLE,
+                                                   CKA_ALWAYS_AUTHENTICATE,
+                                                   CKA_WRAP_WITH_TRUSTED,
+                                                   CKA_TRUSTED,
+                                                   CKA_CHECK_VALUE,
+                                                   CKA_SUBJECT,
+                                                   CKA_CERTIFICATE_TYPE,
+                                                   CKA_ALLOWED_MECHANISMS,
+                                                   CKA_UNWRAP_TEMPLATE,
+                                                   CKA_PUBLIC_KEY_INFO,
+                                                   CKA_HW_FEATURE_TYPE,
+                                                   CKA_VENDOR_DEFINED};
 
-inline constexpr CK_ULONG kClasses[] = {CKO_DATA, CKO_SECRET_KEY,
-                                        CKO_PUBLIC_KEY, CKO_PRIVATE_KEY,
+inline constexpr CK_ULONG kClasses[] = {CKO_DATA,        CKO_SECRET_KEY,
+                                        CKO_PUBLIC_KEY,  CKO_PRIVATE_KEY,
                                         CKO_CERTIFICATE, 0x1234};
-inline constexpr CK_ULONG kKeyTypes[] = {CKK_AES, CKK_GENERIC_SECRET,
-                                         CKK_RSA, CKK_DSA, CKK_EC, 0x77};
+inline constexpr CK_ULONG kKeyTypes[] = {
+    CKK_AES, CKK_GENERIC_SECRET, CKK_RSA, CKK_DSA, CKK_EC, 0x77};
 
 // Template owns the attribute array and its values.
 class Template {
@@ -47,9 +87,10 @@ class Template {
     const size_t n = in.Pick(13);
     for (size_t i = 0; i < n && !in.empty(); ++i) {
       CK_ATTRIBUTE a{};
-      a.type = in.Pick(10) == 0 ? in.U64() : kAttrTypes[in.Pick(
-                                                 sizeof(kAttrTypes) /
-                                                 sizeof(kAttrTypes[0]))];
+      a.type =
+          in.Pick(10) == 0
+              ? in.U64()
+              : kAttrTypes[in.Pick(sizeof(kAttrTypes) / sizeof(kAttrTypes[0]))];
       auto value = std::make_unique<std::vector<uint8_t>>();
       switch (in.Pick(8)) {
         case 0: {  // CK_BBOOL

@@ -28,13 +28,24 @@ using accelcrypt::fuzz::kUserPin;
 using accelcrypt::fuzz::P11Env;
 using accelcrypt::fuzz::Template;
 
-constexpr CK_MECHANISM_TYPE kMechs[] = {
-    CKM_AES_ECB,        CKM_AES_CBC,        CKM_AES_CBC_PAD,
-    CKM_AES_CTR,        CKM_AES_GCM,        CKM_RSA_PKCS,
-    CKM_RSA_X_509,      CKM_SHA256_RSA_PKCS, CKM_RSA_PKCS_PSS,
-    CKM_DSA,            CKM_DSA_SHA1,       CKM_SHA_1,
-    CKM_SHA256,         CKM_SHA512,         CKM_SHA256_HMAC,
-    CKM_AES_KEY_GEN,    CKM_GENERIC_SECRET_KEY_GEN, 0x8000};
+constexpr CK_MECHANISM_TYPE kMechs[] = {CKM_AES_ECB,
+                                        CKM_AES_CBC,
+                                        CKM_AES_CBC_PAD,
+                                        CKM_AES_CTR,
+                                        CKM_AES_GCM,
+                                        CKM_RSA_PKCS,
+                                        CKM_RSA_X_509,
+                                        CKM_SHA256_RSA_PKCS,
+                                        CKM_RSA_PKCS_PSS,
+                                        CKM_DSA,
+                                        CKM_DSA_SHA1,
+                                        CKM_SHA_1,
+                                        CKM_SHA256,
+                                        CKM_SHA512,
+                                        CKM_SHA256_HMAC,
+                                        CKM_AES_KEY_GEN,
+                                        CKM_GENERIC_SECRET_KEY_GEN,
+                                        0x8000};
 
 struct State {
   CK_FUNCTION_LIST* f;
@@ -136,9 +147,9 @@ void Step(State& st, FuzzInput& in) {
     }
     case 4: {
       CK_SESSION_HANDLE s = CK_INVALID_HANDLE;
-      CK_FLAGS flags = in.Pick(4) == 0 ? in.U64() : CKF_SERIAL_SESSION |
-                                                  (in.Bool() ? CKF_RW_SESSION
-                                                             : 0);
+      CK_FLAGS flags = in.Pick(4) == 0 ? in.U64()
+                                       : CKF_SERIAL_SESSION |
+                                             (in.Bool() ? CKF_RW_SESSION : 0);
       if (f->C_OpenSession(in.Pick(8) == 0 ? 1 : 0, flags, nullptr, nullptr,
                            &s) == CKR_OK) {
         st.sessions.push_back(s);
@@ -188,12 +199,24 @@ void Step(State& st, FuzzInput& in) {
       CK_SESSION_HANDLE s = PickSession(st, in);
       CK_OBJECT_HANDLE h;
       switch (in.Pick(6)) {
-        case 0: h = env.CreateSecret(s, CKK_AES, 16); break;
-        case 1: h = env.CreateSecret(s, CKK_GENERIC_SECRET, 32); break;
-        case 2: h = env.CreateRsaPrivate(s); break;
-        case 3: h = env.CreateRsaPublic(s); break;
-        case 4: h = env.CreateDsaPrivate(s); break;
-        default: h = env.CreateDsaPublic(s); break;
+        case 0:
+          h = env.CreateSecret(s, CKK_AES, 16);
+          break;
+        case 1:
+          h = env.CreateSecret(s, CKK_GENERIC_SECRET, 32);
+          break;
+        case 2:
+          h = env.CreateRsaPrivate(s);
+          break;
+        case 3:
+          h = env.CreateRsaPublic(s);
+          break;
+        case 4:
+          h = env.CreateDsaPrivate(s);
+          break;
+        default:
+          h = env.CreateDsaPublic(s);
+          break;
       }
       if (h != CK_INVALID_HANDLE) st.objects.push_back(h);
       break;
@@ -232,26 +255,36 @@ void Step(State& st, FuzzInput& in) {
       CK_SESSION_HANDLE s = PickSession(st, in);
       CK_OBJECT_HANDLE k = PickObject(st, in);
       switch (in.Pick(5)) {
-        case 0: (void)f->C_EncryptInit(s, &m.m, k); break;
-        case 1: (void)f->C_DecryptInit(s, &m.m, k); break;
-        case 2: (void)f->C_SignInit(s, &m.m, k); break;
-        case 3: (void)f->C_VerifyInit(s, &m.m, k); break;
-        default: (void)f->C_DigestInit(s, &m.m); break;
+        case 0:
+          (void)f->C_EncryptInit(s, &m.m, k);
+          break;
+        case 1:
+          (void)f->C_DecryptInit(s, &m.m, k);
+          break;
+        case 2:
+          (void)f->C_SignInit(s, &m.m, k);
+          break;
+        case 3:
+          (void)f->C_VerifyInit(s, &m.m, k);
+          break;
+        default:
+          (void)f->C_DigestInit(s, &m.m);
+          break;
       }
       break;
     }
     case 18:
       data = in.Blob();
       Output(in, [&](CK_BYTE_PTR out, CK_ULONG* l) {
-        return f->C_Encrypt(PickSession(st, in), data.data(), data.size(),
-                            out, l);
+        return f->C_Encrypt(PickSession(st, in), data.data(), data.size(), out,
+                            l);
       });
       break;
     case 19:
       data = in.Blob();
       Output(in, [&](CK_BYTE_PTR out, CK_ULONG* l) {
-        return f->C_EncryptUpdate(PickSession(st, in), data.data(),
-                                  data.size(), out, l);
+        return f->C_EncryptUpdate(PickSession(st, in), data.data(), data.size(),
+                                  out, l);
       });
       break;
     case 20:
@@ -262,15 +295,15 @@ void Step(State& st, FuzzInput& in) {
     case 21:
       data = in.Blob();
       Output(in, [&](CK_BYTE_PTR out, CK_ULONG* l) {
-        return f->C_Decrypt(PickSession(st, in), data.data(), data.size(),
-                            out, l);
+        return f->C_Decrypt(PickSession(st, in), data.data(), data.size(), out,
+                            l);
       });
       break;
     case 22:
       data = in.Blob();
       Output(in, [&](CK_BYTE_PTR out, CK_ULONG* l) {
-        return f->C_DecryptUpdate(PickSession(st, in), data.data(),
-                                  data.size(), out, l);
+        return f->C_DecryptUpdate(PickSession(st, in), data.data(), data.size(),
+                                  out, l);
       });
       break;
     case 23:
@@ -297,8 +330,7 @@ void Step(State& st, FuzzInput& in) {
     case 27:
       data = in.Blob();
       Output(in, [&](CK_BYTE_PTR out, CK_ULONG* l) {
-        return f->C_Sign(PickSession(st, in), data.data(), data.size(), out,
-                         l);
+        return f->C_Sign(PickSession(st, in), data.data(), data.size(), out, l);
       });
       break;
     case 28:
@@ -306,8 +338,7 @@ void Step(State& st, FuzzInput& in) {
       if (in.Bool()) {
         (void)f->C_SignUpdate(PickSession(st, in), data.data(), data.size());
       } else {
-        (void)f->C_VerifyUpdate(PickSession(st, in), data.data(),
-                                data.size());
+        (void)f->C_VerifyUpdate(PickSession(st, in), data.data(), data.size());
       }
       break;
     case 29:
@@ -340,8 +371,8 @@ void Step(State& st, FuzzInput& in) {
       Template t;
       t.Read(in);
       CK_OBJECT_HANDLE h;
-      if (f->C_GenerateKey(PickSession(st, in), &m.m, t.data(), t.size(),
-                           &h) == CKR_OK) {
+      if (f->C_GenerateKey(PickSession(st, in), &m.m, t.data(), t.size(), &h) ==
+          CKR_OK) {
         st.objects.push_back(h);
       }
       break;

@@ -3,10 +3,10 @@
 
 #include <dlfcn.h>
 #include <openssl/bn.h>
-#include <openssl/dsa.h>
-#include <openssl/rsa.h>
 #include <openssl/core_names.h>
+#include <openssl/dsa.h>
 #include <openssl/evp.h>
+#include <openssl/rsa.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -88,8 +88,8 @@ void P11Env::Load() {
       reinterpret_cast<CK_C_GetFunctionList>(dlsym(dl, "C_GetFunctionList"));
   if (get == nullptr || get(&f_) != CKR_OK) Die("C_GetFunctionList");
 
-  const char* base = std::filesystem::is_directory("/dev/shm") ? "/dev/shm"
-                                                               : "/tmp";
+  const char* base =
+      std::filesystem::is_directory("/dev/shm") ? "/dev/shm" : "/tmp";
   std::string tmpl = std::string(base) + "/accelcrypt-p11fuzz-XXXXXX";
   if (mkdtemp(tmpl.data()) == nullptr) Die("mkdtemp");
   dir_ = tmpl;
@@ -196,58 +196,60 @@ CK_OBJECT_HANDLE P11Env::CreateRsaPrivate(CK_SESSION_HANDLE s) {
   static const CK_OBJECT_CLASS cls = CKO_PRIVATE_KEY;
   static const CK_KEY_TYPE kt = CKK_RSA;
   const KeyComponents& k = keys_;
-  return Create(f_, s,
-                {A(CKA_CLASS, &cls, sizeof(cls)), A(CKA_KEY_TYPE, &kt, sizeof(kt)),
-                 A(CKA_TOKEN, &kFalse, 1), A(CKA_PRIVATE, &kTrue, 1),
-                 A(CKA_SIGN, &kTrue, 1), A(CKA_DECRYPT, &kTrue, 1),
-                 A(CKA_MODULUS, k.n), A(CKA_PUBLIC_EXPONENT, k.e),
-                 A(CKA_PRIVATE_EXPONENT, k.d), A(CKA_PRIME_1, k.p),
-                 A(CKA_PRIME_2, k.q), A(CKA_EXPONENT_1, k.dp),
-                 A(CKA_EXPONENT_2, k.dq), A(CKA_COEFFICIENT, k.qinv)});
+  return Create(
+      f_, s,
+      {A(CKA_CLASS, &cls, sizeof(cls)), A(CKA_KEY_TYPE, &kt, sizeof(kt)),
+       A(CKA_TOKEN, &kFalse, 1), A(CKA_PRIVATE, &kTrue, 1),
+       A(CKA_SIGN, &kTrue, 1), A(CKA_DECRYPT, &kTrue, 1), A(CKA_MODULUS, k.n),
+       A(CKA_PUBLIC_EXPONENT, k.e), A(CKA_PRIVATE_EXPONENT, k.d),
+       A(CKA_PRIME_1, k.p), A(CKA_PRIME_2, k.q), A(CKA_EXPONENT_1, k.dp),
+       A(CKA_EXPONENT_2, k.dq), A(CKA_COEFFICIENT, k.qinv)});
 }
 
 CK_OBJECT_HANDLE P11Env::CreateRsaPublic(CK_SESSION_HANDLE s) {
   static const CK_OBJECT_CLASS cls = CKO_PUBLIC_KEY;
   static const CK_KEY_TYPE kt = CKK_RSA;
   return Create(f_, s,
-                {A(CKA_CLASS, &cls, sizeof(cls)), A(CKA_KEY_TYPE, &kt, sizeof(kt)),
-                 A(CKA_TOKEN, &kFalse, 1), A(CKA_VERIFY, &kTrue, 1),
-                 A(CKA_ENCRYPT, &kTrue, 1), A(CKA_MODULUS, keys_.n),
-                 A(CKA_PUBLIC_EXPONENT, keys_.e)});
+                {A(CKA_CLASS, &cls, sizeof(cls)),
+                 A(CKA_KEY_TYPE, &kt, sizeof(kt)), A(CKA_TOKEN, &kFalse, 1),
+                 A(CKA_VERIFY, &kTrue, 1), A(CKA_ENCRYPT, &kTrue, 1),
+                 A(CKA_MODULUS, keys_.n), A(CKA_PUBLIC_EXPONENT, keys_.e)});
 }
 
 CK_OBJECT_HANDLE P11Env::CreateDsaPrivate(CK_SESSION_HANDLE s) {
   static const CK_OBJECT_CLASS cls = CKO_PRIVATE_KEY;
   static const CK_KEY_TYPE kt = CKK_DSA;
   const KeyComponents& k = keys_;
-  return Create(f_, s,
-                {A(CKA_CLASS, &cls, sizeof(cls)), A(CKA_KEY_TYPE, &kt, sizeof(kt)),
-                 A(CKA_TOKEN, &kFalse, 1), A(CKA_PRIVATE, &kTrue, 1),
-                 A(CKA_SIGN, &kTrue, 1), A(CKA_PRIME, k.dsa_p),
-                 A(CKA_SUBPRIME, k.dsa_q), A(CKA_BASE, k.dsa_g),
-                 A(CKA_VALUE, k.dsa_x)});
+  return Create(
+      f_, s,
+      {A(CKA_CLASS, &cls, sizeof(cls)), A(CKA_KEY_TYPE, &kt, sizeof(kt)),
+       A(CKA_TOKEN, &kFalse, 1), A(CKA_PRIVATE, &kTrue, 1),
+       A(CKA_SIGN, &kTrue, 1), A(CKA_PRIME, k.dsa_p), A(CKA_SUBPRIME, k.dsa_q),
+       A(CKA_BASE, k.dsa_g), A(CKA_VALUE, k.dsa_x)});
 }
 
 CK_OBJECT_HANDLE P11Env::CreateDsaPublic(CK_SESSION_HANDLE s) {
   static const CK_OBJECT_CLASS cls = CKO_PUBLIC_KEY;
   static const CK_KEY_TYPE kt = CKK_DSA;
   const KeyComponents& k = keys_;
-  return Create(f_, s,
-                {A(CKA_CLASS, &cls, sizeof(cls)), A(CKA_KEY_TYPE, &kt, sizeof(kt)),
-                 A(CKA_TOKEN, &kFalse, 1), A(CKA_VERIFY, &kTrue, 1),
-                 A(CKA_PRIME, k.dsa_p), A(CKA_SUBPRIME, k.dsa_q),
-                 A(CKA_BASE, k.dsa_g), A(CKA_VALUE, k.dsa_y)});
+  return Create(
+      f_, s,
+      {A(CKA_CLASS, &cls, sizeof(cls)), A(CKA_KEY_TYPE, &kt, sizeof(kt)),
+       A(CKA_TOKEN, &kFalse, 1), A(CKA_VERIFY, &kTrue, 1),
+       A(CKA_PRIME, k.dsa_p), A(CKA_SUBPRIME, k.dsa_q), A(CKA_BASE, k.dsa_g),
+       A(CKA_VALUE, k.dsa_y)});
 }
 
 CK_OBJECT_HANDLE P11Env::CreateSecret(CK_SESSION_HANDLE s, CK_KEY_TYPE type,
                                       size_t len) {
   static const CK_OBJECT_CLASS cls = CKO_SECRET_KEY;
   std::vector<uint8_t> value(len, 0x5a);
-  return Create(f_, s,
-                {A(CKA_CLASS, &cls, sizeof(cls)), A(CKA_KEY_TYPE, &type, sizeof(type)),
-                 A(CKA_TOKEN, &kFalse, 1), A(CKA_ENCRYPT, &kTrue, 1),
-                 A(CKA_DECRYPT, &kTrue, 1), A(CKA_SIGN, &kTrue, 1),
-                 A(CKA_VERIFY, &kTrue, 1), A(CKA_VALUE, value)});
+  return Create(
+      f_, s,
+      {A(CKA_CLASS, &cls, sizeof(cls)), A(CKA_KEY_TYPE, &type, sizeof(type)),
+       A(CKA_TOKEN, &kFalse, 1), A(CKA_ENCRYPT, &kTrue, 1),
+       A(CKA_DECRYPT, &kTrue, 1), A(CKA_SIGN, &kTrue, 1),
+       A(CKA_VERIFY, &kTrue, 1), A(CKA_VALUE, value)});
 }
 
 }  // namespace accelcrypt::fuzz

@@ -43,12 +43,16 @@ constexpr Case kCases[] = {
     {CKM_DSA_SHA256, 2, true},        {CKM_SHA256_HMAC, 3, false},
     {CKM_SHA_1_HMAC, 3, false}};
 
-constexpr CK_MECHANISM_TYPE kHashes[] = {
-    CKM_SHA_1, CKM_SHA224, CKM_SHA256, CKM_SHA384, CKM_SHA512, CKM_MD5,
-    CKM_AES_CBC};
-constexpr CK_RSA_PKCS_MGF_TYPE kMgfs[] = {
-    CKG_MGF1_SHA1, CKG_MGF1_SHA224, CKG_MGF1_SHA256, CKG_MGF1_SHA384,
-    CKG_MGF1_SHA512, 0, 0x99};
+constexpr CK_MECHANISM_TYPE kHashes[] = {CKM_SHA_1,  CKM_SHA224, CKM_SHA256,
+                                         CKM_SHA384, CKM_SHA512, CKM_MD5,
+                                         CKM_AES_CBC};
+constexpr CK_RSA_PKCS_MGF_TYPE kMgfs[] = {CKG_MGF1_SHA1,
+                                          CKG_MGF1_SHA224,
+                                          CKG_MGF1_SHA256,
+                                          CKG_MGF1_SHA384,
+                                          CKG_MGF1_SHA512,
+                                          0,
+                                          0x99};
 
 // Params owns the parameter block and the buffers its pointers refer to.
 struct Params {
@@ -142,8 +146,7 @@ CK_RV Run(CK_FUNCTION_LIST* f, CK_SESSION_HANDLE s, Op op, FuzzInput& in) {
       if (rv != CKR_OK) return rv;
       return f->C_VerifyFinal(s, other.data(), other.size());
     }
-    return f->C_Verify(s, data.data(), data.size(), other.data(),
-                       other.size());
+    return f->C_Verify(s, data.data(), data.size(), other.data(), other.size());
   }
   // Two-call convention: size query, maybe a short buffer, then the size.
   CK_ULONG len = 0;
@@ -229,13 +232,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     }
     case 1:
-      key = (op == Op::kEncrypt || op == Op::kVerify)
-                ? env.CreateRsaPublic(s)
-                : env.CreateRsaPrivate(s);
+      key = (op == Op::kEncrypt || op == Op::kVerify) ? env.CreateRsaPublic(s)
+                                                      : env.CreateRsaPrivate(s);
       break;
     case 2:
-      key = op == Op::kVerify ? env.CreateDsaPublic(s)
-                              : env.CreateDsaPrivate(s);
+      key =
+          op == Op::kVerify ? env.CreateDsaPublic(s) : env.CreateDsaPrivate(s);
       break;
     default:
       key = env.CreateSecret(s, CKK_GENERIC_SECRET, 32);
@@ -253,10 +255,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     CK_RV rv;
     switch (op) {
-      case Op::kEncrypt: rv = f->C_EncryptInit(s, &m, key); break;
-      case Op::kDecrypt: rv = f->C_DecryptInit(s, &m, key); break;
-      case Op::kSign: rv = f->C_SignInit(s, &m, key); break;
-      default: rv = f->C_VerifyInit(s, &m, key); break;
+      case Op::kEncrypt:
+        rv = f->C_EncryptInit(s, &m, key);
+        break;
+      case Op::kDecrypt:
+        rv = f->C_DecryptInit(s, &m, key);
+        break;
+      case Op::kSign:
+        rv = f->C_SignInit(s, &m, key);
+        break;
+      default:
+        rv = f->C_VerifyInit(s, &m, key);
+        break;
     }
     // The module must have copied what it keeps: wipe the caller's block.
     if (!params.block.empty()) {

@@ -84,8 +84,7 @@ Env& GetEnv() {
     if (module == nullptr) module = ACCELCRYPT_FUZZ_PROVIDER_MODULE;
     e.lib = OSSL_LIB_CTX_new();
     e.prov = OSSL_PROVIDER_load(e.lib, module);
-    if (e.prov == nullptr ||
-        OSSL_PROVIDER_load(e.lib, "default") == nullptr) {
+    if (e.prov == nullptr || OSSL_PROVIDER_load(e.lib, "default") == nullptr) {
       std::fprintf(stderr, "provider_params_fuzz: cannot load %s\n", module);
       ERR_print_errors_fp(stderr);
       std::abort();
@@ -101,8 +100,7 @@ Env& GetEnv() {
     int no_cache = 0;
     const OSSL_ALGORITHM* stores =
         OSSL_PROVIDER_query_operation(e.prov, OSSL_OP_STORE, &no_cache);
-    for (; stores != nullptr && stores->algorithm_names != nullptr;
-         ++stores) {
+    for (; stores != nullptr && stores->algorithm_names != nullptr; ++stores) {
       for (const OSSL_DISPATCH* d = stores->implementation; d->function_id;
            ++d) {
         switch (d->function_id) {
@@ -143,72 +141,106 @@ Env& GetEnv() {
 }
 
 const std::vector<const char*> kCipherParams = {
-    OSSL_CIPHER_PARAM_KEYLEN,        OSSL_CIPHER_PARAM_IVLEN,
-    OSSL_CIPHER_PARAM_PADDING,       OSSL_CIPHER_PARAM_NUM,
-    OSSL_CIPHER_PARAM_IV,            OSSL_CIPHER_PARAM_UPDATED_IV,
-    OSSL_CIPHER_PARAM_AEAD_TAG,      OSSL_CIPHER_PARAM_AEAD_TAGLEN,
-    OSSL_CIPHER_PARAM_AEAD_IVLEN,    OSSL_CIPHER_PARAM_AEAD_TLS1_AAD,
-    OSSL_CIPHER_PARAM_AEAD_TLS1_AAD_PAD, OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED,
+    OSSL_CIPHER_PARAM_KEYLEN,
+    OSSL_CIPHER_PARAM_IVLEN,
+    OSSL_CIPHER_PARAM_PADDING,
+    OSSL_CIPHER_PARAM_NUM,
+    OSSL_CIPHER_PARAM_IV,
+    OSSL_CIPHER_PARAM_UPDATED_IV,
+    OSSL_CIPHER_PARAM_AEAD_TAG,
+    OSSL_CIPHER_PARAM_AEAD_TAGLEN,
+    OSSL_CIPHER_PARAM_AEAD_IVLEN,
+    OSSL_CIPHER_PARAM_AEAD_TLS1_AAD,
+    OSSL_CIPHER_PARAM_AEAD_TLS1_AAD_PAD,
+    OSSL_CIPHER_PARAM_AEAD_TLS1_IV_FIXED,
     OSSL_CIPHER_PARAM_AEAD_TLS1_GET_IV_GEN,
-    OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV, "tls-iv-random",
-    OSSL_CIPHER_PARAM_TLS_VERSION,   OSSL_CIPHER_PARAM_TLS_MAC_SIZE,
-    OSSL_CIPHER_PARAM_TLS_MAC,       OSSL_CIPHER_PARAM_USE_BITS,
-    OSSL_CIPHER_PARAM_BLOCK_SIZE,    OSSL_CIPHER_PARAM_MODE,
-    OSSL_CIPHER_PARAM_AEAD,          OSSL_CIPHER_PARAM_CUSTOM_IV,
-    OSSL_CIPHER_PARAM_CTS,           OSSL_CIPHER_PARAM_TLS1_MULTIBLOCK,
-    OSSL_CIPHER_PARAM_HAS_RAND_KEY,  OSSL_CIPHER_PARAM_RANDOM_KEY,
-    OSSL_CIPHER_PARAM_CTS_MODE,      OSSL_CIPHER_PARAM_SPEED};
+    OSSL_CIPHER_PARAM_AEAD_TLS1_SET_IV_INV,
+    "tls-iv-random",
+    OSSL_CIPHER_PARAM_TLS_VERSION,
+    OSSL_CIPHER_PARAM_TLS_MAC_SIZE,
+    OSSL_CIPHER_PARAM_TLS_MAC,
+    OSSL_CIPHER_PARAM_USE_BITS,
+    OSSL_CIPHER_PARAM_BLOCK_SIZE,
+    OSSL_CIPHER_PARAM_MODE,
+    OSSL_CIPHER_PARAM_AEAD,
+    OSSL_CIPHER_PARAM_CUSTOM_IV,
+    OSSL_CIPHER_PARAM_CTS,
+    OSSL_CIPHER_PARAM_TLS1_MULTIBLOCK,
+    OSSL_CIPHER_PARAM_HAS_RAND_KEY,
+    OSSL_CIPHER_PARAM_RANDOM_KEY,
+    OSSL_CIPHER_PARAM_CTS_MODE,
+    OSSL_CIPHER_PARAM_SPEED};
 const std::vector<const char*> kDigestParams = {
-    OSSL_DIGEST_PARAM_XOFLEN, OSSL_DIGEST_PARAM_SIZE,
+    OSSL_DIGEST_PARAM_XOFLEN,     OSSL_DIGEST_PARAM_SIZE,
     OSSL_DIGEST_PARAM_BLOCK_SIZE, OSSL_DIGEST_PARAM_MICALG,
-    OSSL_DIGEST_PARAM_SSL3_MS, OSSL_DIGEST_PARAM_PAD_TYPE,
-    OSSL_DIGEST_PARAM_XOF, OSSL_DIGEST_PARAM_ALGID_ABSENT};
+    OSSL_DIGEST_PARAM_SSL3_MS,    OSSL_DIGEST_PARAM_PAD_TYPE,
+    OSSL_DIGEST_PARAM_XOF,        OSSL_DIGEST_PARAM_ALGID_ABSENT};
 const std::vector<const char*> kSignatureParams = {
-    OSSL_SIGNATURE_PARAM_DIGEST,       OSSL_SIGNATURE_PARAM_PROPERTIES,
-    OSSL_SIGNATURE_PARAM_PAD_MODE,     OSSL_SIGNATURE_PARAM_PSS_SALTLEN,
-    OSSL_SIGNATURE_PARAM_MGF1_DIGEST,  OSSL_SIGNATURE_PARAM_MGF1_PROPERTIES,
-    OSSL_SIGNATURE_PARAM_DIGEST_SIZE,  OSSL_SIGNATURE_PARAM_ALGORITHM_ID,
-    "nonce-type", OSSL_SIGNATURE_PARAM_KAT};
+    OSSL_SIGNATURE_PARAM_DIGEST,
+    OSSL_SIGNATURE_PARAM_PROPERTIES,
+    OSSL_SIGNATURE_PARAM_PAD_MODE,
+    OSSL_SIGNATURE_PARAM_PSS_SALTLEN,
+    OSSL_SIGNATURE_PARAM_MGF1_DIGEST,
+    OSSL_SIGNATURE_PARAM_MGF1_PROPERTIES,
+    OSSL_SIGNATURE_PARAM_DIGEST_SIZE,
+    OSSL_SIGNATURE_PARAM_ALGORITHM_ID,
+    "nonce-type",
+    OSSL_SIGNATURE_PARAM_KAT};
 const std::vector<const char*> kAsymParams = {
-    OSSL_ASYM_CIPHER_PARAM_PAD_MODE,   OSSL_ASYM_CIPHER_PARAM_OAEP_DIGEST,
+    OSSL_ASYM_CIPHER_PARAM_PAD_MODE,
+    OSSL_ASYM_CIPHER_PARAM_OAEP_DIGEST,
     OSSL_ASYM_CIPHER_PARAM_OAEP_DIGEST_PROPS,
     OSSL_ASYM_CIPHER_PARAM_MGF1_DIGEST,
     OSSL_ASYM_CIPHER_PARAM_MGF1_DIGEST_PROPS,
-    OSSL_ASYM_CIPHER_PARAM_OAEP_LABEL, OSSL_ASYM_CIPHER_PARAM_DIGEST,
+    OSSL_ASYM_CIPHER_PARAM_OAEP_LABEL,
+    OSSL_ASYM_CIPHER_PARAM_DIGEST,
     OSSL_ASYM_CIPHER_PARAM_TLS_CLIENT_VERSION,
     OSSL_ASYM_CIPHER_PARAM_TLS_NEGOTIATED_VERSION,
     "implicit-rejection"};
-const std::vector<const char*> kKeyParams = {
-    OSSL_PKEY_PARAM_RSA_N,          OSSL_PKEY_PARAM_RSA_E,
-    OSSL_PKEY_PARAM_RSA_D,          OSSL_PKEY_PARAM_RSA_FACTOR1,
-    OSSL_PKEY_PARAM_RSA_FACTOR2,    OSSL_PKEY_PARAM_RSA_EXPONENT1,
-    OSSL_PKEY_PARAM_RSA_EXPONENT2,  OSSL_PKEY_PARAM_RSA_COEFFICIENT1,
-    OSSL_PKEY_PARAM_RSA_BITS,       OSSL_PKEY_PARAM_RSA_PRIMES,
-    OSSL_PKEY_PARAM_RSA_DIGEST,     OSSL_PKEY_PARAM_RSA_MGF1_DIGEST,
-    OSSL_PKEY_PARAM_RSA_PSS_SALTLEN, OSSL_PKEY_PARAM_RSA_MASKGENFUNC,
-    OSSL_PKEY_PARAM_FFC_P,          OSSL_PKEY_PARAM_FFC_Q,
-    OSSL_PKEY_PARAM_FFC_G,          OSSL_PKEY_PARAM_PUB_KEY,
-    OSSL_PKEY_PARAM_PRIV_KEY,       OSSL_PKEY_PARAM_FFC_PBITS,
-    OSSL_PKEY_PARAM_FFC_QBITS,      OSSL_PKEY_PARAM_FFC_SEED,
-    OSSL_PKEY_PARAM_FFC_GINDEX,     OSSL_PKEY_PARAM_FFC_PCOUNTER,
-    OSSL_PKEY_PARAM_FFC_H,          OSSL_PKEY_PARAM_FFC_DIGEST,
-    OSSL_PKEY_PARAM_BITS,           OSSL_PKEY_PARAM_SECURITY_BITS,
-    OSSL_PKEY_PARAM_MAX_SIZE,       OSSL_PKEY_PARAM_DEFAULT_DIGEST,
-    OSSL_PKEY_PARAM_MANDATORY_DIGEST, OSSL_PKEY_PARAM_PROPERTIES};
+const std::vector<const char*> kKeyParams = {OSSL_PKEY_PARAM_RSA_N,
+                                             OSSL_PKEY_PARAM_RSA_E,
+                                             OSSL_PKEY_PARAM_RSA_D,
+                                             OSSL_PKEY_PARAM_RSA_FACTOR1,
+                                             OSSL_PKEY_PARAM_RSA_FACTOR2,
+                                             OSSL_PKEY_PARAM_RSA_EXPONENT1,
+                                             OSSL_PKEY_PARAM_RSA_EXPONENT2,
+                                             OSSL_PKEY_PARAM_RSA_COEFFICIENT1,
+                                             OSSL_PKEY_PARAM_RSA_BITS,
+                                             OSSL_PKEY_PARAM_RSA_PRIMES,
+                                             OSSL_PKEY_PARAM_RSA_DIGEST,
+                                             OSSL_PKEY_PARAM_RSA_MGF1_DIGEST,
+                                             OSSL_PKEY_PARAM_RSA_PSS_SALTLEN,
+                                             OSSL_PKEY_PARAM_RSA_MASKGENFUNC,
+                                             OSSL_PKEY_PARAM_FFC_P,
+                                             OSSL_PKEY_PARAM_FFC_Q,
+                                             OSSL_PKEY_PARAM_FFC_G,
+                                             OSSL_PKEY_PARAM_PUB_KEY,
+                                             OSSL_PKEY_PARAM_PRIV_KEY,
+                                             OSSL_PKEY_PARAM_FFC_PBITS,
+                                             OSSL_PKEY_PARAM_FFC_QBITS,
+                                             OSSL_PKEY_PARAM_FFC_SEED,
+                                             OSSL_PKEY_PARAM_FFC_GINDEX,
+                                             OSSL_PKEY_PARAM_FFC_PCOUNTER,
+                                             OSSL_PKEY_PARAM_FFC_H,
+                                             OSSL_PKEY_PARAM_FFC_DIGEST,
+                                             OSSL_PKEY_PARAM_BITS,
+                                             OSSL_PKEY_PARAM_SECURITY_BITS,
+                                             OSSL_PKEY_PARAM_MAX_SIZE,
+                                             OSSL_PKEY_PARAM_DEFAULT_DIGEST,
+                                             OSSL_PKEY_PARAM_MANDATORY_DIGEST,
+                                             OSSL_PKEY_PARAM_PROPERTIES};
 const std::vector<const char*> kStoreParams = {
-    OSSL_STORE_PARAM_EXPECT,  OSSL_STORE_PARAM_SUBJECT,
-    OSSL_STORE_PARAM_ISSUER,  OSSL_STORE_PARAM_SERIAL,
-    OSSL_STORE_PARAM_DIGEST,  OSSL_STORE_PARAM_FINGERPRINT,
-    OSSL_STORE_PARAM_ALIAS,   OSSL_STORE_PARAM_PROPERTIES,
+    OSSL_STORE_PARAM_EXPECT,    OSSL_STORE_PARAM_SUBJECT,
+    OSSL_STORE_PARAM_ISSUER,    OSSL_STORE_PARAM_SERIAL,
+    OSSL_STORE_PARAM_DIGEST,    OSSL_STORE_PARAM_FINGERPRINT,
+    OSSL_STORE_PARAM_ALIAS,     OSSL_STORE_PARAM_PROPERTIES,
     OSSL_STORE_PARAM_INPUT_TYPE};
 
 const char* const kCiphers[] = {
-    "AES-128-ECB", "AES-192-ECB", "AES-256-ECB", "AES-128-CBC",
-    "AES-192-CBC", "AES-256-CBC", "AES-128-CFB", "AES-256-CFB",
-    "AES-128-OFB", "AES-256-OFB", "AES-128-CTR", "AES-256-CTR",
-    "AES-128-GCM", "AES-192-GCM", "AES-256-GCM"};
-const char* const kDigests[] = {"SHA1", "SHA224", "SHA256", "SHA384",
-                                "SHA512"};
+    "AES-128-ECB", "AES-192-ECB", "AES-256-ECB", "AES-128-CBC", "AES-192-CBC",
+    "AES-256-CBC", "AES-128-CFB", "AES-256-CFB", "AES-128-OFB", "AES-256-OFB",
+    "AES-128-CTR", "AES-256-CTR", "AES-128-GCM", "AES-192-GCM", "AES-256-GCM"};
+const char* const kDigests[] = {"SHA1", "SHA224", "SHA256", "SHA384", "SHA512"};
 
 template <typename T, size_t N>
 const T& PickOf(FuzzInput& in, const T (&a)[N]) {
@@ -244,8 +276,7 @@ void Ciphers(Env& env, FuzzInput& in) {
     (void)EVP_CIPHER_CTX_get_params(ctx, get.get());
     // A second init keeping the cipher (key only, or IV only).
     if (in.Bool()) {
-      (void)EVP_CipherInit_ex2(ctx, nullptr,
-                               in.Bool() ? key.data() : nullptr,
+      (void)EVP_CipherInit_ex2(ctx, nullptr, in.Bool() ? key.data() : nullptr,
                                in.Bool() ? iv.data() : nullptr, enc, nullptr);
     }
     const size_t rounds = in.Pick(4);
@@ -328,8 +359,8 @@ void Signatures(Env& env, FuzzInput& in) {
     const char* md = in.Pick(8) == 0 ? nullptr : PickOf(in, kDigests);
     int ok = sign ? EVP_DigestSignInit_ex(mctx, nullptr, md, env.lib, kProps,
                                           key, init.OrNull())
-                  : EVP_DigestVerifyInit_ex(mctx, nullptr, md, env.lib,
-                                            kProps, key, init.OrNull());
+                  : EVP_DigestVerifyInit_ex(mctx, nullptr, md, env.lib, kProps,
+                                            key, init.OrNull());
     if (ok > 0) {
       (void)EVP_MD_CTX_set_params(mctx, set.get());
       if (sign) {
@@ -456,9 +487,9 @@ void Store(Env& env, FuzzInput& in) {
   FuzzParams params;
   params.Read(in, kStoreParams);
   if (in.Bool()) {
-    OSSL_STORE_CTX* st = OSSL_STORE_open_ex(uri.c_str(), env.lib, kProps,
-                                            nullptr, nullptr, nullptr,
-                                            nullptr, nullptr);
+    OSSL_STORE_CTX* st =
+        OSSL_STORE_open_ex(uri.c_str(), env.lib, kProps, nullptr, nullptr,
+                           nullptr, nullptr, nullptr);
     if (st == nullptr) return;
     if (in.Bool()) (void)OSSL_STORE_expect(st, in.Pick(12));
     for (int i = 0; i < 4 && !OSSL_STORE_eof(st); ++i) {
@@ -469,8 +500,8 @@ void Store(Env& env, FuzzInput& in) {
     return;
   }
   if (env.store_open == nullptr) return;
-  void* ctx = env.store_open(OSSL_PROVIDER_get0_provider_ctx(env.prov),
-                             uri.c_str());
+  void* ctx =
+      env.store_open(OSSL_PROVIDER_get0_provider_ctx(env.prov), uri.c_str());
   if (ctx == nullptr) return;
   if (env.store_set_params(ctx, params.get())) {
     for (int i = 0; i < 4 && !env.store_eof(ctx); ++i) {
@@ -491,12 +522,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Env& env = GetEnv();
   FuzzInput in(data, size);
   switch (in.Pick(6)) {
-    case 0: Ciphers(env, in); break;
-    case 1: Digests(env, in); break;
-    case 2: Signatures(env, in); break;
-    case 3: AsymCipher(env, in); break;
-    case 4: KeyManagement(env, in); break;
-    case 5: Store(env, in); break;
+    case 0:
+      Ciphers(env, in);
+      break;
+    case 1:
+      Digests(env, in);
+      break;
+    case 2:
+      Signatures(env, in);
+      break;
+    case 3:
+      AsymCipher(env, in);
+      break;
+    case 4:
+      KeyManagement(env, in);
+      break;
+    case 5:
+      Store(env, in);
+      break;
   }
   ERR_clear_error();
   return 0;

@@ -15,10 +15,9 @@
 
 namespace {
 
-constexpr unsigned kVersions[] = {TLS1_VERSION,  TLS1_1_VERSION,
-                                  TLS1_2_VERSION, DTLS1_VERSION,
-                                  DTLS1_2_VERSION, DTLS1_BAD_VER,
-                                  SSL3_VERSION,  TLS1_3_VERSION};
+constexpr unsigned kVersions[] = {
+    TLS1_VERSION,    TLS1_1_VERSION, TLS1_2_VERSION, DTLS1_VERSION,
+    DTLS1_2_VERSION, DTLS1_BAD_VER,  SSL3_VERSION,   TLS1_3_VERSION};
 
 void Check(bool cond) {
   if (!cond) __builtin_trap();

@@ -56,7 +56,8 @@ MATCHER_P2(StatusIs, code, message_matcher,
 
 // IsOkAndHolds(v) matches an OK absl::StatusOr<T> whose value equals v.
 MATCHER_P(IsOkAndHolds, value,
-          std::string(negation ? "is not OK or does not hold " : "is OK and holds ") +
+          std::string(negation ? "is not OK or does not hold "
+                               : "is OK and holds ") +
               ::testing::PrintToString(value)) {
   if (!arg.ok()) {
     *result_listener << "which is " << arg.status().ToString();

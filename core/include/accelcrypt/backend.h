@@ -26,6 +26,10 @@
 #ifndef ACCELCRYPT_BACKEND_H_
 #define ACCELCRYPT_BACKEND_H_
 
+/* The ABI header keeps its hand-aligned layout (constants and their
+ * comments in columns); clang-format leaves it alone. */
+/* clang-format off */
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -621,5 +625,7 @@ typedef const accelcrypt_backend_desc *(*accelcrypt_backend_entry_fn)(
 #ifdef __cplusplus
 }
 #endif
+
+/* clang-format on */
 
 #endif /* ACCELCRYPT_BACKEND_H_ */

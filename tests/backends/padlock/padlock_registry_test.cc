@@ -4,10 +4,10 @@
 // capability read, per-algorithm known-answer self-tests) with the trap
 // emulator active, then the shared vector runner (core/vector_runner.h) over
 // tests/vectors. CTest runs it once per emulator profile.
-#include <filesystem>
 #include <stdlib.h>
 #include <string.h>
 
+#include <filesystem>
 #include <string>
 
 #include "core/config.h"

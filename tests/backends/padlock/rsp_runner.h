@@ -2,8 +2,8 @@
 //
 // A small CAVP .rsp vector runner that drives a backend straight through the
 // plugin ABI (accelcrypt/backend.h). It needs neither Abseil nor libcrypto,
-// so the i386 build (tests/backends/padlock/i386) uses it too. Each AES record runs
-// three ways: aligned, in place at an odd address, and split into uneven
+// so the i386 build (tests/backends/padlock/i386) uses it too. Each AES record
+// runs three ways: aligned, in place at an odd address, and split into uneven
 // pieces; each SHA record one-shot and streamed.
 #ifndef ACCELCRYPT_TESTS_PADLOCK_RSP_RUNNER_H_
 #define ACCELCRYPT_TESTS_PADLOCK_RSP_RUNNER_H_

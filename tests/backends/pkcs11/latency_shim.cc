@@ -24,16 +24,15 @@
 //   Injected failures name any CKR_* below or a number; an injected
 //   CKR_BUFFER_TOO_SMALL also reports a needed size one byte larger than
 //   the buffer given (a token that miscounts).
-#include <p11-kit-1/p11-kit/pkcs11.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <p11-kit-1/p11-kit/pkcs11.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <cstdio>
-
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -48,7 +47,7 @@ CK_FUNCTION_LIST g_list;
 CK_FUNCTION_LIST* g_real = nullptr;
 std::mutex g_mu;
 std::map<CK_SESSION_HANDLE, CK_MECHANISM_TYPE> g_session_mech;  // g_mu
-std::map<CK_MECHANISM_TYPE, long> g_delay_us;                     // g_mu
+std::map<CK_MECHANISM_TYPE, long> g_delay_us;                   // g_mu
 std::atomic<CK_RV> g_fail_rv{CKR_OK};
 std::atomic<long> g_fail_count{0};
 std::atomic<long> g_calls{0};
@@ -133,7 +132,9 @@ void Delay(CK_SESSION_HANDLE s) {
     }
   }
   if (us > 0) {
-    struct timespec ts{us / 1000000, (us % 1000000) * 1000};
+    struct timespec ts {
+      us / 1000000, (us % 1000000) * 1000
+    };
     nanosleep(&ts, nullptr);
   }
 }
@@ -207,9 +208,9 @@ CK_RV ShimGetTokenInfo(CK_SLOT_ID slot, CK_TOKEN_INFO_PTR info) {
   const char* manufacturer = std::getenv("ACCELCRYPT_SHIM_MANUFACTURER");
   if (rv == CKR_OK && info != nullptr && manufacturer != nullptr) {
     std::memset(info->manufacturerID, ' ', sizeof(info->manufacturerID));
-    std::memcpy(info->manufacturerID, manufacturer,
-                std::min(std::strlen(manufacturer),
-                         sizeof(info->manufacturerID)));
+    std::memcpy(
+        info->manufacturerID, manufacturer,
+        std::min(std::strlen(manufacturer), sizeof(info->manufacturerID)));
     std::memset(info->model, ' ', sizeof(info->model));
     std::memcpy(info->model, "latency shim", 12);
   }

@@ -114,7 +114,8 @@ std::vector<uint8_t> Digest(const std::string& s) {
 }
 
 TEST_F(Pkcs11ClientTest, DeclaresRsaAndDsaFromTheMechanismList) {
-  const accelcrypt_capability* sign = pkcs11_->Capability(ACCELCRYPT_ALG_RSA_SIGN);
+  const accelcrypt_capability* sign =
+      pkcs11_->Capability(ACCELCRYPT_ALG_RSA_SIGN);
   ASSERT_NE(sign, nullptr);
   EXPECT_TRUE(sign->flags & ACCELCRYPT_CAP_RSA_PKCS1);
   EXPECT_TRUE(sign->flags & ACCELCRYPT_CAP_RSA_PSS);
@@ -203,7 +204,8 @@ TEST_P(RsaSizeTest, TokenSignaturesVerifyInSoftwareAndBack) {
   EXPECT_EQ(Cell("software", ACCELCRYPT_ALG_RSA_SIGN).ops.load(), 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Sizes, RsaSizeTest, ::testing::Values(2048, 3072, 4096),
+INSTANTIATE_TEST_SUITE_P(Sizes, RsaSizeTest,
+                         ::testing::Values(2048, 3072, 4096),
                          [](const auto& info) {
                            return "RSA" + std::to_string(info.param);
                          });
@@ -399,8 +401,8 @@ TEST_F(Pkcs11ClientTest, EightThreadsShareOneKey) {
       std::vector<uint8_t> digest = Digest("thread " + std::to_string(t));
       for (int i = 0; i < 10; ++i) {
         std::vector<uint8_t> sig(256);
-        auto len = (*ops)->Sign(t % 2 ? Pss() : Pkcs1(), digest,
-                                absl::MakeSpan(sig));
+        auto len =
+            (*ops)->Sign(t % 2 ? Pss() : Pkcs1(), digest, absl::MakeSpan(sig));
         if (!len.ok() ||
             !(*sw)->Verify(t % 2 ? Pss() : Pkcs1(), digest, sig).ok()) {
           failures.fetch_add(1);
@@ -467,13 +469,15 @@ TEST_F(Pkcs11ClientTest, RawOnlyTokenGetsFrameworkPkcs1Padding) {
   sig[0] ^= 1;
   EXPECT_EQ(GetStatusDetail((*ops)->Verify(Pkcs1(), digest, sig)),
             StatusDetail::kAuthFailed);
-  for (int32_t salt : {ACCELCRYPT_PSS_SALT_DIGEST, 0, 20, ACCELCRYPT_PSS_SALT_MAX}) {
+  for (int32_t salt :
+       {ACCELCRYPT_PSS_SALT_DIGEST, 0, 20, ACCELCRYPT_PSS_SALT_MAX}) {
     PkeyParams pss = Pss();
     pss.salt_len = salt;
     std::vector<uint8_t> pss_sig(256);
     ASSERT_TRUE((*ops)->Sign(pss, digest, absl::MakeSpan(pss_sig)).ok());
     EXPECT_EQ((*ops)->last_backend(), "pkcs11");
-    if (salt == ACCELCRYPT_PSS_SALT_MAX) pss.salt_len = ACCELCRYPT_PSS_SALT_AUTO;
+    if (salt == ACCELCRYPT_PSS_SALT_MAX)
+      pss.salt_len = ACCELCRYPT_PSS_SALT_AUTO;
     EXPECT_TRUE((*sw)->Verify(pss, digest, pss_sig).ok()) << salt;
     EXPECT_TRUE((*ops)->Verify(pss, digest, pss_sig).ok()) << salt;
     EXPECT_EQ((*ops)->last_backend(), "pkcs11");
@@ -514,15 +518,16 @@ TEST_F(Pkcs11ClientTest, RawOnlyTokenGetsFrameworkPkcs1Padding) {
     EXPECT_EQ(std::vector<uint8_t>(pt.begin(), pt.begin() + *pt_len), digest);
     // Corrupted: a caller error from the token path, no fallback.
     sw_ct[5] ^= 0x20;
-    uint64_t fallbacks =
-        (*core)->stats()
-            .Cell((*core)->stats().RegisterBackend("pkcs11"),
-                  *FindAlgorithm(ACCELCRYPT_ALG_RSA_CRYPT))
-            .fallbacks.load();
+    uint64_t fallbacks = (*core)
+                             ->stats()
+                             .Cell((*core)->stats().RegisterBackend("pkcs11"),
+                                   *FindAlgorithm(ACCELCRYPT_ALG_RSA_CRYPT))
+                             .fallbacks.load();
     auto bad = (*ops)->Decrypt(params, sw_ct, absl::MakeSpan(pt));
     EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument)
         << bad.status();
-    EXPECT_EQ((*core)->stats()
+    EXPECT_EQ((*core)
+                  ->stats()
                   .Cell((*core)->stats().RegisterBackend("pkcs11"),
                         *FindAlgorithm(ACCELCRYPT_ALG_RSA_CRYPT))
                   .fallbacks.load(),
@@ -575,8 +580,7 @@ TEST_F(Pkcs11ClientTest, BadConfigurationsDeclineWithClearErrors) {
   // No module configured at all: declines with that reason.
   auto core = MakeCore({{"backends", "pkcs11, software"}});
   ASSERT_TRUE(core.ok());
-  EXPECT_NE(LoadMessage(**core).find("no module configured"),
-            std::string::npos)
+  EXPECT_NE(LoadMessage(**core).find("no module configured"), std::string::npos)
       << LoadMessage(**core);
 }
 
@@ -691,8 +695,7 @@ TEST_F(Pkcs11ClientTest, TokenFailuresFallBackAndTheBreakerReprobes) {
   overrides["breaker_cooldown_ms"] = "1500";
   auto core = MakeCore(overrides);
   ASSERT_TRUE(core.ok());
-  ASSERT_NE((*core)->registry().Find("pkcs11"), nullptr)
-      << LoadMessage(**core);
+  ASSERT_NE((*core)->registry().Find("pkcs11"), nullptr) << LoadMessage(**core);
   void* shim = dlopen(ACCELCRYPT_LATENCY_SHIM, RTLD_NOW | RTLD_NOLOAD);
   ASSERT_NE(shim, nullptr);
   auto control = reinterpret_cast<long (*)(const char*)>(
@@ -701,9 +704,10 @@ TEST_F(Pkcs11ClientTest, TokenFailuresFallBackAndTheBreakerReprobes) {
   KeyMaterial key = RsaKey(2048);
   auto ops = (*core)->router().NewPublicKeyOps(key);
   ASSERT_TRUE(ops.ok());
-  auto verifier =
-      (*core)->registry().Find("software")->LoadKey(ACCELCRYPT_ALG_RSA_SIGN,
-                                                    PublicOnly(key));
+  auto verifier = (*core)
+                      ->registry()
+                      .Find("software")
+                      ->LoadKey(ACCELCRYPT_ALG_RSA_SIGN, PublicOnly(key));
   ASSERT_TRUE(verifier.ok());
   Stats& stats = (*core)->stats();
   const AlgorithmInfo& info = *FindAlgorithm(ACCELCRYPT_ALG_RSA_SIGN);
@@ -760,8 +764,8 @@ TEST_F(Pkcs11ClientTest, FaultyTokenResultsAreCheckedAndNeverReturned) {
   ASSERT_NE(shim, nullptr);
   auto control = reinterpret_cast<long (*)(const char*)>(
       dlsym(shim, "accelcrypt_shim_control"));
-  auto flipped = reinterpret_cast<long (*)()>(
-      dlsym(shim, "accelcrypt_shim_flipped"));
+  auto flipped =
+      reinterpret_cast<long (*)()>(dlsym(shim, "accelcrypt_shim_flipped"));
   ASSERT_NE(control, nullptr);
   ASSERT_NE(flipped, nullptr);
   Stats& stats = (*core)->stats();
@@ -815,9 +819,10 @@ TEST_F(Pkcs11ClientTest, FaultyTokenResultsAreCheckedAndNeverReturned) {
   const long injected = flipped() - before;
   EXPECT_EQ(wrong, 0) << "wrong results reached the caller";
   EXPECT_GT(injected, kRounds / 8) << "the shim injected too few faults";
-  const uint64_t errors = cell("pkcs11", ACCELCRYPT_ALG_RSA_SIGN).errors.load() +
-                          cell("pkcs11", ACCELCRYPT_ALG_DSA_SIGN).errors.load() +
-                          cell("pkcs11", ACCELCRYPT_ALG_RSA_CRYPT).errors.load();
+  const uint64_t errors =
+      cell("pkcs11", ACCELCRYPT_ALG_RSA_SIGN).errors.load() +
+      cell("pkcs11", ACCELCRYPT_ALG_DSA_SIGN).errors.load() +
+      cell("pkcs11", ACCELCRYPT_ALG_RSA_CRYPT).errors.load();
   // Every injected fault was caught and counted as a device error (the raw
   // decryptions may have gone to a CPU backend: then the token never saw
   // them and nothing was flipped there).
@@ -866,8 +871,10 @@ TEST_F(Pkcs11ClientTest, TokenFaultCodesFallBackAndCallerCodesDoNot) {
   KeyMaterial key = RsaKey(2048);
   auto ops = (*core)->router().NewPublicKeyOps(key);
   ASSERT_TRUE(ops.ok());
-  auto verifier = (*core)->registry().Find("software")->LoadKey(
-      ACCELCRYPT_ALG_RSA_SIGN, PublicOnly(key));
+  auto verifier = (*core)
+                      ->registry()
+                      .Find("software")
+                      ->LoadKey(ACCELCRYPT_ALG_RSA_SIGN, PublicOnly(key));
   ASSERT_TRUE(verifier.ok());
   PkeyParams pkcs1;
   pkcs1.padding = ACCELCRYPT_PAD_PKCS1;
@@ -879,8 +886,8 @@ TEST_F(Pkcs11ClientTest, TokenFaultCodesFallBackAndCallerCodesDoNot) {
 
   for (const char* fault :
        {"CKR_BUFFER_TOO_SMALL", "CKR_GENERAL_ERROR", "CKR_DEVICE_ERROR",
-        "CKR_DEVICE_MEMORY", "CKR_DEVICE_REMOVED",
-        "CKR_SESSION_HANDLE_INVALID", "CKR_FUNCTION_FAILED"}) {
+        "CKR_DEVICE_MEMORY", "CKR_DEVICE_REMOVED", "CKR_SESSION_HANDLE_INVALID",
+        "CKR_FUNCTION_FAILED"}) {
     SCOPED_TRACE(fault);
     const uint64_t sign_errors = tok_sign.errors.load();
     const uint64_t sign_fallbacks = tok_sign.fallbacks.load();
@@ -911,9 +918,9 @@ TEST_F(Pkcs11ClientTest, TokenFaultCodesFallBackAndCallerCodesDoNot) {
     EXPECT_EQ((*ops)->last_backend(), "pkcs11");
   }
 
-  for (const char* caller : {"CKR_ENCRYPTED_DATA_INVALID",
-                             "CKR_ENCRYPTED_DATA_LEN_RANGE",
-                             "CKR_DATA_LEN_RANGE"}) {
+  for (const char* caller :
+       {"CKR_ENCRYPTED_DATA_INVALID", "CKR_ENCRYPTED_DATA_LEN_RANGE",
+        "CKR_DATA_LEN_RANGE"}) {
     SCOPED_TRACE(caller);
     const uint64_t crypt_errors = tok_crypt.errors.load();
     const uint64_t fallbacks = tok_crypt.fallbacks.load();
@@ -976,7 +983,8 @@ TEST_F(Pkcs11ClientTest, BadPaddingIsNeverAFallback) {
 // with SoftHSMv2's identity, an injected CKR_GENERAL_ERROR on C_Decrypt is
 // reported as a bad ciphertext (no fallback), while the same code on
 // C_Sign is a device fault (fallback). (For a model without the quirk the
-// same decryption fault falls back: TokenFaultCodesFallBackAndCallerCodesDoNot.)
+// same decryption fault falls back:
+// TokenFaultCodesFallBackAndCallerCodesDoNot.)
 TEST_F(Pkcs11ClientTest, QuirkTableIsKeyedByTheTokenModel) {
   if (g_hsm->module().find("softhsm") == std::string::npos) {
     GTEST_SKIP() << "the fixture token is not SoftHSMv2";
@@ -1045,8 +1053,8 @@ TEST_F(Pkcs11ClientTest, TokenKeyByUriIsUsedInPlace) {
   }
   uint64_t before = Created(*pkcs11_);
   KeyMaterial key;
-  key.uri = absl::StrFormat("pkcs11:token=%s;object=tok%%20key",
-                            g_hsm->label());
+  key.uri =
+      absl::StrFormat("pkcs11:token=%s;object=tok%%20key", g_hsm->label());
   auto ops = core_->router().NewPublicKeyOps(key);
   ASSERT_TRUE(ops.ok()) << ops.status();
   std::vector<uint8_t> digest = Digest("in place"), sig(512);
@@ -1068,8 +1076,8 @@ TEST_F(Pkcs11ClientTest, TokenKeyByUriIsUsedInPlace) {
   auto id_ops = core_->router().NewPublicKeyOps(by_id);
   ASSERT_TRUE(id_ops.ok());
   EXPECT_TRUE((*id_ops)->Sign(Pkcs1(), digest, absl::MakeSpan(sig)).ok());
-  for (const char* uri : {"pkcs11:token=other;object=tok%20key",
-                          "pkcs11:object=missing"}) {
+  for (const char* uri :
+       {"pkcs11:token=other;object=tok%20key", "pkcs11:object=missing"}) {
     KeyMaterial other;
     other.uri = uri;
     auto other_ops = core_->router().NewPublicKeyOps(other);
@@ -1342,8 +1350,7 @@ TEST_F(Pkcs11ClientTest, WrongPinIsTriedOnceThenBlockedUntilItChanges) {
         << p11->Describe();
     auto key = (*core)->router().DescribeTokenKey(uri);
     ASSERT_FALSE(key.ok());
-    EXPECT_NE(key.status().message().find("refused earlier"),
-              std::string::npos)
+    EXPECT_NE(key.status().message().find("refused earlier"), std::string::npos)
         << key.status();
     EXPECT_NE(key.status().message().find("accelcrypt pin-reset"),
               std::string::npos)
@@ -1359,8 +1366,7 @@ TEST_F(Pkcs11ClientTest, WrongPinIsTriedOnceThenBlockedUntilItChanges) {
     ASSERT_TRUE(key.ok()) << key.status();
     EXPECT_EQ(key->n, rsa.n);
     EXPECT_EQ(count_markers(), 0);
-    EXPECT_NE((*core)->registry().Find("pkcs11")->Describe().find(
-                  "login=done"),
+    EXPECT_NE((*core)->registry().Find("pkcs11")->Describe().find("login=done"),
               std::string::npos);
   }
 }

@@ -141,8 +141,9 @@ int Main() {
   std::printf("  SoftHSMv2 C_Sign direct (harness)     %8.0f\n", direct);
   std::printf("  router -> pkcs11 client, 1 thread     %8.0f  (%.2fx direct)\n",
               tok1, tok1 / direct);
-  std::printf("  router -> pkcs11 client, 2 threads    %8.0f  (%.2fx 1 thread)\n",
-              tok2, tok2 / tok1);
+  std::printf(
+      "  router -> pkcs11 client, 2 threads    %8.0f  (%.2fx 1 thread)\n", tok2,
+      tok2 / tok1);
   std::printf("  router -> software, 1 thread          %8.0f\n", sw1);
   std::printf("  served by: %s\n", (*tok)->last_backend().c_str());
 

@@ -72,8 +72,10 @@ TEST(PkeyRoutingTest, CalibratedFastestSendsRsaAndDsaToTheirFastestBackend) {
   {
     auto soft = MakeCore({{"backends", "software"}});
     ASSERT_TRUE(soft.ok()) << soft.status();
-    auto key = (*soft)->registry().Find("software")->LoadKey(
-        ACCELCRYPT_ALG_DSA_SIGN, dsa);
+    auto key = (*soft)
+                   ->registry()
+                   .Find("software")
+                   ->LoadKey(ACCELCRYPT_ALG_DSA_SIGN, dsa);
     ASSERT_TRUE(key.ok()) << key.status();
     std::vector<uint8_t> sig(128);
     ASSERT_TRUE((*key)->Sign(params, digest, absl::MakeSpan(sig)).ok());
@@ -207,8 +209,8 @@ TEST(PkeyRoutingTest, CalibratedFastestSendsRsaAndDsaToTheirFastestBackend) {
       "backend (%s) %.2fx by calibration; wall %.1f ms (with "
       "verification) vs %.1f ms calibrated signing (not asserted)\n",
       cost("rsa", "pkcs11"), cost("rsa", "software"), cost("dsa", "pkcs11"),
-      cost("dsa", "software"), dsa_delay_us, kRounds, rsa_best.c_str(),
-      kRounds, dsa_best.c_str(), best_single_name.c_str(), best_single / mixed,
+      cost("dsa", "software"), dsa_delay_us, kRounds, rsa_best.c_str(), kRounds,
+      dsa_best.c_str(), best_single_name.c_str(), best_single / mixed,
       mixed_wall_ns / 1e6, mixed / 1e6);
   EXPECT_GE(best_single / mixed, 0.95);
 }

@@ -129,22 +129,22 @@ TEST_F(PkeyVectorsTest, RsaSp1RawPrivateOperation) {
       key.d = FromHex(Field(r, "d"));
       if (!Fits(*b, ACCELCRYPT_ALG_RSA_SIGN, key.bits())) continue;
       auto loaded = b->LoadKey(ACCELCRYPT_ALG_RSA_SIGN, key);
-      ASSERT_TRUE(loaded.ok()) << b->name() << " line " << r.line << ": "
-                               << loaded.status();
+      ASSERT_TRUE(loaded.ok())
+          << b->name() << " line " << r.line << ": " << loaded.status();
       PkeyParams raw;
       raw.padding = ACCELCRYPT_PAD_NONE;
       std::vector<uint8_t> em = FromHex(r.Get("EM"));
       std::vector<uint8_t> s(key.n.size());
       auto len = (*loaded)->Sign(raw, em, absl::MakeSpan(s));
       if (r.Get("S").rfind("FAIL", 0) == 0) {
-        EXPECT_FALSE(len.ok()) << b->name() << " line " << r.line
-                               << ": EM >= n was accepted";
+        EXPECT_FALSE(len.ok())
+            << b->name() << " line " << r.line << ": EM >= n was accepted";
         EXPECT_FALSE(IsDeviceError(len.status())) << len.status();
         ++refused;
         continue;
       }
-      ASSERT_TRUE(len.ok()) << b->name() << " line " << r.line << ": "
-                            << len.status();
+      ASSERT_TRUE(len.ok())
+          << b->name() << " line " << r.line << ": " << len.status();
       s.resize(*len);
       EXPECT_EQ(ToHex(s), ToHex(FromHex(r.Get("S"))))
           << b->name() << " line " << r.line;
@@ -255,9 +255,8 @@ TEST_F(PkeyVectorsTest, DsaSigVerResults) {
       ASSERT_TRUE(loaded.ok()) << b->name() << ": " << loaded.status();
       std::string mod = r.SectionValue("mod").value_or("");
       PkeyParams params;
-      std::vector<uint8_t> digest =
-          VectorDigest(mod.substr(mod.rfind(' ') + 1), FromHex(r.Get("Msg")),
-                       &params.md);
+      std::vector<uint8_t> digest = VectorDigest(
+          mod.substr(mod.rfind(' ') + 1), FromHex(r.Get("Msg")), &params.md);
       ASSERT_NE(params.md, 0u) << mod;
       // DER Dss-Sig-Value from R and S.
       // Minimal INTEGER: leading zero octets dropped, one 0x00 put back

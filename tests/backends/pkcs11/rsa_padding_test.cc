@@ -43,8 +43,8 @@ class Key {
  public:
   explicit Key(int bits) : bits_(bits) {
     libctx_ = OSSL_LIB_CTX_new();
-    pkey_ = EVP_PKEY_Q_keygen(libctx_, nullptr, "RSA",
-                              static_cast<size_t>(bits));
+    pkey_ =
+        EVP_PKEY_Q_keygen(libctx_, nullptr, "RSA", static_cast<size_t>(bits));
   }
   ~Key() {
     EVP_PKEY_free(pkey_);
@@ -84,14 +84,14 @@ class Key {
         // set0 takes ownership of an OPENSSL_malloc'ed copy.
         auto* copy = static_cast<unsigned char*>(
             OPENSSL_memdup(label.data(), label.size()));
-        ok = copy != nullptr && EVP_PKEY_CTX_set0_rsa_oaep_label(
-                                    ctx, copy, label.size()) == 1;
+        ok = copy != nullptr &&
+             EVP_PKEY_CTX_set0_rsa_oaep_label(ctx, copy, label.size()) == 1;
       }
     }
-    ok = ok && (encrypt ? EVP_PKEY_encrypt(ctx, out.data(), &out_len,
-                                           in.data(), in.size())
-                        : EVP_PKEY_decrypt(ctx, out.data(), &out_len,
-                                           in.data(), in.size())) == 1;
+    ok = ok && (encrypt ? EVP_PKEY_encrypt(ctx, out.data(), &out_len, in.data(),
+                                           in.size())
+                        : EVP_PKEY_decrypt(ctx, out.data(), &out_len, in.data(),
+                                           in.size())) == 1;
     EVP_PKEY_CTX_free(ctx);
     if (!ok) return {};
     out.resize(out_len);
@@ -99,13 +99,13 @@ class Key {
   }
   // Sign signs `digest` (of `md`) with PKCS#1 v1.5 or PSS (salt length
   // `salt`, an RSA_PSS_SALTLEN_* or bytes); Verify checks such a signature.
-  Bytes Sign(const Bytes& digest, const char* md, int padding,
-             int salt) const {
+  Bytes Sign(const Bytes& digest, const char* md, int padding, int salt) const {
     EVP_PKEY_CTX* ctx = SigCtx(/*sign=*/true, md, padding, salt, nullptr);
     size_t sig_len = len();
     Bytes sig(sig_len);
-    bool ok = ctx != nullptr && EVP_PKEY_sign(ctx, sig.data(), &sig_len,
-                                              digest.data(), digest.size()) == 1;
+    bool ok =
+        ctx != nullptr && EVP_PKEY_sign(ctx, sig.data(), &sig_len,
+                                        digest.data(), digest.size()) == 1;
     EVP_PKEY_CTX_free(ctx);
     if (!ok) return {};
     sig.resize(sig_len);
@@ -114,9 +114,9 @@ class Key {
   bool Verify(const Bytes& digest, const Bytes& sig, const char* md,
               int padding, int salt, const char* mgf1 = nullptr) const {
     EVP_PKEY_CTX* ctx = SigCtx(/*sign=*/false, md, padding, salt, mgf1);
-    bool ok = ctx != nullptr && EVP_PKEY_verify(ctx, sig.data(), sig.size(),
-                                                digest.data(),
-                                                digest.size()) == 1;
+    bool ok =
+        ctx != nullptr && EVP_PKEY_verify(ctx, sig.data(), sig.size(),
+                                          digest.data(), digest.size()) == 1;
     EVP_PKEY_CTX_free(ctx);
     return ok;
   }
@@ -198,7 +198,8 @@ class RsaPaddingTest : public ::testing::TestWithParam<int> {
   const Key& key() const { return TheKey(GetParam()); }
 };
 
-INSTANTIATE_TEST_SUITE_P(Sizes, RsaPaddingTest, ::testing::Values(2048, 2047, 1025),
+INSTANTIATE_TEST_SUITE_P(Sizes, RsaPaddingTest,
+                         ::testing::Values(2048, 2047, 1025),
                          [](const ::testing::TestParamInfo<int>& info) {
                            return "rsa" + std::to_string(info.param);
                          });
@@ -223,9 +224,9 @@ TEST_P(RsaPaddingTest, PssSignaturesVerifyInLibcrypto) {
   const MdInfo* mgf = FindMd(ACCELCRYPT_ALG_SHA256);
   ASSERT_NE(md, nullptr);
   ASSERT_NE(mgf, nullptr);
-  for (int32_t salt : {int32_t{ACCELCRYPT_PSS_SALT_DIGEST},
-                       int32_t{ACCELCRYPT_PSS_SALT_MAX}, int32_t{0},
-                       int32_t{20}}) {
+  for (int32_t salt :
+       {int32_t{ACCELCRYPT_PSS_SALT_DIGEST}, int32_t{ACCELCRYPT_PSS_SALT_MAX},
+        int32_t{0}, int32_t{20}}) {
     SCOPED_TRACE(salt);
     Bytes em(key().len(), 0);
     ASSERT_THAT(EmsaPssEncode(key().libctx(), *md, *mgf, salt, digest.data(),
@@ -253,8 +254,8 @@ TEST_P(RsaPaddingTest, LibcryptoPssSignaturesVerifyHere) {
                                RSA_PSS_SALTLEN_DIGEST);
   ASSERT_FALSE(sig.empty());
   auto verify = [&](int32_t salt, const Bytes& d, Bytes em) {
-    return EmsaPssVerify(key().libctx(), *md, *md, salt, d.data(),
-                         key().bits(), absl::MakeSpan(em));
+    return EmsaPssVerify(key().libctx(), *md, *md, salt, d.data(), key().bits(),
+                         absl::MakeSpan(em));
   };
   const Bytes em = key().RawPublic(sig);
   EXPECT_THAT(verify(ACCELCRYPT_PSS_SALT_DIGEST, digest, em), IsOk());
@@ -268,7 +269,8 @@ TEST_P(RsaPaddingTest, LibcryptoPssSignaturesVerifyHere) {
   for (size_t at : {size_t{0}, em.size() / 2, em.size() - 1}) {
     Bytes bad = em;
     bad[at] ^= 0x01;
-    EXPECT_TRUE(kit::IsAuthFailed(verify(ACCELCRYPT_PSS_SALT_AUTO, digest, bad)))
+    EXPECT_TRUE(
+        kit::IsAuthFailed(verify(ACCELCRYPT_PSS_SALT_AUTO, digest, bad)))
         << "bit flipped at " << at;
   }
 }
@@ -284,10 +286,10 @@ TEST_P(RsaPaddingTest, PssSaltThatDoesNotFitIsRefused) {
                             key().bits(), absl::MakeSpan(em)),
               IsOk());
   Bytes em2(key().len(), 0);
-  EXPECT_THAT(EmsaPssEncode(key().libctx(), *md, *md, largest + 1,
-                            digest.data(), key().bits(), absl::MakeSpan(em2)),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("does not fit")));
+  EXPECT_THAT(
+      EmsaPssEncode(key().libctx(), *md, *md, largest + 1, digest.data(),
+                    key().bits(), absl::MakeSpan(em2)),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("does not fit")));
 }
 
 TEST_P(RsaPaddingTest, OaepBothWaysWithALabel) {
@@ -313,8 +315,8 @@ TEST_P(RsaPaddingTest, OaepBothWaysWithALabel) {
   ASSERT_THAT(at, IsOk());
   EXPECT_EQ(Bytes(em2.begin() + *at, em2.end()), msg);
   // A changed byte anywhere, or another label: one error, the same text.
-  for (size_t at_byte : {size_t{0}, size_t{1}, key().len() / 2,
-                         key().len() - 1}) {
+  for (size_t at_byte :
+       {size_t{0}, size_t{1}, key().len() / 2, key().len() - 1}) {
     Bytes bad = key().RawPrivate(ct2);
     bad[at_byte] ^= 0x40;
     EXPECT_THAT(RsaesDecode(key().libctx(), params, absl::MakeSpan(bad)),
@@ -383,11 +385,10 @@ TEST_P(RsaPaddingTest, Pkcs1Type2BothWays) {
 TEST_P(RsaPaddingTest, MessagesTooLongAreRefused) {
   Bytes em(key().len(), 0);
   const Bytes pkcs1 = Message(key().len() - 10);
-  EXPECT_THAT(RsaesEncode(key().libctx(),
-                          Params(ACCELCRYPT_PAD_PKCS1, 0, nullptr),
-                          pkcs1.data(), pkcs1.size(), absl::MakeSpan(em)),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       "pkcs11: message too long"));
+  EXPECT_THAT(
+      RsaesEncode(key().libctx(), Params(ACCELCRYPT_PAD_PKCS1, 0, nullptr),
+                  pkcs1.data(), pkcs1.size(), absl::MakeSpan(em)),
+      StatusIs(absl::StatusCode::kInvalidArgument, "pkcs11: message too long"));
   const accelcrypt_pkey_params oaep =
       Params(ACCELCRYPT_PAD_OAEP, ACCELCRYPT_ALG_SHA1, nullptr);
   const Bytes fits = Message(key().len() - 2 * 20 - 2);
@@ -402,12 +403,12 @@ TEST_P(RsaPaddingTest, MessagesTooLongAreRefused) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "pkcs11: message too long for OAEP"));
   Bytes em4(key().len(), 0);
-  EXPECT_THAT(RsaesEncode(key().libctx(),
-                          Params(ACCELCRYPT_PAD_OAEP, ACCELCRYPT_ALG_DSA_SIGN,
-                                 nullptr),
-                          fits.data(), fits.size(), absl::MakeSpan(em4)),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       "pkcs11: OAEP needs a SHA digest"));
+  EXPECT_THAT(
+      RsaesEncode(key().libctx(),
+                  Params(ACCELCRYPT_PAD_OAEP, ACCELCRYPT_ALG_DSA_SIGN, nullptr),
+                  fits.data(), fits.size(), absl::MakeSpan(em4)),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               "pkcs11: OAEP needs a SHA digest"));
 }
 
 }  // namespace

@@ -42,7 +42,8 @@ absl::StatusOr<std::unique_ptr<SoftHsm>> SoftHsm::Create() {
     return absl::UnavailableError(
         "SoftHSMv2 not used (ACCELCRYPT_TEST_NO_SOFTHSM is set)");
   }
-  if (access(kModule, R_OK) != 0 || access("/usr/bin/softhsm2-util", X_OK) != 0) {
+  if (access(kModule, R_OK) != 0 ||
+      access("/usr/bin/softhsm2-util", X_OK) != 0) {
     return absl::UnavailableError(
         "SoftHSMv2 is not installed (Debian package softhsm2)");
   }
@@ -67,9 +68,8 @@ absl::StatusOr<std::unique_ptr<SoftHsm>> SoftHsm::Create() {
       "--pin %s >%s/init.log 2>&1",
       kLabel, kPin, hsm->dir_);
   if (std::system(cmd.c_str()) != 0) {
-    return absl::UnavailableError(
-        absl::StrFormat("softhsm2-util --init-token failed (see %s/init.log)",
-                        hsm->dir_));
+    return absl::UnavailableError(absl::StrFormat(
+        "softhsm2-util --init-token failed (see %s/init.log)", hsm->dir_));
   }
   hsm->pin_file_ = hsm->dir_ + "/pin";
   std::ofstream(hsm->pin_file_) << kPin << "\n";
@@ -158,8 +158,8 @@ absl::Status SoftHsm::Import(const KeyMaterial& key, const std::string& label,
 }
 
 KeyMaterial RsaKey(int bits) {
-  EVP_PKEY* pkey = EVP_PKEY_Q_keygen(nullptr, nullptr, "RSA",
-                                     static_cast<size_t>(bits));
+  EVP_PKEY* pkey =
+      EVP_PKEY_Q_keygen(nullptr, nullptr, "RSA", static_cast<size_t>(bits));
   KeyMaterial k;
   if (pkey == nullptr) return k;
   k.n = Param(pkey, OSSL_PKEY_PARAM_RSA_N);

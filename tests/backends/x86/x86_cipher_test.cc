@@ -441,7 +441,8 @@ TEST_P(X86CipherTest, StreamingModesMatchOpenSsl) {
           ASSERT_EQ(c.Init(enc, key, iv), ACCELCRYPT_OK);
           Bytes storage(len + 4);
           uint8_t* buf = storage.data() + (round % 4);
-          if (len > 0) memcpy(buf, in.data(), len);  // in.data() is null when empty
+          if (len > 0)
+            memcpy(buf, in.data(), len);  // in.data() is null when empty
           size_t off = 0;
           std::unique_ptr<Cipher> cur;
           Cipher* active = &c;

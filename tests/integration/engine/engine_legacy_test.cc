@@ -101,9 +101,9 @@ TEST_F(EngineLegacyTest, RsaSignMatchesOpenSsl) {
       uint8_t digest[SHA256_DIGEST_LENGTH];
       ASSERT_EQ(RAND_bytes(digest, sizeof(digest)), 1);
       unsigned int len = 0, ref_len = 0;
-      ASSERT_EQ(RSA_sign(NID_sha256, digest, sizeof(digest), sig.data(), &len,
-                         rsa),
-                1)
+      ASSERT_EQ(
+          RSA_sign(NID_sha256, digest, sizeof(digest), sig.data(), &len, rsa),
+          1)
           << Errors();
       // PKCS#1 v1.5 signatures are deterministic (RFC 8017 section 8.2).
       ASSERT_EQ(RSA_sign(NID_sha256, digest, sizeof(digest), ref.data(),
@@ -116,14 +116,14 @@ TEST_F(EngineLegacyTest, RsaSignMatchesOpenSsl) {
                 1)
           << Errors();
       // The engine's own verify (routed RSAVP1 + padding check).
-      EXPECT_EQ(RSA_verify(NID_sha256, digest, sizeof(digest), sig.data(), len,
-                           rsa),
-                1)
+      EXPECT_EQ(
+          RSA_verify(NID_sha256, digest, sizeof(digest), sig.data(), len, rsa),
+          1)
           << Errors();
       sig[len / 2] ^= 0x01;
-      EXPECT_NE(RSA_verify(NID_sha256, digest, sizeof(digest), sig.data(), len,
-                           rsa),
-                1);
+      EXPECT_NE(
+          RSA_verify(NID_sha256, digest, sizeof(digest), sig.data(), len, rsa),
+          1);
       ERR_clear_error();
     }
     RSA_free(plain);

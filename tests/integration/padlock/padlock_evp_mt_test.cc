@@ -38,8 +38,9 @@ namespace {
 
 using Bytes = std::vector<uint8_t>;
 
-// The emulator's statistics (tests/backends/padlock/emulator/padlock_emu.h), looked up
-// at run time: this binary must not link the emulator, the preload brings it.
+// The emulator's statistics (tests/backends/padlock/emulator/padlock_emu.h),
+// looked up at run time: this binary must not link the emulator, the preload
+// brings it.
 struct EmuStats {
   uint64_t xcrypt_traps;
   uint64_t xsha_traps;
@@ -70,8 +71,8 @@ const char* const kCiphers[] = {
     "AES-128-ECB", "AES-192-ECB", "AES-256-ECB", "AES-128-CBC", "AES-192-CBC",
     "AES-256-CBC", "AES-128-CFB", "AES-192-CFB", "AES-256-CFB", "AES-128-OFB",
     "AES-192-OFB", "AES-256-OFB", "AES-128-CTR", "AES-192-CTR", "AES-256-CTR"};
-const size_t kSizes[] = {0, 1, 15, 16, 17, 63, 64, 65, 511, 512, 513, 4095,
-                         4096, 4097, 9000};
+const size_t kSizes[] = {0,   1,   15,  16,   17,   63,   64,  65,
+                         511, 512, 513, 4095, 4096, 4097, 9000};
 
 // Crypt runs `name` through EVP with `propq`, in `chunk`-byte updates.
 // Returns false on any EVP failure.
@@ -80,10 +81,10 @@ bool Crypt(const char* name, const char* propq, bool enc, const Bytes& key,
   EVP_CIPHER* cipher = EVP_CIPHER_fetch(nullptr, name, propq);
   if (cipher == nullptr) return false;
   EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
-  bool ok = ctx != nullptr &&
-            EVP_CipherInit_ex2(ctx, cipher, key.data(),
-                               iv.empty() ? nullptr : iv.data(), enc ? 1 : 0,
-                               nullptr) == 1;
+  bool ok =
+      ctx != nullptr && EVP_CipherInit_ex2(ctx, cipher, key.data(),
+                                           iv.empty() ? nullptr : iv.data(),
+                                           enc ? 1 : 0, nullptr) == 1;
   out->assign(in.size() + 32, 0);
   size_t done = 0;
   int n = 0;
@@ -132,14 +133,13 @@ bool Gcm(const char* name, const char* propq, bool enc, const Bytes& key,
   return ok;
 }
 
-bool Digest(const char* name, const char* propq, const Bytes& in,
-            Bytes* out) {
+bool Digest(const char* name, const char* propq, const Bytes& in, Bytes* out) {
   EVP_MD* md = EVP_MD_fetch(nullptr, name, propq);
   if (md == nullptr) return false;
   unsigned int len = 0;
   out->assign(EVP_MAX_MD_SIZE, 0);
-  const bool ok = EVP_Digest(in.data(), in.size(), out->data(), &len, md,
-                             nullptr) == 1;
+  const bool ok =
+      EVP_Digest(in.data(), in.size(), out->data(), &len, md, nullptr) == 1;
   out->resize(len);
   EVP_MD_free(md);
   return ok;
@@ -199,8 +199,8 @@ std::string Work(unsigned seed, int rounds) {
         acc != ref || tag_acc != tag_ref) {
       return std::string(gcm) + "/" + std::to_string(n) + ": seal differs";
     }
-    if (!Gcm(gcm, "provider=accelcrypt", false, gkey, giv, aad, ref,
-             &tag_ref, &opened) ||
+    if (!Gcm(gcm, "provider=accelcrypt", false, gkey, giv, aad, ref, &tag_ref,
+             &opened) ||
         opened != in) {
       return std::string(gcm) + "/" + std::to_string(n) + ": open failed";
     }
@@ -220,7 +220,8 @@ std::string Work(unsigned seed, int rounds) {
   const Bytes k1 = RandomBytes(rng, 32), k2 = RandomBytes(rng, 32);
   const Bytes iv1 = RandomBytes(rng, 16), iv2 = RandomBytes(rng, 16);
   const Bytes in = RandomBytes(rng, 4096);
-  EVP_CIPHER* c = EVP_CIPHER_fetch(nullptr, "AES-256-CBC", "provider=accelcrypt");
+  EVP_CIPHER* c =
+      EVP_CIPHER_fetch(nullptr, "AES-256-CBC", "provider=accelcrypt");
   EVP_CIPHER_CTX* a = EVP_CIPHER_CTX_new();
   EVP_CIPHER_CTX* b = EVP_CIPHER_CTX_new();
   Bytes oa(4096 + 16), ob(4096 + 16);

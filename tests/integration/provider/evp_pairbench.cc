@@ -139,8 +139,8 @@ int main(int argc, char** argv) {
     for (Side& s : sides) {
       auto t0 = std::chrono::steady_clock::now();
       if (!Run(&s, buf.data(), len, n)) return Fail("EVP call");
-      s.ns_per_call.push_back(
-          Seconds(t0, std::chrono::steady_clock::now()) * 1e9 / n);
+      s.ns_per_call.push_back(Seconds(t0, std::chrono::steady_clock::now()) *
+                              1e9 / n);
     }
   }
   double min_a = *std::min_element(sides[0].ns_per_call.begin(),

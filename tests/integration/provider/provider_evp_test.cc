@@ -4,9 +4,9 @@
 // provider active next to ours). Every result is compared with OpenSSL's
 // default provider fetched explicitly with "provider=default". Links
 // libcrypto only: no accelcrypt internals.
+#include <openssl/core_dispatch.h>
 #include <openssl/core_names.h>
 #include <openssl/err.h>
-#include <openssl/core_dispatch.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
 #include <openssl/provider.h>
@@ -739,8 +739,8 @@ TEST_F(ProviderEvpTest, GcmTagAfterFinalAcrossMessages) {
     CtxPtr ref(EVP_CIPHER_CTX_new());
     Bytes want_ct(pt.size() + 16), want_tag(16), ct(pt.size() + 16), tag(16);
     int n = 0;
-    ASSERT_TRUE(EVP_EncryptInit_ex2(ref.get(), def.get(), key.data(),
-                                    iv.data(), nullptr));
+    ASSERT_TRUE(EVP_EncryptInit_ex2(ref.get(), def.get(), key.data(), iv.data(),
+                                    nullptr));
     ASSERT_TRUE(EVP_EncryptUpdate(ref.get(), nullptr, &n, aad.data(),
                                   static_cast<int>(aad.size())));
     ASSERT_TRUE(EVP_EncryptUpdate(ref.get(), want_ct.data(), &n, pt.data(),
@@ -890,16 +890,16 @@ TEST_F(ProviderEvpTest, TlsGcmIvGenWritesOnlyIntoTheCallersBuffer) {
   CipherPtr acc = Fetch("AES-128-GCM", kAccel);
   const Bytes key = Random(16, 93), fixed = Random(4, 94);
   CtxPtr ctx(EVP_CIPHER_CTX_new());
-  ASSERT_TRUE(
-      EVP_CipherInit_ex2(ctx.get(), acc.get(), key.data(), nullptr, 1, nullptr));
+  ASSERT_TRUE(EVP_CipherInit_ex2(ctx.get(), acc.get(), key.data(), nullptr, 1,
+                                 nullptr));
   Bytes fixed_copy = fixed;
   ASSERT_EQ(EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_SET_IV_FIXED, 4,
                                 fixed_copy.data()),
             1)
       << LastReason();
   Bytes first(8), second(8);
-  ASSERT_EQ(EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_IV_GEN, 8, first.data()),
-            1)
+  ASSERT_EQ(
+      EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_IV_GEN, 8, first.data()), 1)
       << LastReason();
   ASSERT_EQ(
       EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_IV_GEN, 8, second.data()), 1)
@@ -1218,8 +1218,8 @@ TEST_F(ProviderEvpTest, DigestMisuseIsRefusedAndRecoverable) {
     const Bytes msg = Random(300, 77);
     uint8_t want[64], got[64];
     unsigned int wl = 0, gl = 0;
-    ASSERT_TRUE(EVP_Digest(msg.data(), msg.size(), want, &wl, def.get(),
-                           nullptr));
+    ASSERT_TRUE(
+        EVP_Digest(msg.data(), msg.size(), want, &wl, def.get(), nullptr));
     EVP_MD_CTX* ctx = EVP_MD_CTX_new();
     ASSERT_TRUE(EVP_DigestInit_ex2(ctx, acc.get(), nullptr));
     ERR_clear_error();
@@ -1253,8 +1253,8 @@ TEST_F(ProviderEvpTest, DigestDispatchOneShotAndShortOutput) {
   const OSSL_PROVIDER* prov = EVP_MD_get0_provider(md.get());
   void* provctx = OSSL_PROVIDER_get0_provider_ctx(prov);
   int no_cache = 0;
-  const OSSL_ALGORITHM* algs = OSSL_PROVIDER_query_operation(
-      prov, OSSL_OP_DIGEST, &no_cache);
+  const OSSL_ALGORITHM* algs =
+      OSSL_PROVIDER_query_operation(prov, OSSL_OP_DIGEST, &no_cache);
   ASSERT_NE(algs, nullptr);
   const OSSL_DISPATCH* fns = nullptr;
   for (const OSSL_ALGORITHM* a = algs; a->algorithm_names != nullptr; ++a) {
@@ -1295,8 +1295,8 @@ TEST_F(ProviderEvpTest, DigestDispatchOneShotAndShortOutput) {
   MdPtr def(EVP_MD_fetch(nullptr, "SHA2-256", kDefault));
   const Bytes msg = Random(100, 55);
   uint8_t want[32];
-  ASSERT_TRUE(EVP_Digest(msg.data(), msg.size(), want, nullptr, def.get(),
-                         nullptr));
+  ASSERT_TRUE(
+      EVP_Digest(msg.data(), msg.size(), want, nullptr, def.get(), nullptr));
   uint8_t out[64] = {0};
   size_t outl = 0;
   ASSERT_EQ(oneshot(provctx, msg.data(), msg.size(), out, &outl, sizeof(out)),

@@ -5,9 +5,10 @@
 // Both modules are dlopen'ed and C_Initialize'd (CKF_OS_LOCKING_OK), each
 // gets a fresh token in its own temp dir (C_InitToken, C_InitPIN, C_Login),
 // an imported AES-128 key (a session object and a token object with the
-// same value) and a generated RSA-2048 key pair (session objects). Before timing, each module's results are checked (AES-CBC and
-// SHA-256 against libcrypto, the RSA signature with C_Verify), so a module
-// that is fast but wrong cannot win.
+// same value) and a generated RSA-2048 key pair (session objects). Before
+// timing, each module's results are checked (AES-CBC and SHA-256 against
+// libcrypto, the RSA signature with C_Verify), so a module that is fast but
+// wrong cannot win.
 //
 // Cases (one session per thread, every iteration a complete operation):
 //   aes-128-cbc/N   C_EncryptInit(CKM_AES_CBC) + C_Encrypt, N = 16, 1024, 8192

@@ -13,10 +13,10 @@
 
 namespace accelcrypt::testing {
 
-// AccelcryptToken is the TokenFixture (tests/backends/pkcs11/token_fixture.h) of
-// accelcrypt's own PKCS#11 module, the counterpart of SoftHsm
-// (tests/backends/pkcs11/softhsm_fixture.h): one token in a temporary directory,
-// initialised for one test binary and removed on destruction.
+// AccelcryptToken is the TokenFixture (tests/backends/pkcs11/token_fixture.h)
+// of accelcrypt's own PKCS#11 module, the counterpart of SoftHsm
+// (tests/backends/pkcs11/softhsm_fixture.h): one token in a temporary
+// directory, initialised for one test binary and removed on destruction.
 //
 // Create writes <dir>/p11.conf and points $ACCELCRYPT_PKCS11_CONF at it
 // (inherited by child processes such as pkcs11-tool):

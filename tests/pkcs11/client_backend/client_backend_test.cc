@@ -25,8 +25,8 @@
 #include "core/status.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tests/pkcs11/client_backend/accelcrypt_token.h"
 #include "tests/backends/pkcs11/softhsm_fixture.h"
+#include "tests/pkcs11/client_backend/accelcrypt_token.h"
 #include "tests/support/test_env.h"
 
 namespace accelcrypt::testing {

@@ -122,8 +122,8 @@ TEST_P(CoherenceTest, EncryptTurnedOffByAnotherProcessIsRefusedHere) {
   bool encrypt = false;
   ASSERT_CKR(CKR_OK, GetBool(f(), h, key, CKA_ENCRYPT, &encrypt));
   ASSERT_TRUE(encrypt);
-  ASSERT_EQ(0, Elsewhere("set-false", "revoked-key",
-                         std::to_string(CKA_ENCRYPT)));
+  ASSERT_EQ(0,
+            Elsewhere("set-false", "revoked-key", std::to_string(CKA_ENCRYPT)));
 
   encrypt = true;
   ASSERT_CKR(CKR_OK, GetBool(f(), h, key, CKA_ENCRYPT, &encrypt));
@@ -133,8 +133,7 @@ TEST_P(CoherenceTest, EncryptTurnedOffByAnotherProcessIsRefusedHere) {
   ASSERT_CKR(CKR_OK, f()->C_DecryptInit(h, &ecb, key));
   Bytes pt(16);
   CK_ULONG len = pt.size();
-  ASSERT_CKR(CKR_OK,
-             f()->C_Decrypt(h, ct.data(), ct.size(), pt.data(), &len));
+  ASSERT_CKR(CKR_OK, f()->C_Decrypt(h, ct.data(), ct.size(), pt.data(), &len));
   EXPECT_EQ(Bytes(16, 0x11), pt);
 }
 
@@ -168,8 +167,7 @@ TEST_P(CoherenceTest, SignTurnedOffByAnotherProcessIsRefusedHere) {
   Bytes msg = {'m', 's', 'g'}, sig(256);
   CK_ULONG len = sig.size();
   ASSERT_CKR(CKR_OK, f()->C_SignInit(h, &sha_rsa, priv_key));
-  ASSERT_CKR(CKR_OK,
-             f()->C_Sign(h, msg.data(), msg.size(), sig.data(), &len));
+  ASSERT_CKR(CKR_OK, f()->C_Sign(h, msg.data(), msg.size(), sig.data(), &len));
   ASSERT_EQ(0, Elsewhere("set-false", "sign-key", std::to_string(CKA_SIGN)));
 
   bool sign = true;
@@ -209,9 +207,9 @@ TEST_P(CoherenceTest, PinChangedByAnotherProcessDecidesTheNextLogin) {
       .Bool(CKA_PRIVATE, true)
       .Str(CKA_LABEL, "after-change-0")
       .Str(CKA_APPLICATION, "p11-conformance")
-      .Bytes(CKA_VALUE, Bytes{'a', 'f', 't', 'e', 'r', '-', 'c', 'h', 'a',
-                              'n', 'g', 'e', '-', '0', '/', 'p', 'a', 'y',
-                              'l', 'o', 'a', 'd'});
+      .Bytes(CKA_VALUE,
+             Bytes{'a', 'f', 't', 'e', 'r', '-', 'c', 'h', 'a', 'n', 'g',
+                   'e', '-', '0', '/', 'p', 'a', 'y', 'l', 'o', 'a', 'd'});
   CK_OBJECT_HANDLE obj;
   ASSERT_CKR(CKR_OK, f()->C_CreateObject(h, data.data(), data.size(), &obj));
 

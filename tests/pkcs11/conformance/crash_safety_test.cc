@@ -124,14 +124,15 @@ TEST_P(CrashSafetyTest, RandomKillsOfConcurrentWritersLoseNothing) {
   const auto start = std::chrono::steady_clock::now();
   int kills = 0, runs = 0, mid_run = 0;
   std::map<std::string, int> reported;
-  while (kills < kMinKills && std::chrono::steady_clock::now() - start < kBudget) {
+  while (kills < kMinKills &&
+         std::chrono::steady_clock::now() - start < kBudget) {
     Writer w[2];
     for (int i = 0; i < 2; ++i) {
       w[i].prefix = "r" + std::to_string(runs) + (i == 0 ? "a" : "b");
-      w[i].child = SpawnHelper(
-          {ModulePath(kind()), "create", std::string(kLabel),
-           std::string(kUserPin), w[i].prefix, "1000000", go},
-          true);
+      w[i].child =
+          SpawnHelper({ModulePath(kind()), "create", std::string(kLabel),
+                       std::string(kUserPin), w[i].prefix, "1000000", go},
+                      true);
       ASSERT_GT(w[i].child.pid, 0);
     }
     for (Writer& wr : w) {
@@ -165,8 +166,8 @@ TEST_P(CrashSafetyTest, RandomKillsOfConcurrentWritersLoseNothing) {
   const Bytes payload = {'/', 'p', 'a', 'y', 'l', 'o', 'a', 'd'};
   auto scan = [&](const char* when) {
     int files = 0;
-    for (const auto& entry : std::filesystem::recursive_directory_iterator(
-             env().token_dir())) {
+    for (const auto& entry :
+         std::filesystem::recursive_directory_iterator(env().token_dir())) {
       if (!entry.is_regular_file()) continue;
       ++files;
       Bytes bytes = FileBytes(entry.path());
@@ -189,12 +190,11 @@ TEST_P(CrashSafetyTest, RandomKillsOfConcurrentWritersLoseNothing) {
   ASSERT_TRUE(std::filesystem::exists(db)) << db;
   {
     sqlite3* conn = nullptr;
-    ASSERT_EQ(SQLITE_OK,
-              sqlite3_open_v2(db.c_str(), &conn, SQLITE_OPEN_READWRITE,
-                              nullptr));
+    ASSERT_EQ(SQLITE_OK, sqlite3_open_v2(db.c_str(), &conn,
+                                         SQLITE_OPEN_READWRITE, nullptr));
     sqlite3_stmt* s = nullptr;
-    ASSERT_EQ(SQLITE_OK, sqlite3_prepare_v2(conn, "PRAGMA integrity_check",
-                                            -1, &s, nullptr));
+    ASSERT_EQ(SQLITE_OK, sqlite3_prepare_v2(conn, "PRAGMA integrity_check", -1,
+                                            &s, nullptr));
     std::string verdict;
     while (sqlite3_step(s) == SQLITE_ROW) {
       verdict += reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
@@ -254,12 +254,12 @@ TEST_P(CrashSafetyTest, RandomKillsOfConcurrentWritersLoseNothing) {
   ASSERT_CKR(CKR_OK, Finalize());
 
   EXPECT_GE(scan("at the end"), 1);
-  std::printf("[ info ] %d runs, %d kills (%d after the first object), %d "
-              "objects reported created, %zu found, %.1f s\n",
-              runs, kills, mid_run, total_reported, found.size(),
-              std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                            start)
-                  .count());
+  std::printf(
+      "[ info ] %d runs, %d kills (%d after the first object), %d "
+      "objects reported created, %zu found, %.1f s\n",
+      runs, kills, mid_run, total_reported, found.size(),
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count());
 }
 
 INSTANTIATE_TEST_SUITE_P(

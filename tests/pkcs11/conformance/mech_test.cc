@@ -602,13 +602,12 @@ TEST_P(MechTest, SizeQueryKeepsOperationSinglePart) {
   CK_MECHANISM ecb = {CKM_AES_ECB, nullptr, 0};
   ASSERT_CKR(CKR_OK, f()->C_EncryptInit(h_, &ecb, k));
   len = 0;
-  ASSERT_CKR(CKR_OK,
-             f()->C_Encrypt(h_, msg.data(), msg.size(), nullptr, &len));
+  ASSERT_CKR(CKR_OK, f()->C_Encrypt(h_, msg.data(), msg.size(), nullptr, &len));
   EXPECT_GE(len, 32u);
   len = out.size();
-  EXPECT_CKR(CKR_OPERATION_ACTIVE,
-             f()->C_EncryptUpdate(h_, msg.data(), msg.size(), out.data(),
-                                  &len));
+  EXPECT_CKR(
+      CKR_OPERATION_ACTIVE,
+      f()->C_EncryptUpdate(h_, msg.data(), msg.size(), out.data(), &len));
   len = out.size();
   EXPECT_CKR(CKR_OPERATION_ACTIVE, f()->C_EncryptFinal(h_, out.data(), &len));
   len = out.size();
@@ -616,7 +615,8 @@ TEST_P(MechTest, SizeQueryKeepsOperationSinglePart) {
              f()->C_Encrypt(h_, msg.data(), msg.size(), out.data(), &len));
   ASSERT_EQ(32u, len);
   Bytes ct(out.begin(), out.begin() + 32);
-  EXPECT_EQ(Bytes(ct.begin(), ct.begin() + 16), Bytes(ct.begin() + 16, ct.end()));
+  EXPECT_EQ(Bytes(ct.begin(), ct.begin() + 16),
+            Bytes(ct.begin() + 16, ct.end()));
 
   ASSERT_CKR(CKR_OK, f()->C_DecryptInit(h_, &ecb, k));
   len = 0;
@@ -628,7 +628,8 @@ TEST_P(MechTest, SizeQueryKeepsOperationSinglePart) {
   len = out.size();
   EXPECT_CKR(CKR_OPERATION_ACTIVE, f()->C_DecryptFinal(h_, out.data(), &len));
   len = out.size();
-  ASSERT_CKR(CKR_OK, f()->C_Decrypt(h_, ct.data(), ct.size(), out.data(), &len));
+  ASSERT_CKR(CKR_OK,
+             f()->C_Decrypt(h_, ct.data(), ct.size(), out.data(), &len));
   EXPECT_EQ(msg, Bytes(out.begin(), out.begin() + len));
 
   // Sign (HMAC-SHA-256), checked against libcrypto.
@@ -645,8 +646,7 @@ TEST_P(MechTest, SizeQueryKeepsOperationSinglePart) {
   len = out.size();
   EXPECT_CKR(CKR_OPERATION_ACTIVE, f()->C_SignFinal(h_, out.data(), &len));
   len = out.size();
-  ASSERT_CKR(CKR_OK,
-             f()->C_Sign(h_, msg.data(), msg.size(), out.data(), &len));
+  ASSERT_CKR(CKR_OK, f()->C_Sign(h_, msg.data(), msg.size(), out.data(), &len));
   Bytes mac(32);
   unsigned int mlen = 0;
   HMAC(EVP_sha256(), mkey.data(), static_cast<int>(mkey.size()), msg.data(),

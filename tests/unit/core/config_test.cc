@@ -260,10 +260,13 @@ TEST(ConfigValidateTest, BadTypeAndRangeAreErrors) {
       {"replay_max = -1", "replay_max = -1 is out of range"},
       {"breaker_threshold = 0", "breaker_threshold = 0 is out of range"},
       {"log_level = 9", "log_level = 9 is out of range"},
-      {"selftest = yes", "selftest = 'yes' is not supported (want one of: first-use, load, 1, 0)"},
+      {"selftest = yes",
+       "selftest = 'yes' is not supported (want one of: first-use, load, 1, "
+       "0)"},
       {"policy = bogus", "policy = 'bogus' is not supported"},
       {"backends = soft/ware", "is not a backend name"},
-      {"route.aes-999-xyz = software", "unknown algorithm in route.aes-999-xyz"},
+      {"route.aes-999-xyz = software",
+       "unknown algorithm in route.aes-999-xyz"},
   };
   for (const Case& c : cases) {
     TempConf conf(std::string("[accelcrypt]\n") + c.line + "\n");

@@ -100,15 +100,17 @@ TEST(DirectDigestTest, X86OffersOneForEachDigestItDeclares) {
 }
 
 TEST(DirectDigestTest, RouterHandsOutTheFirstBackendsAndCountsThere) {
-  ASSERT_OK_AND_ASSIGN(auto core, FailingCore("correct", {{"selftest", "load"}}));
+  ASSERT_OK_AND_ASSIGN(auto core,
+                       FailingCore("correct", {{"selftest", "load"}}));
   const AlgorithmInfo& info = *FindAlgorithm(ACCELCRYPT_ALG_SHA256);
   Router::DirectDigest direct = core->router().Direct(info);
   ASSERT_NE(direct.fn, nullptr);
   ASSERT_NE(direct.counter, nullptr);
   std::vector<uint8_t> msg(1000, 0x61);
   std::vector<uint8_t> want(info.digest_len);
-  ASSERT_OK(core->registry().Find("software")->DigestOneShot(
-      info.id, msg, absl::MakeSpan(want)));
+  ASSERT_OK(core->registry()
+                .Find("software")
+                ->DigestOneShot(info.id, msg, absl::MakeSpan(want)));
   EXPECT_EQ(HashDirect(*direct.fn, info, msg), want);
   // The cell is failing's, the route's first backend.
   direct.counter->Add(msg.size());
@@ -128,8 +130,7 @@ TEST(DirectDigestTest, NoneWhenTheFirstBackendOffersNone) {
                        FailingCore("none", {{"backends", "software,failing"},
                                             {"selftest", "load"}}));
   for (const AlgorithmInfo* info : Digests()) {
-    EXPECT_NE(software_first->router().Direct(*info).fn, nullptr)
-        << info->name;
+    EXPECT_NE(software_first->router().Direct(*info).fn, nullptr) << info->name;
   }
 }
 
@@ -161,10 +162,12 @@ TEST(DirectDigestTest, FirstUseSelfTestRefusesAWrongOneBeforeItServes) {
       << "handed out before its self-test ran";
   EXPECT_EQ(core->router().SelfTestStateOf(0, info),
             Router::SelfTestState::kPending);
-  std::vector<uint8_t> msg(3, 0x61), got(info.digest_len), want(info.digest_len);
+  std::vector<uint8_t> msg(3, 0x61), got(info.digest_len),
+      want(info.digest_len);
   ASSERT_OK(core->router().DigestOneShot(info, msg, absl::MakeSpan(got)));
-  ASSERT_OK(core->registry().Find("software")->DigestOneShot(
-      info.id, msg, absl::MakeSpan(want)));
+  ASSERT_OK(core->registry()
+                .Find("software")
+                ->DigestOneShot(info.id, msg, absl::MakeSpan(want)));
   EXPECT_EQ(got, want);
   ASSERT_EQ(core->router().backend_at(0)->name(), "failing");
   EXPECT_EQ(core->router().SelfTestStateOf(0, info),
@@ -187,9 +190,9 @@ TEST(DirectDigestTest, FirstUseSelfTestRefusesAWrongOneBeforeItServes) {
                j["backends"]["failing"]["SHA2-256"]["ops"] != 0)
       << j.dump();
   // Other digests are still pending: only what was used was tested.
-  EXPECT_EQ(core->router().SelfTestStateOf(
-                0, *FindAlgorithm(ACCELCRYPT_ALG_SHA512)),
-            Router::SelfTestState::kPending);
+  EXPECT_EQ(
+      core->router().SelfTestStateOf(0, *FindAlgorithm(ACCELCRYPT_ALG_SHA512)),
+      Router::SelfTestState::kPending);
 }
 
 TEST(DirectDigestTest, SelfTestDropsAWrongOne) {
@@ -208,8 +211,9 @@ TEST(DirectDigestTest, SelfTestDropsAWrongOne) {
               ::testing::ElementsAre("software"));
   ASSERT_NE(core->router().Direct(info).fn, nullptr);
   std::vector<uint8_t> msg(3, 0x61), want(info.digest_len);
-  ASSERT_OK(core->registry().Find("software")->DigestOneShot(
-      info.id, msg, absl::MakeSpan(want)));
+  ASSERT_OK(core->registry()
+                .Find("software")
+                ->DigestOneShot(info.id, msg, absl::MakeSpan(want)));
   EXPECT_EQ(HashDirect(*core->router().Direct(info).fn, info, msg), want);
 }
 
@@ -223,8 +227,8 @@ TEST(DirectDigestTest, VectorRunnerCatchesAWrongOne) {
   for (const VectorSuite& suite : suites) {
     if (suite.relative != "sha/SHA256ShortMsg.rsp") continue;
     ++files;
-    ASSERT_OK_AND_ASSIGN(VectorResult r,
-                         RunVectorSuite(*failing, suite, ACCELCRYPT_ALG_SHA256));
+    ASSERT_OK_AND_ASSIGN(
+        VectorResult r, RunVectorSuite(*failing, suite, ACCELCRYPT_ALG_SHA256));
     EXPECT_EQ(r.passed, 0u);
     EXPECT_GT(r.failed, 0u);
     ASSERT_FALSE(r.failures.empty());

@@ -146,7 +146,8 @@ TEST_F(ModuleCheckTest, DirectoryAndMissingAreRefused) {
 // succeeds, the good module loads, each broken file is one event with its
 // reason, and the process is still here.
 TEST_F(ModuleCheckTest, RegistrySkipsBrokenFilesWithEvents) {
-  Write("a-truncated.so", std::vector<char>(good_.begin(), good_.begin() + 4096));
+  Write("a-truncated.so",
+        std::vector<char>(good_.begin(), good_.begin() + 4096));
   Write("b-notelf.so", std::vector<char>(100, 'x'));
   Write("c-arm.so", WrongMachine());
   // A real shared object without accelcrypt_backend_entry: the PKCS#11
@@ -158,8 +159,8 @@ TEST_F(ModuleCheckTest, RegistrySkipsBrokenFilesWithEvents) {
   Write("e-failing.so", good_);
   unsetenv("ACCELCRYPT_FAILING_FAIL_INIT");
   unsetenv("ACCELCRYPT_FAILING_MODE");
-  auto registry = Registry::Create(BuildTreeConfig(
-      {{"backend_dir", dir_.string()}, {"selftest", "0"}}));
+  auto registry = Registry::Create(
+      BuildTreeConfig({{"backend_dir", dir_.string()}, {"selftest", "0"}}));
   ASSERT_TRUE(registry.ok()) << registry.status();
   std::map<std::string, std::string> why;
   for (const LoadEvent& ev : (*registry)->events()) {
@@ -167,7 +168,8 @@ TEST_F(ModuleCheckTest, RegistrySkipsBrokenFilesWithEvents) {
   }
   EXPECT_THAT(why["a-truncated.so"], HasSubstr("not loaded: truncated"));
   EXPECT_THAT(why["b-notelf.so"], HasSubstr("not loaded: not an ELF file"));
-  EXPECT_THAT(why["c-arm.so"], HasSubstr("not loaded: built for another machine"));
+  EXPECT_THAT(why["c-arm.so"],
+              HasSubstr("not loaded: built for another machine"));
   if (have_module) {
     EXPECT_THAT(why["d-noentry.so"], HasSubstr("not a backend"));
   } else {

@@ -108,7 +108,8 @@ TEST(RegistryExclusionTest, GlobalDisableIsNotPassedToBackends) {
   if ((*plain)->Find("x86") == nullptr) {
     GTEST_SKIP() << "the x86 backend does not load on this machine";
   }
-  Config with_disable = BuildTreeConfig({{"selftest", "0"}, {"disable", "pkcs11"}});
+  Config with_disable =
+      BuildTreeConfig({{"selftest", "0"}, {"disable", "pkcs11"}});
   auto registry = Registry::Create(with_disable);
   ASSERT_TRUE(registry.ok()) << registry.status();
   std::string events;
@@ -120,8 +121,10 @@ TEST(RegistryExclusionTest, GlobalDisableIsNotPassedToBackends) {
 
 TEST(RegistryExclusionTest, OtherGlobalKeysStillReachBackends) {
   unsetenv("ACCELCRYPT_FAILING_FAIL_INIT");
-  auto registry = Registry::Create(BuildTreeConfig(
-      {{"backend_dir", TestBackendDir()}, {"fail_init", "1"}, {"selftest", "0"}}));
+  auto registry =
+      Registry::Create(BuildTreeConfig({{"backend_dir", TestBackendDir()},
+                                        {"fail_init", "1"},
+                                        {"selftest", "0"}}));
   ASSERT_TRUE(registry.ok()) << registry.status();
   EXPECT_TRUE(InitRan(**registry));
 }

@@ -805,19 +805,19 @@ TEST(RouterTest, FrontEndQueriesAnswerFromTheRoutes) {
   EXPECT_TRUE(rsa.offered);
   EXPECT_EQ(rsa.min_bits, 1024u);
   EXPECT_EQ(rsa.max_bits, 16384u);
-  EXPECT_TRUE(router.OfferedKeys(ACCELCRYPT_ALG_RSA_SIGN, ACCELCRYPT_PAD_PSS)
-                  .offered);
+  EXPECT_TRUE(
+      router.OfferedKeys(ACCELCRYPT_ALG_RSA_SIGN, ACCELCRYPT_PAD_PSS).offered);
   // OAEP is an encryption padding: no backend offers it for signatures.
-  EXPECT_FALSE(router.OfferedKeys(ACCELCRYPT_ALG_RSA_SIGN, ACCELCRYPT_PAD_OAEP)
-                   .offered);
-  EXPECT_TRUE(router.TakesKey(ACCELCRYPT_ALG_RSA_CRYPT, ACCELCRYPT_PAD_OAEP,
-                              2048));
-  EXPECT_FALSE(router.TakesKey(ACCELCRYPT_ALG_RSA_SIGN, ACCELCRYPT_PAD_PKCS1,
-                               512));
-  EXPECT_TRUE(router.TakesKey(ACCELCRYPT_ALG_DSA_SIGN, Router::kAnyPadding,
-                              2048));
-  EXPECT_FALSE(router.TakesKey(ACCELCRYPT_ALG_DSA_SIGN, Router::kAnyPadding,
-                               4096));
+  EXPECT_FALSE(
+      router.OfferedKeys(ACCELCRYPT_ALG_RSA_SIGN, ACCELCRYPT_PAD_OAEP).offered);
+  EXPECT_TRUE(
+      router.TakesKey(ACCELCRYPT_ALG_RSA_CRYPT, ACCELCRYPT_PAD_OAEP, 2048));
+  EXPECT_FALSE(
+      router.TakesKey(ACCELCRYPT_ALG_RSA_SIGN, ACCELCRYPT_PAD_PKCS1, 512));
+  EXPECT_TRUE(
+      router.TakesKey(ACCELCRYPT_ALG_DSA_SIGN, Router::kAnyPadding, 2048));
+  EXPECT_FALSE(
+      router.TakesKey(ACCELCRYPT_ALG_DSA_SIGN, Router::kAnyPadding, 4096));
   // A digest takes no key material.
   EXPECT_FALSE(router.OfferedKeys(ACCELCRYPT_ALG_SHA256).offered);
   // failing.so claims hardware and is routed first for AES and SHA.

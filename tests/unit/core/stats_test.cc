@@ -3,9 +3,9 @@
 
 #include <dirent.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <stdlib.h>
 #include <unistd.h>
 
 #include <cstddef>
@@ -28,8 +28,8 @@ namespace accelcrypt {
 namespace {
 
 using ::accelcrypt::testing::BuildTreeConfig;
-using ::testing::SizeIs;
 using ::accelcrypt::testing::IsOkAndHolds;
+using ::testing::SizeIs;
 
 const AlgorithmInfo& Alg(accelcrypt_alg id) { return *FindAlgorithm(id); }
 
@@ -201,8 +201,9 @@ TEST(StatsTest, ForkedChildCountsOnlyItsOwnWorkAndSurvivesAbruptExit) {
     if (pid == 0) {
       std::vector<uint8_t> m(1000, 2), o(64);
       for (int i = 0; i < 3; ++i) {
-        if (!core->router().DigestOneShot(ACCELCRYPT_ALG_SHA512, m,
-                                          absl::MakeSpan(o)).ok()) {
+        if (!core->router()
+                 .DigestOneShot(ACCELCRYPT_ALG_SHA512, m, absl::MakeSpan(o))
+                 .ok()) {
           _exit(3);
         }
       }
@@ -314,8 +315,9 @@ TEST(StatsTest, LiveStatsToJsonRejectsWhatIsNotAStatsFile) {
   ASSERT_OK(stats.StartLive(dir));
   std::string bytes = ReadFile(stats.live_path());
   ASSERT_OK_AND_ASSIGN(std::string json, LiveStatsToJson(bytes));
-  EXPECT_EQ(nlohmann::json::parse(json)["backends"]["x86"]["AES-128-GCM"]["bytes"],
-            64);
+  EXPECT_EQ(
+      nlohmann::json::parse(json)["backends"]["x86"]["AES-128-GCM"]["bytes"],
+      64);
   // Truncated inside the cells, a wrong version, a backend count beyond the
   // table: refused, not read out of bounds.
   EXPECT_FALSE(LiveStatsToJson(bytes.substr(0, bytes.size() / 2)).ok());

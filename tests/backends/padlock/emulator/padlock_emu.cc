@@ -20,7 +20,8 @@
 // The emulator turns saved register values (greg_t) into addresses and
 // back, with wrapping arithmetic, as the CPU does; its C entry points use
 // its namespace whole. Those three checks are off for this file.
-// NOLINTBEGIN(performance-no-int-to-ptr, bugprone-misplaced-widening-cast, google-build-using-namespace)
+// NOLINTBEGIN(performance-no-int-to-ptr, bugprone-misplaced-widening-cast,
+// google-build-using-namespace)
 
 namespace padlock_emu {
 namespace {
@@ -776,4 +777,5 @@ int accelcrypt_padlock_emu_sha(int bits, const uint8_t* msg, size_t len,
 }
 
 }  // extern "C"
-// NOLINTEND(performance-no-int-to-ptr, bugprone-misplaced-widening-cast, google-build-using-namespace)
+// NOLINTEND(performance-no-int-to-ptr, bugprone-misplaced-widening-cast,
+// google-build-using-namespace)
