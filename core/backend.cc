@@ -5,7 +5,9 @@
 #include <openssl/crypto.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 
@@ -293,6 +295,25 @@ void HostLog(void* host_ctx, int level, const char* message) {
   }
 }
 
+// HostObject is the resolved path of the object this core is linked into:
+// the provider, the PKCS#11 module, or a program. Computed once; never
+// freed (backends read it until teardown, which may run at exit).
+const char* HostObject() {
+  static const std::string* const path = [] {
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(&HostLog), &info) == 0 ||
+        info.dli_fname == nullptr || info.dli_fname[0] == '\0') {
+      return new std::string();
+    }
+    char resolved[PATH_MAX];
+    if (::realpath(info.dli_fname, resolved) == nullptr) {
+      return new std::string(info.dli_fname);
+    }
+    return new std::string(resolved);
+  }();
+  return path->empty() ? nullptr : path->c_str();
+}
+
 }  // namespace
 
 std::optional<std::string> BackendConfigValue(const Config& config,
@@ -347,6 +368,7 @@ absl::StatusOr<std::unique_ptr<Backend>> Backend::Create(
   backend->host_.host_ctx = backend->host_state_.get();
   backend->host_.config_get = &ConfigGet;
   backend->host_.log = &HostLog;
+  backend->host_.host_object = HostObject();
 
   accelcrypt_error err{};
   accelcrypt_status rc = desc->init(&backend->host_, &backend->instance_, &err);

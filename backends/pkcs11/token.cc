@@ -12,12 +12,15 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <climits>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -91,6 +94,75 @@ const char* Get(const accelcrypt_host* host, const char* key) {
   return (v != nullptr && *v != '\0') ? v : nullptr;
 }
 
+std::string Resolved(const std::string& path) {
+  char buf[PATH_MAX];
+  if (::realpath(path.c_str(), buf) == nullptr) return path;
+  return buf;
+}
+
+std::string BaseName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// HostIsPkcs11Module: the object the core runs in exports
+// C_GetFunctionList itself (the symbol found in it is defined by it, not
+// by a library it links).
+bool HostIsPkcs11Module(const char* host_object) {
+  void* handle = dlopen(host_object, RTLD_LAZY | RTLD_NOLOAD);
+  if (handle == nullptr) return false;
+  void* sym = dlsym(handle, "C_GetFunctionList");
+  Dl_info info{};
+  const bool defined_here = sym != nullptr && dladdr(sym, &info) != 0 &&
+                            info.dli_fname != nullptr &&
+                            Resolved(info.dli_fname) == host_object;
+  dlclose(handle);
+  return defined_here;
+}
+
+// RefuseLoop keeps this backend from loading the object that hosts its
+// core (a PKCS#11 module configured with a client backend on itself), or,
+// inside a PKCS#11 module, a p11-kit forwarder: p11-kit-proxy.so (a link
+// to libp11-kit.so.0) forwards to every registered module, this one among
+// them, and p11-kit-client.so to a server that may load it. Either would
+// recurse into the module, or deadlock in its C_Initialize.
+absl::Status RefuseLoop(const accelcrypt_host* host, const std::string& module,
+                        std::string* reason) {
+  if (host->struct_size <
+          offsetof(accelcrypt_host, host_object) + sizeof(host->host_object) ||
+      host->host_object == nullptr) {
+    return absl::OkStatus();  // an older core: it cannot say where it runs
+  }
+  const std::string self = host->host_object;
+  const std::string resolved = Resolved(module);
+  const bool in_module = HostIsPkcs11Module(self.c_str());
+  if (resolved == self) {
+    *reason =
+        in_module
+            ? absl::StrFormat(
+                  "pkcs11.module = %s is this PKCS#11 module itself", module)
+            : absl::StrFormat(
+                  "pkcs11.module = %s is the object this backend's "
+                  "core runs in",
+                  module);
+  } else if (in_module) {
+    for (const std::string& name : {BaseName(module), BaseName(resolved)}) {
+      if (absl::StartsWith(name, "p11-kit-proxy") ||
+          absl::StartsWith(name, "p11-kit-client") ||
+          absl::StartsWith(name, "libp11-kit")) {
+        *reason = absl::StrFormat(
+            "pkcs11.module = %s is a p11-kit forwarder that may lead back "
+            "into this PKCS#11 module",
+            module);
+        break;
+      }
+    }
+  }
+  if (reason->empty()) return absl::OkStatus();
+  *reason += ": PKCS#11 client backend disabled";
+  return absl::UnavailableError(*reason);
+}
+
 }  // namespace
 
 TokenConfig::~TokenConfig() {
@@ -105,6 +177,11 @@ absl::StatusOr<TokenConfig> ReadConfig(const accelcrypt_host* host) {
         "pkcs11: no module configured (set pkcs11.module)");
   }
   c.module = module;
+  std::string loop;
+  if (absl::Status st = RefuseLoop(host, c.module, &loop); !st.ok()) {
+    if (host->log != nullptr) host->log(host->host_ctx, 1, loop.c_str());
+    return st;
+  }
   if (const char* label = Get(host, "token_label")) c.token_label = label;
   if (const char* slot = Get(host, "slot")) {
     unsigned long v = 0;

@@ -80,8 +80,6 @@ absl::StatusOr<std::unique_ptr<Module>> Module::Create(
     std::optional<AppLocking> app) {
   ACCELCRYPT_ASSIGN_OR_RETURN(ModuleConfig config, LoadModuleConfig());
   std::unique_ptr<Module> module(new Module(std::move(config), app));
-  std::string why = PreventRecursion(SelfPath(), &module->config_.core);
-  if (!why.empty()) module->Log(why);
   absl::StatusOr<std::unique_ptr<Core>> core =
       Core::Create(module->config_.core);
   if (!core.ok()) {

@@ -174,9 +174,9 @@ class LockedSession {
 // taken under Session::mu, never the reverse).
 class Module {
  public:
-  // Create reads the configuration, builds the core (with the PKCS#11
-  // client backend disabled when it would lead back here) and the
-  // mechanisms. `app` null: OS locking; else the application's mutexes.
+  // Create reads the configuration, builds the core (whose PKCS#11 client
+  // backend declines a module that leads back here) and the mechanisms.
+  // `app` null: OS locking; else the application's mutexes.
   static absl::StatusOr<std::unique_ptr<Module>> Create(
       std::optional<AppLocking> app);
   ~Module();

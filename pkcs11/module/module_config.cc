@@ -1,20 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "pkcs11/module/module_config.h"
 
-#include <dlfcn.h>
 #include <openssl/conf.h>
 #include <openssl/err.h>
 
-#include <climits>
 #include <cstdlib>
 #include <memory>
 #include <string_view>
 
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "core/status.h"
 #include "pkcs11/common/ck_error.h"
 
@@ -28,18 +24,6 @@ struct ConfDeleter {
 std::string Env(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr ? std::string(v) : std::string();
-}
-
-std::string RealPath(const std::string& path) {
-  char buf[PATH_MAX];
-  if (::realpath(path.c_str(), buf) == nullptr) return path;
-  return buf;
-}
-
-std::string BaseName(std::string_view path) {
-  size_t slash = path.rfind('/');
-  return std::string(slash == std::string_view::npos ? path
-                                                     : path.substr(slash + 1));
 }
 
 absl::Status ParseCount(std::string_view key, const std::string& value,
@@ -93,8 +77,6 @@ absl::Status ReadModuleSection(const std::string& path, ModuleConfig* config) {
   return absl::OkStatus();
 }
 
-void LocalAnchor() {}
-
 }  // namespace
 
 absl::StatusOr<ModuleConfig> LoadModuleConfig() {
@@ -138,50 +120,6 @@ absl::StatusOr<ModuleConfig> LoadModuleConfig() {
     }
   }
   return config;
-}
-
-std::string PreventRecursion(const std::string& self_path, Config* config) {
-  std::optional<std::string> module = config->Get("pkcs11.module");
-  if (!module.has_value() || module->empty()) return "";
-  std::string resolved = RealPath(*module);
-  std::string reason;
-  if (!self_path.empty() && resolved == self_path) {
-    reason = absl::StrFormat("pkcs11.module = %s is this PKCS#11 module itself",
-                             *module);
-  } else {
-    // p11-kit-proxy.so is a link to libp11-kit.so.0, which forwards to
-    // every module p11-kit has registered (this one among them);
-    // p11-kit-client.so forwards to a p11-kit server that may load us.
-    for (const std::string& name : {BaseName(*module), BaseName(resolved)}) {
-      if (absl::StartsWith(name, "p11-kit-proxy") ||
-          absl::StartsWith(name, "p11-kit-client") ||
-          absl::StartsWith(name, "libp11-kit")) {
-        reason = absl::StrFormat(
-            "pkcs11.module = %s is a p11-kit forwarder that may lead back "
-            "into this PKCS#11 module",
-            *module);
-        break;
-      }
-    }
-  }
-  if (reason.empty()) return "";
-  std::vector<std::string> disabled = config->GetList("disable");
-  disabled.push_back("pkcs11");
-  config->Set("disable", absl::StrJoin(disabled, ","));
-  // The core initialises a backend before it applies `disable` (and the
-  // client backend's init loads and initialises its module), so the module
-  // path goes too: without it the client backend declines at init.
-  config->Set("pkcs11.module", "");
-  return absl::StrCat(reason, ": PKCS#11 client backend disabled");
-}
-
-std::string SelfPath() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&LocalAnchor), &info) == 0 ||
-      info.dli_fname == nullptr) {
-    return "";
-  }
-  return RealPath(info.dli_fname);
 }
 
 }  // namespace accelcrypt::p11

@@ -36,19 +36,9 @@ struct ModuleConfig {
 // malformed file, or a bad value, is CKR_FUNCTION_FAILED with a message.
 absl::StatusOr<ModuleConfig> LoadModuleConfig();
 
-// PreventRecursion keeps the core from loading a PKCS#11 client backend
-// that would call back into this module: when `pkcs11.module` names
-// `self_path` (compared after realpath) or a p11-kit proxy/client module
-// (which may forward to every registered module, this one included),
-// `pkcs11` is added to the core's `disable` list and `pkcs11.module` is
-// cleared (so the backend declines even where the core initialises a
-// backend before applying `disable`). Returns the reason
-// (for the log), or an empty string when nothing was changed.
-std::string PreventRecursion(const std::string& self_path, Config* config);
-
-// SelfPath is the resolved path of the shared object holding this code
-// (dladdr on a local symbol), or "" when unknown.
-std::string SelfPath();
+// The PKCS#11 client backend refuses a module that leads back into this
+// one (backends/pkcs11/token.cc, RefuseLoop): the core tells its backends
+// which object it runs in (accelcrypt_host::host_object).
 
 }  // namespace accelcrypt::p11
 

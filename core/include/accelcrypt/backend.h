@@ -223,6 +223,12 @@ typedef struct accelcrypt_host {
    * otherwise. level: 0 error, 1 warning, 2 info, 3 debug. Never pass
    * secrets. Thread-safe. */
   void (*log)(void *host_ctx, int level, const char *message);
+  /* Added after the first layout (read it only when struct_size covers
+   * it): the resolved path of the shared object or program the core runs
+   * in (the provider, the PKCS#11 module, a tool), or NULL when unknown. A
+   * backend that loads other code (the PKCS#11 client backend) checks it
+   * so that it never loads the object hosting it. */
+  const char *host_object;
 } accelcrypt_host;
 
 /* ---------------------------------------------------------------------------

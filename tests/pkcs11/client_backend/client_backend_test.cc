@@ -159,5 +159,24 @@ TEST(P11ModuleCoreTest, ModuleCoreServesWithoutRoutingBackIntoItself) {
   EXPECT_GE(dsa_ops, 2 * kSigns) << doc.dump();
 }
 
+// The client backend refuses p11-kit's forwarders only where its core runs
+// inside a PKCS#11 module (there they may lead back into the module;
+// ModuleTest.ClientBackendPointingHereIsDisabled): a core in a program, as
+// the provider's, may reach its token through one. A link named like
+// p11-kit's proxy that leads to SoftHSMv2 loads here.
+TEST(P11ModuleCoreTest, ForwarderNamesAreRefusedOnlyInsideAPkcs11Module) {
+  auto hsm = SoftHsm::Create();
+  ASSERT_TRUE(hsm.ok()) << hsm.status();
+  const std::string link = (*hsm)->dir() + "/p11-kit-proxy.so";
+  std::error_code ec;
+  std::filesystem::create_symlink(SoftHsm::kModule, link, ec);
+  ASSERT_FALSE(ec) << link << ": " << ec.message();
+  std::map<std::string, std::string> overrides = (*hsm)->Overrides();
+  overrides["pkcs11.module"] = link;
+  auto core = MakeCore(overrides);
+  ASSERT_TRUE(core.ok()) << core.status();
+  EXPECT_NE((*core)->registry().Find("pkcs11"), nullptr) << LoadEvents(**core);
+}
+
 }  // namespace
 }  // namespace accelcrypt::testing
