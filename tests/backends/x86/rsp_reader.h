@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// A small reader for NIST CAVP .rsp files (tests/vectors/README.md), used by
-// the x86 backend tests so they depend on nothing but the plugin ABI.
+// NIST CAVP .rsp files (tests/vectors/README.md) for the x86 backend tests:
+// an adapter over the shared reader (core/vector_file.h).
 #ifndef ACCELCRYPT_TESTS_X86_RSP_READER_H_
 #define ACCELCRYPT_TESTS_X86_RSP_READER_H_
 
@@ -11,9 +11,9 @@
 
 namespace accelcrypt::x86::test {
 
-// RspRecord is one block of `NAME = value` lines with the bracketed section
-// lines in force. Names are upper-cased. A bare line (`FAIL`) is a name with
-// an empty value.
+// RspRecord is one test case (core/vector_file.h's VectorRecord) with every
+// name upper-cased. A bare line (`FAIL`) is a name with an empty value; a
+// block that does not recur (the SHA Monte `Seed`) is a section value.
 struct RspRecord {
   std::map<std::string, std::string> fields;
   std::map<std::string, std::string> section;
