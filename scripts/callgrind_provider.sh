@@ -14,8 +14,9 @@
 # Usage: callgrind_provider.sh [--build DIR] [--case NAME]... [--bytes N]
 #                              [--backends LIST]
 #   --build     build tree (default: $ACCELCRYPT_BUILD_DIR or build)
-#   --case      aes-128-cbc, aes-128-ctr, aes-256-gcm, aes-256-gcm-rekey
-#               (a new key every message), sha256 (default: all but rekey)
+#   --case      aes-128-cbc, aes-128-cbc-decrypt, aes-128-ctr, aes-256-gcm,
+#               aes-256-gcm-rekey (a new key every message), sha256
+#               (default: aes-128-cbc aes-128-ctr aes-256-gcm sha256)
 #   --bytes     bytes per call (default 16)
 #   --backends  accelcrypt's `backends` setting (default: software)
 # Exit codes: 0 ran, 1 a run failed, 2 usage.

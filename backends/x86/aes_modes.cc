@@ -330,11 +330,15 @@ absl::Status AesX86::Update(const uint8_t* in, size_t in_len, uint8_t* out) {
       }
       return absl::OkStatus();
     case ACCELCRYPT_MODE_CBC:
+      // Fewer blocks than one wide register holds run the XMM code: a
+      // 16-byte decryption through the ZMM loop (eleven broadcast round
+      // keys, masked load and store) took 10.3-10.7 ns against 8.3-8.5 ns
+      // (bench_x86, AMD EPYC; docs/performance.md).
       if (encrypt_) {
         internal::AesCbcEncryptAesni(&keys_, iv_, in, out, blocks);
-      } else if (parallel_ == AesImpl::kVaes512) {
+      } else if (parallel_ == AesImpl::kVaes512 && blocks >= 4) {
         internal::AesCbcDecryptVaes512(&keys_, iv_, in, out, blocks);
-      } else if (parallel_ == AesImpl::kVaes256) {
+      } else if (parallel_ == AesImpl::kVaes256 && blocks >= 2) {
         internal::AesCbcDecryptVaes256(&keys_, iv_, in, out, blocks);
       } else {
         internal::AesCbcDecryptAesni(&keys_, iv_, in, out, blocks);

@@ -8,8 +8,10 @@
 //   evp_callcount CASE N [BYTES]
 //   CASE: aes-128-cbc, aes-128-ctr, aes-256-gcm (EVP_EncryptUpdate on one
 //   context, as `openssl speed -evp` does; GCM: one full message per call),
-//   aes-256-gcm-rekey (the same with a new key every message), sha256
-//   (EVP_Digest, as `openssl speed -evp sha256` does).
+//   aes-256-gcm-rekey (the same with a new key every message), NAME-decrypt
+//   for a non-AEAD cipher's decryption (aes-128-cbc-decrypt, padding off,
+//   as `openssl speed -decrypt`), sha256 (EVP_Digest, as `openssl speed
+//   -evp sha256` does).
 // Exit codes: 0 ran, 1 an EVP call failed, 2 usage.
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -41,7 +43,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: evp_callcount CASE N [BYTES]\n"
                  "  CASE: aes-128-cbc | aes-128-ctr | aes-256-gcm |\n"
-                 "        aes-256-gcm-rekey | sha256\n");
+                 "        aes-256-gcm-rekey | NAME-decrypt | sha256\n");
     return 2;
   }
   const ::accelcrypt::evp_loops::Case c =
@@ -62,14 +64,21 @@ int main(int argc, char** argv) {
   }
   EVP_CIPHER* cipher = EVP_CIPHER_fetch(nullptr, name.c_str(), nullptr);
   if (cipher == nullptr) return Fail("EVP_CIPHER_fetch");
+  if (c.decrypt && EVP_CIPHER_mode(cipher) == EVP_CIPH_GCM_MODE) {
+    std::fprintf(stderr, "evp_callcount: -decrypt is for non-AEAD ciphers\n");
+    EVP_CIPHER_free(cipher);
+    return 2;
+  }
   EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
-  if (ctx == nullptr || !EVP_EncryptInit_ex(ctx, cipher, nullptr, key, iv)) {
-    return Fail("EVP_EncryptInit_ex");
+  if (ctx == nullptr ||
+      !EVP_CipherInit_ex(ctx, cipher, nullptr, key, iv, c.decrypt ? 0 : 1) ||
+      (c.decrypt && !EVP_CIPHER_CTX_set_padding(ctx, 0))) {
+    return Fail("EVP_CipherInit_ex");
   }
   int ok = EVP_CIPHER_mode(cipher) == EVP_CIPH_GCM_MODE
                ? GcmLoop(ctx, key, iv, buf.data(), len, n, c.rekey)
                : CipherLoop(ctx, buf.data(), len, n);
   EVP_CIPHER_CTX_free(ctx);
   EVP_CIPHER_free(cipher);
-  return ok ? 0 : Fail("EVP_EncryptUpdate");
+  return ok ? 0 : Fail("EVP_CipherUpdate");
 }
