@@ -72,8 +72,8 @@ function(accelcrypt_sanitizer_source_fixes)
   # backend's tests are compiled a second time in tests/pkcs11.
   foreach(_entry IN ITEMS "core/vector_runner.cc:core"
                           "tests/unit/core/config_test.cc:tests/unit/core"
-                          "tests/backends/pkcs11/pkcs11_client_test.cc:tests/backends/pkcs11"
-                          "tests/backends/pkcs11/pkcs11_client_test.cc:tests/pkcs11/client_backend")
+                          "tests/backends/pkcs11/pkcs11_client_fixture.cc:tests/backends/pkcs11"
+                          "tests/backends/pkcs11/pkcs11_client_fixture.cc:tests/pkcs11/client_backend")
     string(REPLACE ":" ";" _pair "${_entry}")
     list(GET _pair 0 _file)
     list(GET _pair 1 _dir)

@@ -14,7 +14,7 @@ namespace accelcrypt::testing {
 
 // TokenFixture is one initialised PKCS#11 token for a test binary (its own
 // temporary directory, removed on destruction) that the client backend's
-// suites (pkcs11_client_test.cc, pkey_vectors_test.cc) run against:
+// suites (pkcs11_client_*_test.cc, pkey_vectors_test.cc) run against:
 // SoftHsm (softhsm_fixture.h) or AccelcryptToken
 // (tests/pkcs11/client_backend/accelcrypt_token.h).
 class TokenFixture {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // What only accelcrypt's own PKCS#11 module has, beyond the client
 // backend's scenarios that p11_client_backend_test runs against it from
-// tests/backends/pkcs11/pkcs11_client_test.cc (built into the same binary with
-// AccelcryptToken as the TokenFixture): the module's own core, which must
+// tests/backends/pkcs11/pkcs11_client_*_test.cc (built into the same binary
+// with AccelcryptToken as the TokenFixture): the module's own core, which must
 // not route back into the module.
 #include <fcntl.h>
 #include <stdlib.h>
