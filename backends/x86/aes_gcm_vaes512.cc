@@ -127,30 +127,91 @@ ACCELCRYPT_TARGET_VAES512 inline void EncryptN(const __m512i* rk, __m512i* b,
   for (int i = 0; i < n; ++i) b[i] = _mm512_aesenclast_epi128(b[i], rk[R]);
 }
 
+// FinishAcc reduces the sums (the counterpart of AccOf).
+ACCELCRYPT_TARGET_VAES512 inline __m128i FinishAcc(const Acc& acc) {
+  return Finish(Fold(acc.lo), Fold(acc.hi), Fold(acc.mid));
+}
+
+// AccOf returns sums that FinishAcc maps to x.
+ACCELCRYPT_TARGET_VAES512 inline Acc AccOf(__m128i x) {
+  return Acc{_mm512_setzero_si512(), _mm512_zextsi128_si512(x),
+             _mm512_setzero_si512()};
+}
+
+// HashStep issues step S (0..23) of the products of the 32 blocks at
+// `gsrc`: three per register (lo, hi, the two middle terms), registers
+// 1..7 first and register 0 last, since its first block carries the
+// running hash x: (x ^ b0) * H^32 costs nothing beside the products
+// (multiplying x separately took four more XMM VPCLMULQDQ a loop).
+template <int S>
+ACCELCRYPT_TARGET_VAES512 [[gnu::always_inline]] inline void HashStep(
+    Acc* acc, __m512i* d, const GhashTable* t, const uint8_t* gsrc, __m512i rev,
+    __m128i x) {
+  constexpr int j = (S / 3 + 1) % kRegs;
+  const __m512i h = _mm512_load_si512(t->powers[4 * j]);
+  if constexpr (S % 3 == 0) {
+    *d = _mm512_shuffle_epi8(_mm512_loadu_si512(gsrc + 64 * j), rev);
+    if constexpr (j == 0) *d = _mm512_xor_si512(*d, _mm512_zextsi128_si512(x));
+    acc->lo = _mm512_xor_si512(acc->lo, _mm512_clmulepi64_epi128(*d, h, 0x00));
+  } else if constexpr (S % 3 == 1) {
+    acc->hi = _mm512_xor_si512(acc->hi, _mm512_clmulepi64_epi128(*d, h, 0x11));
+  } else {
+    acc->mid = _mm512_ternarylogic_epi64(
+        acc->mid, _mm512_clmulepi64_epi128(*d, h, 0x01),
+        _mm512_clmulepi64_epi128(*d, h, 0x10), 0x96);
+  }
+}
+
+template <int S, int E>
+ACCELCRYPT_TARGET_VAES512 [[gnu::always_inline]] inline void HashSteps(
+    Acc* acc, __m512i* d, const GhashTable* t, const uint8_t* gsrc, __m512i rev,
+    __m128i x) {
+  if constexpr (S < E) {
+    HashStep<S>(acc, d, t, gsrc, rev, x);
+    HashSteps<S + 1, E>(acc, d, t, gsrc, rev, x);
+  }
+}
+
+// Rounds runs AES rounds r..R of the 8 registers, each followed by its
+// share of the 24 product steps, spread over rounds 2..R-1 (VPCLMULQDQ and
+// VAESENC share the pipes; grouped in the first rounds, they left the
+// multiplier idle through the rest of the iteration).
+template <int R, int r>
+ACCELCRYPT_TARGET_VAES512 [[gnu::always_inline]] inline void Rounds(
+    const __m512i* rk, __m512i* b, Acc* acc, __m512i* d, const GhashTable* t,
+    const uint8_t* gsrc, __m512i rev, __m128i x) {
+  if constexpr (r <= R) {
+#pragma GCC unroll 8
+    for (int i = 0; i < kRegs; ++i) {
+      b[i] = r < R ? _mm512_aesenc_epi128(b[i], rk[r])
+                   : _mm512_aesenclast_epi128(b[i], rk[r]);
+    }
+    if constexpr (r >= 2 && r < R) {
+      HashSteps<3 * kRegs*(r - 2) / (R - 2), 3 * kRegs*(r - 1) / (R - 2)>(
+          acc, d, t, gsrc, rev, x);
+    }
+    Rounds<R, r + 1>(rk, b, acc, d, t, gsrc, rev, x);
+  }
+}
+
 // EncryptAndHash runs the AES rounds for 32 counter blocks in `b` and, in
 // the same instruction stream, the GHASH products of the 32 blocks at
-// `gsrc` (one register of blocks per round), so VAES and VPCLMULQDQ run
-// side by side. Returns x folded with those blocks.
+// `gsrc`. `acc` holds the previous iteration's unreduced sums on entry,
+// reduced here after round 1 (long after their last product: reduced at
+// the end of their own iteration, that chain sat at every iteration's tail
+// and held the reorder window), and this iteration's on return.
 template <int R>
-ACCELCRYPT_TARGET_VAES512 inline __m128i EncryptAndHash(
+ACCELCRYPT_TARGET_VAES512 [[gnu::always_inline]] inline void EncryptAndHash(
     const __m512i* rk, __m512i* b, const GhashTable* t, const uint8_t* gsrc,
-    __m512i rev, __m128i x) {
-  Acc acc = ZeroAcc();
+    __m512i rev, Acc* acc) {
 #pragma GCC unroll 8
   for (int i = 0; i < kRegs; ++i) b[i] = _mm512_xor_si512(b[i], rk[0]);
-#pragma GCC unroll 14
-  for (int r = 1; r < R; ++r) {
 #pragma GCC unroll 8
-    for (int i = 0; i < kRegs; ++i) b[i] = _mm512_aesenc_epi128(b[i], rk[r]);
-    if (r - 1 < kRegs) {
-      MulAdd(&acc,
-             _mm512_shuffle_epi8(_mm512_loadu_si512(gsrc + 64 * (r - 1)), rev),
-             _mm512_load_si512(t->powers[4 * (r - 1)]));
-    }
-  }
-#pragma GCC unroll 8
-  for (int i = 0; i < kRegs; ++i) b[i] = _mm512_aesenclast_epi128(b[i], rk[R]);
-  return FinishWithX(t, acc, x);
+  for (int i = 0; i < kRegs; ++i) b[i] = _mm512_aesenc_epi128(b[i], rk[1]);
+  const __m128i x = FinishAcc(*acc);
+  *acc = ZeroAcc();
+  __m512i d = _mm512_setzero_si512();
+  Rounds<R, 2>(rk, b, acc, &d, t, gsrc, rev, x);
 }
 
 // Opmask for register i of a tail of `left` blocks (0 past the end).
@@ -212,6 +273,7 @@ ACCELCRYPT_TARGET_VAES512 void Gcm(const AesRoundKeys* k, const GhashTable* t,
   // iteration hashes the previous iteration's 32 ciphertext blocks (still in
   // L1) while encrypting the next 32. Decryption hashes its input directly.
   const uint8_t* pending = nullptr;
+  Acc acc = AccOf(x);  // unreduced, see EncryptAndHash
   for (; left >= 4 * kRegs; left -= 4 * kRegs) {
     __m512i b[kRegs];
 #pragma GCC unroll 8
@@ -224,14 +286,14 @@ ACCELCRYPT_TARGET_VAES512 void Gcm(const AesRoundKeys* k, const GhashTable* t,
       // All loads before any store: `in` may equal `out`.
 #pragma GCC unroll 8
       for (int i = 0; i < kRegs; ++i) d[i] = _mm512_loadu_si512(in + 64 * i);
-      x = EncryptAndHash<R>(rk, b, t, in, rev, x);
+      EncryptAndHash<R>(rk, b, t, in, rev, &acc);
 #pragma GCC unroll 8
       for (int i = 0; i < kRegs; ++i) {
         _mm512_storeu_si512(out + 64 * i, _mm512_xor_si512(b[i], d[i]));
       }
     } else {
       if (pending != nullptr) {
-        x = EncryptAndHash<R>(rk, b, t, pending, rev, x);
+        EncryptAndHash<R>(rk, b, t, pending, rev, &acc);
       } else {
         EncryptN<R>(rk, b, kRegs);
       }
@@ -246,6 +308,7 @@ ACCELCRYPT_TARGET_VAES512 void Gcm(const AesRoundKeys* k, const GhashTable* t,
     in += 64 * kRegs;
     out += 64 * kRegs;
   }
+  x = FinishAcc(acc);
   if (pending != nullptr) {
     __m512i d[kRegs];
 #pragma GCC unroll 8
