@@ -127,48 +127,59 @@ ACCELCRYPT_TARGET_VAES512 inline void EncryptN(const __m512i* rk, __m512i* b,
   for (int i = 0; i < n; ++i) b[i] = _mm512_aesenclast_epi128(b[i], rk[R]);
 }
 
-// FinishAcc reduces the sums (the counterpart of AccOf).
+// The main loop's sums are Karatsuba's: `mid` sums (d.lo ^ d.hi) *
+// (h.lo ^ h.hi), and the middle term is mid ^ lo ^ hi, recovered once per
+// loop in FinishAcc. Three VPCLMULQDQ per register, not four: the
+// multiplier binds this loop (a ZMM product occupies it about twice as
+// long as a YMM one), the extra shuffle and XOR do not.
 ACCELCRYPT_TARGET_VAES512 inline __m128i FinishAcc(const Acc& acc) {
-  return Finish(Fold(acc.lo), Fold(acc.hi), Fold(acc.mid));
+  const __m128i lo = Fold(acc.lo), hi = Fold(acc.hi);
+  return Finish(lo, hi, _mm_ternarylogic_epi64(Fold(acc.mid), lo, hi, 0x96));
 }
 
-// AccOf returns sums that FinishAcc maps to x.
+// AccOf returns sums that FinishAcc maps to x (lo = 0, hi = mid = x: the
+// recovered middle term is zero).
 ACCELCRYPT_TARGET_VAES512 inline Acc AccOf(__m128i x) {
-  return Acc{_mm512_setzero_si512(), _mm512_zextsi128_si512(x),
-             _mm512_setzero_si512()};
+  const __m512i v = _mm512_zextsi128_si512(x);
+  return Acc{_mm512_setzero_si512(), v, v};
 }
 
 // HashStep issues step S (0..23) of the products of the 32 blocks at
-// `gsrc`: three per register (lo, hi, the two middle terms), registers
+// `gsrc`: three per register (lo, hi, Karatsuba middle with `hk`, the
+// Karatsuba entries of the register's powers), registers
 // 1..7 first and register 0 last, since its first block carries the
 // running hash x: (x ^ b0) * H^32 costs nothing beside the products
 // (multiplying x separately took four more XMM VPCLMULQDQ a loop).
 template <int S>
 ACCELCRYPT_TARGET_VAES512 [[gnu::always_inline]] inline void HashStep(
-    Acc* acc, __m512i* d, const GhashTable* t, const uint8_t* gsrc, __m512i rev,
-    __m128i x) {
+    Acc* acc, __m512i* d, const GhashTable* t, const __m512i* hk,
+    const uint8_t* gsrc, __m512i rev, __m128i x) {
   constexpr int j = (S / 3 + 1) % kRegs;
-  const __m512i h = _mm512_load_si512(t->powers[4 * j]);
   if constexpr (S % 3 == 0) {
     *d = _mm512_shuffle_epi8(_mm512_loadu_si512(gsrc + 64 * j), rev);
     if constexpr (j == 0) *d = _mm512_xor_si512(*d, _mm512_zextsi128_si512(x));
-    acc->lo = _mm512_xor_si512(acc->lo, _mm512_clmulepi64_epi128(*d, h, 0x00));
+    acc->lo = _mm512_xor_si512(
+        acc->lo, _mm512_clmulepi64_epi128(
+                     *d, _mm512_load_si512(t->powers[4 * j]), 0x00));
   } else if constexpr (S % 3 == 1) {
-    acc->hi = _mm512_xor_si512(acc->hi, _mm512_clmulepi64_epi128(*d, h, 0x11));
+    acc->hi = _mm512_xor_si512(
+        acc->hi, _mm512_clmulepi64_epi128(
+                     *d, _mm512_load_si512(t->powers[4 * j]), 0x11));
   } else {
-    acc->mid = _mm512_ternarylogic_epi64(
-        acc->mid, _mm512_clmulepi64_epi128(*d, h, 0x01),
-        _mm512_clmulepi64_epi128(*d, h, 0x10), 0x96);
+    const __m512i dm =
+        _mm512_xor_si512(*d, _mm512_shuffle_epi32(*d, _MM_PERM_BADC));
+    acc->mid =
+        _mm512_xor_si512(acc->mid, _mm512_clmulepi64_epi128(dm, hk[j], 0x00));
   }
 }
 
 template <int S, int E>
 ACCELCRYPT_TARGET_VAES512 [[gnu::always_inline]] inline void HashSteps(
-    Acc* acc, __m512i* d, const GhashTable* t, const uint8_t* gsrc, __m512i rev,
-    __m128i x) {
+    Acc* acc, __m512i* d, const GhashTable* t, const __m512i* hk,
+    const uint8_t* gsrc, __m512i rev, __m128i x) {
   if constexpr (S < E) {
-    HashStep<S>(acc, d, t, gsrc, rev, x);
-    HashSteps<S + 1, E>(acc, d, t, gsrc, rev, x);
+    HashStep<S>(acc, d, t, hk, gsrc, rev, x);
+    HashSteps<S + 1, E>(acc, d, t, hk, gsrc, rev, x);
   }
 }
 
@@ -179,7 +190,7 @@ ACCELCRYPT_TARGET_VAES512 [[gnu::always_inline]] inline void HashSteps(
 template <int R, int r>
 ACCELCRYPT_TARGET_VAES512 [[gnu::always_inline]] inline void Rounds(
     const __m512i* rk, __m512i* b, Acc* acc, __m512i* d, const GhashTable* t,
-    const uint8_t* gsrc, __m512i rev, __m128i x) {
+    const __m512i* hk, const uint8_t* gsrc, __m512i rev, __m128i x) {
   if constexpr (r <= R) {
 #pragma GCC unroll 8
     for (int i = 0; i < kRegs; ++i) {
@@ -188,9 +199,9 @@ ACCELCRYPT_TARGET_VAES512 [[gnu::always_inline]] inline void Rounds(
     }
     if constexpr (r >= 2 && r < R) {
       HashSteps<3 * kRegs*(r - 2) / (R - 2), 3 * kRegs*(r - 1) / (R - 2)>(
-          acc, d, t, gsrc, rev, x);
+          acc, d, t, hk, gsrc, rev, x);
     }
-    Rounds<R, r + 1>(rk, b, acc, d, t, gsrc, rev, x);
+    Rounds<R, r + 1>(rk, b, acc, d, t, hk, gsrc, rev, x);
   }
 }
 
@@ -202,8 +213,8 @@ ACCELCRYPT_TARGET_VAES512 [[gnu::always_inline]] inline void Rounds(
 // and held the reorder window), and this iteration's on return.
 template <int R>
 ACCELCRYPT_TARGET_VAES512 [[gnu::always_inline]] inline void EncryptAndHash(
-    const __m512i* rk, __m512i* b, const GhashTable* t, const uint8_t* gsrc,
-    __m512i rev, Acc* acc) {
+    const __m512i* rk, __m512i* b, const GhashTable* t, const __m512i* hk,
+    const uint8_t* gsrc, __m512i rev, Acc* acc) {
 #pragma GCC unroll 8
   for (int i = 0; i < kRegs; ++i) b[i] = _mm512_xor_si512(b[i], rk[0]);
 #pragma GCC unroll 8
@@ -211,7 +222,7 @@ ACCELCRYPT_TARGET_VAES512 [[gnu::always_inline]] inline void EncryptAndHash(
   const __m128i x = FinishAcc(*acc);
   *acc = ZeroAcc();
   __m512i d = _mm512_setzero_si512();
-  Rounds<R, 2>(rk, b, acc, &d, t, gsrc, rev, x);
+  Rounds<R, 2>(rk, b, acc, &d, t, hk, gsrc, rev, x);
 }
 
 // Opmask for register i of a tail of `left` blocks (0 past the end).
@@ -274,6 +285,16 @@ ACCELCRYPT_TARGET_VAES512 void Gcm(const AesRoundKeys* k, const GhashTable* t,
   // L1) while encrypting the next 32. Decryption hashes its input directly.
   const uint8_t* pending = nullptr;
   Acc acc = AccOf(x);  // unreduced, see EncryptAndHash
+  // The Karatsuba entries (h.lo ^ h.hi) of H^32..H^1, four per register,
+  // for the main loop (the table keeps them for H^16..H^1 only).
+  __m512i hk[kRegs];
+  if (left >= 4 * kRegs) {
+#pragma GCC unroll 8
+    for (int i = 0; i < kRegs; ++i) {
+      const __m512i h = _mm512_load_si512(t->powers[4 * i]);
+      hk[i] = _mm512_xor_si512(h, _mm512_shuffle_epi32(h, _MM_PERM_BADC));
+    }
+  }
   for (; left >= 4 * kRegs; left -= 4 * kRegs) {
     __m512i b[kRegs];
 #pragma GCC unroll 8
@@ -286,14 +307,14 @@ ACCELCRYPT_TARGET_VAES512 void Gcm(const AesRoundKeys* k, const GhashTable* t,
       // All loads before any store: `in` may equal `out`.
 #pragma GCC unroll 8
       for (int i = 0; i < kRegs; ++i) d[i] = _mm512_loadu_si512(in + 64 * i);
-      EncryptAndHash<R>(rk, b, t, in, rev, &acc);
+      EncryptAndHash<R>(rk, b, t, hk, in, rev, &acc);
 #pragma GCC unroll 8
       for (int i = 0; i < kRegs; ++i) {
         _mm512_storeu_si512(out + 64 * i, _mm512_xor_si512(b[i], d[i]));
       }
     } else {
       if (pending != nullptr) {
-        EncryptAndHash<R>(rk, b, t, pending, rev, &acc);
+        EncryptAndHash<R>(rk, b, t, hk, pending, rev, &acc);
       } else {
         EncryptN<R>(rk, b, kRegs);
       }
