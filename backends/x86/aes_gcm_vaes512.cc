@@ -295,13 +295,31 @@ ACCELCRYPT_TARGET_VAES512 void Gcm(const AesRoundKeys* k, const GhashTable* t,
       hk[i] = _mm512_xor_si512(h, _mm512_shuffle_epi32(h, _MM_PERM_BADC));
     }
   }
+  // The last byte of the first counter block of the next iteration.
+  unsigned low = ctr[15];
   for (; left >= 4 * kRegs; left -= 4 * kRegs) {
     __m512i b[kRegs];
+    if (low <= 256 - 4 * kRegs) {
+      // No carry out of the last byte within these 32 blocks (7 of 8
+      // iterations): one byte swap, then adds on that byte of the
+      // big-endian blocks (the top byte of their last dword).
+      b[0] = _mm512_shuffle_epi8(c, swap);
 #pragma GCC unroll 8
-    for (int i = 0; i < kRegs; ++i) {
-      b[i] = _mm512_shuffle_epi8(c, swap);
-      c = _mm512_add_epi32(c, four);
+      for (int i = 1; i < kRegs; ++i) {
+        const int k = (4 * i) << 24;
+        b[i] = _mm512_add_epi32(b[0], _mm512_set_epi32(k, 0, 0, 0, k, 0, 0, 0,
+                                                       k, 0, 0, 0, k, 0, 0, 0));
+      }
+      c = _mm512_add_epi32(c, _mm512_set_epi32(32, 0, 0, 0, 32, 0, 0, 0, 32, 0,
+                                               0, 0, 32, 0, 0, 0));
+    } else {
+#pragma GCC unroll 8
+      for (int i = 0; i < kRegs; ++i) {
+        b[i] = _mm512_shuffle_epi8(c, swap);
+        c = _mm512_add_epi32(c, four);
+      }
     }
+    low = (low + 4 * kRegs) & 0xff;
     if (kDecrypt) {
       __m512i d[kRegs];
       // All loads before any store: `in` may equal `out`.
