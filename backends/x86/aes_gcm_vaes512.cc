@@ -152,34 +152,48 @@ ACCELCRYPT_TARGET_VAES512 inline Acc AccOf(__m128i x) {
 // (multiplying x separately took four more XMM VPCLMULQDQ a loop).
 template <int S>
 ACCELCRYPT_TARGET_VAES512 [[gnu::always_inline]] inline void HashStep(
-    Acc* acc, __m512i* d, const GhashTable* t, const __m512i* hk,
+    Acc* acc, Acc* held, __m512i* d, const GhashTable* t, const __m512i* hk,
     const uint8_t* gsrc, __m512i rev, __m128i x) {
   constexpr int j = (S / 3 + 1) % kRegs;
+  // The products of registers taken in pairs join the sums with one
+  // three-way XOR (VPTERNLOGQ): the first of a pair waits in `held`.
+  constexpr bool kFirstOfPair = (S / 3) % 2 == 0;
+  __m512i p;
   if constexpr (S % 3 == 0) {
     *d = _mm512_shuffle_epi8(_mm512_loadu_si512(gsrc + 64 * j), rev);
     if constexpr (j == 0) *d = _mm512_xor_si512(*d, _mm512_zextsi128_si512(x));
-    acc->lo = _mm512_xor_si512(
-        acc->lo, _mm512_clmulepi64_epi128(
-                     *d, _mm512_load_si512(t->powers[4 * j]), 0x00));
+    p = _mm512_clmulepi64_epi128(*d, _mm512_load_si512(t->powers[4 * j]), 0x00);
+    if constexpr (kFirstOfPair) {
+      held->lo = p;
+    } else {
+      acc->lo = _mm512_ternarylogic_epi64(acc->lo, held->lo, p, 0x96);
+    }
   } else if constexpr (S % 3 == 1) {
-    acc->hi = _mm512_xor_si512(
-        acc->hi, _mm512_clmulepi64_epi128(
-                     *d, _mm512_load_si512(t->powers[4 * j]), 0x11));
+    p = _mm512_clmulepi64_epi128(*d, _mm512_load_si512(t->powers[4 * j]), 0x11);
+    if constexpr (kFirstOfPair) {
+      held->hi = p;
+    } else {
+      acc->hi = _mm512_ternarylogic_epi64(acc->hi, held->hi, p, 0x96);
+    }
   } else {
     const __m512i dm =
         _mm512_xor_si512(*d, _mm512_shuffle_epi32(*d, _MM_PERM_BADC));
-    acc->mid =
-        _mm512_xor_si512(acc->mid, _mm512_clmulepi64_epi128(dm, hk[j], 0x00));
+    p = _mm512_clmulepi64_epi128(dm, hk[j], 0x00);
+    if constexpr (kFirstOfPair) {
+      held->mid = p;
+    } else {
+      acc->mid = _mm512_ternarylogic_epi64(acc->mid, held->mid, p, 0x96);
+    }
   }
 }
 
 template <int S, int E>
 ACCELCRYPT_TARGET_VAES512 [[gnu::always_inline]] inline void HashSteps(
-    Acc* acc, __m512i* d, const GhashTable* t, const __m512i* hk,
+    Acc* acc, Acc* held, __m512i* d, const GhashTable* t, const __m512i* hk,
     const uint8_t* gsrc, __m512i rev, __m128i x) {
   if constexpr (S < E) {
-    HashStep<S>(acc, d, t, hk, gsrc, rev, x);
-    HashSteps<S + 1, E>(acc, d, t, hk, gsrc, rev, x);
+    HashStep<S>(acc, held, d, t, hk, gsrc, rev, x);
+    HashSteps<S + 1, E>(acc, held, d, t, hk, gsrc, rev, x);
   }
 }
 
@@ -189,8 +203,9 @@ ACCELCRYPT_TARGET_VAES512 [[gnu::always_inline]] inline void HashSteps(
 // multiplier idle through the rest of the iteration).
 template <int R, int r>
 ACCELCRYPT_TARGET_VAES512 [[gnu::always_inline]] inline void Rounds(
-    const __m512i* rk, __m512i* b, Acc* acc, __m512i* d, const GhashTable* t,
-    const __m512i* hk, const uint8_t* gsrc, __m512i rev, __m128i x) {
+    const __m512i* rk, __m512i* b, Acc* acc, Acc* held, __m512i* d,
+    const GhashTable* t, const __m512i* hk, const uint8_t* gsrc, __m512i rev,
+    __m128i x) {
   if constexpr (r <= R) {
 #pragma GCC unroll 8
     for (int i = 0; i < kRegs; ++i) {
@@ -199,9 +214,9 @@ ACCELCRYPT_TARGET_VAES512 [[gnu::always_inline]] inline void Rounds(
     }
     if constexpr (r >= 2 && r < R) {
       HashSteps<3 * kRegs*(r - 2) / (R - 2), 3 * kRegs*(r - 1) / (R - 2)>(
-          acc, d, t, hk, gsrc, rev, x);
+          acc, held, d, t, hk, gsrc, rev, x);
     }
-    Rounds<R, r + 1>(rk, b, acc, d, t, hk, gsrc, rev, x);
+    Rounds<R, r + 1>(rk, b, acc, held, d, t, hk, gsrc, rev, x);
   }
 }
 
@@ -222,7 +237,8 @@ ACCELCRYPT_TARGET_VAES512 [[gnu::always_inline]] inline void EncryptAndHash(
   const __m128i x = FinishAcc(*acc);
   *acc = ZeroAcc();
   __m512i d = _mm512_setzero_si512();
-  Rounds<R, 2>(rk, b, acc, &d, t, hk, gsrc, rev, x);
+  Acc held;
+  Rounds<R, 2>(rk, b, acc, &held, &d, t, hk, gsrc, rev, x);
 }
 
 // Opmask for register i of a tail of `left` blocks (0 past the end).
