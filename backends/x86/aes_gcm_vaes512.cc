@@ -3,8 +3,9 @@
 // per iteration, CTR32 keystream and GHASH in the same loop body so the
 // out-of-order core overlaps the AES rounds with the carry-less multiplies.
 // GHASH is aggregated: 32 blocks are multiplied by H^32..H^1 (precomputed,
-// internal/ghash_common.h) and reduced once; only x*H^32 and that reduction
-// sit on the loop-carried dependency chain.
+// internal/ghash_common.h; Karatsuba in the main loop), the running hash x
+// folded into the first, and reduced once, after the next iteration's first
+// round.
 #include <immintrin.h>
 
 #include "backends/x86/internal/aes_leaf.h"
@@ -49,8 +50,8 @@ ACCELCRYPT_TARGET_VAES512 inline Acc ZeroAcc() {
 }
 
 // MulAdd accumulates d*h as schoolbook products (lo, hi, and the two middle
-// terms). Karatsuba's three products measured no faster here: it trades a
-// VPCLMULQDQ for a shuffle and two XORs on the same ports.
+// terms), for the hash after the main loop and the tails (the main loop
+// uses Karatsuba, see HashStep).
 ACCELCRYPT_TARGET_VAES512 inline void MulAdd(Acc* acc, __m512i d, __m512i h) {
   acc->lo = _mm512_xor_si512(acc->lo, _mm512_clmulepi64_epi128(d, h, 0x00));
   acc->hi = _mm512_xor_si512(acc->hi, _mm512_clmulepi64_epi128(d, h, 0x11));
