@@ -4,8 +4,9 @@
 // client parts. 16 blocks per iteration in 8 registers: the CTR32 rounds and
 // the GHASH products of 16 ciphertext blocks share one loop body (inline
 // assembly, see EncryptAndHash), and GHASH is aggregated: the 16 blocks are
-// multiplied by H^16..H^1 (Karatsuba), the running hash x folded into the
-// first, and reduced once, during the next iteration's first rounds.
+// multiplied by H^16..H^1 (or, the first 16 of 32, by H^32..H^17;
+// Karatsuba), the running hash x folded into the first, and reduced once
+// per 32 blocks (16 when alone), during the next iteration's first rounds.
 #include <immintrin.h>
 #include <string.h>
 
@@ -294,14 +295,14 @@ alignas(16) constexpr uint64_t kPoly[2] = {0xc200000000000000ull, 0};
 // `acc` after reducing the sums it was given (see above).
 template <int R>
 ACCELCRYPT_TARGET_VAES256 [[gnu::always_inline]] inline void EncryptAndHash(
-    const AesRoundKeys* k, __m256i* b, const GhashTable* t, const uint8_t* g,
-    const uint8_t* in, uint8_t* out, Acc* acc) {
+    const AesRoundKeys* k, __m256i* b, const uint8_t* pw, const uint8_t* kt,
+    const uint8_t* g, const uint8_t* in, uint8_t* out, Acc* acc) {
 #define ACCELCRYPT_GCM256_OPERANDS                                           \
   : [b0] "+x"(b[0]), [b1] "+x"(b[1]), [b2] "+x"(b[2]), [b3] "+x"(b[3]),      \
     [b4] "+x"(b[4]), [b5] "+x"(b[5]), [b6] "+x"(b[6]), [b7] "+x"(b[7]),      \
     [lo] "+x"(acc->lo), [hi] "+x"(acc->hi), [mid] "+x"(acc->mid)             \
   : [rk] "r"(k->enc), [g] "r"(g), [in] "r"(in), [out] "r"(out),              \
-    [pw] "r"(t->powers[kFirst]), [kt] "r"(t->karatsuba[0]),                  \
+    [pw] "r"(pw), [kt] "r"(kt),                                              \
     [rev] "m"(*reinterpret_cast<const __m256i*>(kReflect)),                  \
     [poly] "m"(*reinterpret_cast<const __m128i*>(kPoly))                     \
   : "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "memory"
@@ -391,6 +392,104 @@ ACCELCRYPT_TARGET_VAES256 [[gnu::always_inline]] inline void EncryptAndHash(
 #undef ACCELCRYPT_GCM256_OPERANDS
 }
 
+// EncryptAndContinue runs an iteration that adds its 16 blocks' products
+// to the open sums of an EncryptAndHash iteration with H^32..H^17 (`pw`,
+// `kt`: H^16..H^1 here): GHASH is then reduced once per 32 blocks, and
+// this iteration has no finish, no reduction and no x (all in the other).
+template <int R>
+ACCELCRYPT_TARGET_VAES256 [[gnu::always_inline]] inline void EncryptAndContinue(
+    const AesRoundKeys* k, __m256i* b, const uint8_t* pw, const uint8_t* kt,
+    const uint8_t* g, const uint8_t* in, uint8_t* out, Acc* acc) {
+#define ACCELCRYPT_GCM256_OPERANDS                                           \
+  : [b0] "+x"(b[0]), [b1] "+x"(b[1]), [b2] "+x"(b[2]), [b3] "+x"(b[3]),      \
+    [b4] "+x"(b[4]), [b5] "+x"(b[5]), [b6] "+x"(b[6]), [b7] "+x"(b[7]),      \
+    [lo] "+x"(acc->lo), [hi] "+x"(acc->hi), [mid] "+x"(acc->mid)             \
+  : [rk] "r"(k->enc), [g] "r"(g), [in] "r"(in), [out] "r"(out),              \
+    [pw] "r"(pw), [kt] "r"(kt),                                              \
+    [rev] "m"(*reinterpret_cast<const __m256i*>(kReflect))                   \
+  : "xmm10", "xmm11", "xmm12", "memory"
+  if constexpr (R == 10) {
+    __asm__(ACCELCRYPT_GCM256_ROUND0
+            ACCELCRYPT_GCM256_AES(1) ACCELCRYPT_GCM256_LO(1)
+                ACCELCRYPT_GCM256_HI(1)
+            ACCELCRYPT_GCM256_AES(2) ACCELCRYPT_GCM256_MID(1)
+                ACCELCRYPT_GCM256_LO(2) ACCELCRYPT_GCM256_HI(2)
+            ACCELCRYPT_GCM256_AES(3) ACCELCRYPT_GCM256_MID(2)
+                ACCELCRYPT_GCM256_LO(3)
+            ACCELCRYPT_GCM256_AES(4) ACCELCRYPT_GCM256_HI(3)
+                ACCELCRYPT_GCM256_MID(3) ACCELCRYPT_GCM256_LO(4)
+            ACCELCRYPT_GCM256_AES(5) ACCELCRYPT_GCM256_HI(4)
+                ACCELCRYPT_GCM256_MID(4) ACCELCRYPT_GCM256_LO(5)
+            ACCELCRYPT_GCM256_AES(6) ACCELCRYPT_GCM256_HI(5)
+                ACCELCRYPT_GCM256_MID(5) ACCELCRYPT_GCM256_LO(6)
+            ACCELCRYPT_GCM256_AES(7) ACCELCRYPT_GCM256_HI(6)
+                ACCELCRYPT_GCM256_MID(6) ACCELCRYPT_GCM256_LO(7)
+            ACCELCRYPT_GCM256_AES(8) ACCELCRYPT_GCM256_HI(7)
+                ACCELCRYPT_GCM256_MID(7)
+            ACCELCRYPT_GCM256_AES(9) ACCELCRYPT_GCM256_LO(0)
+                ACCELCRYPT_GCM256_HI(0)
+            ACCELCRYPT_GCM256_ROUND("vaesenclast", 10) ACCELCRYPT_GCM256_MID(0)
+            ACCELCRYPT_GCM256_OUTS ACCELCRYPT_GCM256_OPERANDS);
+  } else if constexpr (R == 12) {
+    __asm__(ACCELCRYPT_GCM256_ROUND0
+            ACCELCRYPT_GCM256_AES(1) ACCELCRYPT_GCM256_LO(1)
+                ACCELCRYPT_GCM256_HI(1)
+            ACCELCRYPT_GCM256_AES(2) ACCELCRYPT_GCM256_MID(1)
+                ACCELCRYPT_GCM256_LO(2)
+            ACCELCRYPT_GCM256_AES(3) ACCELCRYPT_GCM256_HI(2)
+                ACCELCRYPT_GCM256_MID(2)
+            ACCELCRYPT_GCM256_AES(4) ACCELCRYPT_GCM256_LO(3)
+                ACCELCRYPT_GCM256_HI(3) ACCELCRYPT_GCM256_MID(3)
+            ACCELCRYPT_GCM256_AES(5) ACCELCRYPT_GCM256_LO(4)
+                ACCELCRYPT_GCM256_HI(4)
+            ACCELCRYPT_GCM256_AES(6) ACCELCRYPT_GCM256_MID(4)
+                ACCELCRYPT_GCM256_LO(5)
+            ACCELCRYPT_GCM256_AES(7) ACCELCRYPT_GCM256_HI(5)
+                ACCELCRYPT_GCM256_MID(5)
+            ACCELCRYPT_GCM256_AES(8) ACCELCRYPT_GCM256_LO(6)
+                ACCELCRYPT_GCM256_HI(6)
+            ACCELCRYPT_GCM256_AES(9) ACCELCRYPT_GCM256_MID(6)
+                ACCELCRYPT_GCM256_LO(7)
+            ACCELCRYPT_GCM256_AES(10) ACCELCRYPT_GCM256_HI(7)
+                ACCELCRYPT_GCM256_MID(7)
+            ACCELCRYPT_GCM256_AES(11) ACCELCRYPT_GCM256_LO(0)
+                ACCELCRYPT_GCM256_HI(0)
+            ACCELCRYPT_GCM256_ROUND("vaesenclast", 12) ACCELCRYPT_GCM256_MID(0)
+            ACCELCRYPT_GCM256_OUTS ACCELCRYPT_GCM256_OPERANDS);
+  } else {
+    static_assert(R == 14);
+    __asm__(ACCELCRYPT_GCM256_ROUND0
+            ACCELCRYPT_GCM256_AES(1) ACCELCRYPT_GCM256_LO(1)
+                ACCELCRYPT_GCM256_HI(1)
+            ACCELCRYPT_GCM256_AES(2) ACCELCRYPT_GCM256_MID(1)
+                ACCELCRYPT_GCM256_LO(2)
+            ACCELCRYPT_GCM256_AES(3) ACCELCRYPT_GCM256_HI(2)
+                ACCELCRYPT_GCM256_MID(2)
+            ACCELCRYPT_GCM256_AES(4) ACCELCRYPT_GCM256_LO(3)
+                ACCELCRYPT_GCM256_HI(3)
+            ACCELCRYPT_GCM256_AES(5) ACCELCRYPT_GCM256_MID(3)
+                ACCELCRYPT_GCM256_LO(4)
+            ACCELCRYPT_GCM256_AES(6) ACCELCRYPT_GCM256_HI(4)
+                ACCELCRYPT_GCM256_MID(4)
+            ACCELCRYPT_GCM256_AES(7) ACCELCRYPT_GCM256_LO(5)
+                ACCELCRYPT_GCM256_HI(5)
+            ACCELCRYPT_GCM256_AES(8) ACCELCRYPT_GCM256_MID(5)
+                ACCELCRYPT_GCM256_LO(6)
+            ACCELCRYPT_GCM256_AES(9) ACCELCRYPT_GCM256_HI(6)
+                ACCELCRYPT_GCM256_MID(6)
+            ACCELCRYPT_GCM256_AES(10) ACCELCRYPT_GCM256_LO(7)
+                ACCELCRYPT_GCM256_HI(7)
+            ACCELCRYPT_GCM256_AES(11) ACCELCRYPT_GCM256_MID(7)
+                ACCELCRYPT_GCM256_LO(0)
+            ACCELCRYPT_GCM256_AES(12) ACCELCRYPT_GCM256_HI(0)
+                ACCELCRYPT_GCM256_MID(0)
+            ACCELCRYPT_GCM256_AES(13)
+            ACCELCRYPT_GCM256_ROUND("vaesenclast", 14)
+            ACCELCRYPT_GCM256_OUTS ACCELCRYPT_GCM256_OPERANDS);
+  }
+#undef ACCELCRYPT_GCM256_OPERANDS
+}
+
 // clang-format on
 
 // GcmTail encrypts `left` (1..15) blocks with N registers (2N >= left)
@@ -448,6 +547,36 @@ ACCELCRYPT_TARGET_VAES256 void Gcm(const AesRoundKeys* k, const GhashTable* t,
   // The unreduced GHASH sums, reduced one iteration later (or below).
   const uint8_t* pending = nullptr;
   Acc acc = AccOf(x);
+  // GHASH is reduced once per pair of 16-block chunks: the first of a pair
+  // is multiplied by H^32..H^17 (with their Karatsuba entries, made here:
+  // the table keeps them for H^16..H^1), the second by H^16..H^1 with no
+  // finish or reduction; a last unpaired chunk is reduced alone.
+  const size_t chunks = left / kBlocks;  // chunks hashed by the loop or below
+  const uint8_t* const kt16 =
+      t->karatsuba[kFirst - (kGhashPowers - kGhashKaratsubaPowers)];
+  alignas(32) uint8_t kt32[kBlocks][16];
+  if (chunks >= 2) {
+#pragma GCC unroll 16
+    for (int i = 0; i < kBlocks; ++i) {
+      const __m128i h =
+          _mm_load_si128(reinterpret_cast<const __m128i*>(t->powers[i]));
+      _mm_store_si128(reinterpret_cast<__m128i*>(kt32[i]),
+                      _mm_xor_si128(h, _mm_shuffle_epi32(h, 0x4e)));
+    }
+  }
+  size_t hashed = 0;
+  // hash_chunk runs an iteration that hashes the 16 blocks at g.
+  auto hash_chunk = [&](__m256i* b,
+                        const uint8_t* g) ACCELCRYPT_TARGET_VAES256 {
+    if (hashed % 2 == 1) {
+      EncryptAndContinue<R>(k, b, t->powers[kFirst], kt16, g, in, out, &acc);
+    } else if (hashed + 1 < chunks) {
+      EncryptAndHash<R>(k, b, t->powers[0], kt32[0], g, in, out, &acc);
+    } else {
+      EncryptAndHash<R>(k, b, t->powers[kFirst], kt16, g, in, out, &acc);
+    }
+    ++hashed;
+  };
   for (; left >= kBlocks; left -= kBlocks) {
     __m256i b[kRegs];
     if (low <= 256 - kBlocks) {
@@ -468,10 +597,10 @@ ACCELCRYPT_TARGET_VAES256 void Gcm(const AesRoundKeys* k, const GhashTable* t,
     if (kDecrypt) {
       // GHASH reads the ciphertext as the rounds run, before the stores
       // (`in` may equal `out`).
-      EncryptAndHash<R>(k, b, t, in, in, out, &acc);
+      hash_chunk(b, in);
     } else if (pending != nullptr) {
       // Encryption hashes its own output one iteration behind (in L1).
-      EncryptAndHash<R>(k, b, t, pending, in, out, &acc);
+      hash_chunk(b, pending);
       pending = out;
     } else {
       EncryptN<R>(rk, b, kRegs);
@@ -488,7 +617,6 @@ ACCELCRYPT_TARGET_VAES256 void Gcm(const AesRoundKeys* k, const GhashTable* t,
     in += 16 * kBlocks;
     out += 16 * kBlocks;
   }
-  x = FinishAcc(acc);
   if (pending != nullptr) {
     __m256i d[kRegs];
 #pragma GCC unroll 8
@@ -498,8 +626,20 @@ ACCELCRYPT_TARGET_VAES256 void Gcm(const AesRoundKeys* k, const GhashTable* t,
               reinterpret_cast<const __m256i*>(pending + 32 * i)),
           rev);
     }
-    x = GhashFull(t, d, x);
+    if (hashed % 2 == 1) {
+      // The second of a pair: into the open sums, by H^16..H^1.
+#pragma GCC unroll 8
+      for (int i = 0; i < kRegs; ++i) {
+        MulAddPower(&acc, d[i], t, kFirst + 2 * i);
+      }
+      x = FinishAcc(acc);
+    } else {
+      x = GhashFull(t, d, FinishAcc(acc));
+    }
+  } else {
+    x = FinishAcc(acc);
   }
+  if (chunks >= 2) explicit_bzero(kt32, sizeof(kt32));
   if (left > 0) {
     if (left <= 2) {
       x = GcmTail<R, 1, kDecrypt>(rk, t, c, swap, in, out, left, x);
