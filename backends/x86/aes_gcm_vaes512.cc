@@ -338,14 +338,15 @@ ACCELCRYPT_TARGET_VAES512 void Gcm(const AesRoundKeys* k, const GhashTable* t,
     }
     low = (low + 4 * kRegs) & 0xff;
     if (kDecrypt) {
-      __m512i d[kRegs];
-      // All loads before any store: `in` may equal `out`.
-#pragma GCC unroll 8
-      for (int i = 0; i < kRegs; ++i) d[i] = _mm512_loadu_si512(in + 64 * i);
+      // GHASH reads the ciphertext during the rounds, before the stores;
+      // each register's input is loaded again (L1) just before its own
+      // output overwrites it when `in` equals `out`.
       EncryptAndHash<R>(rk, b, t, hk, in, rev, &acc);
 #pragma GCC unroll 8
       for (int i = 0; i < kRegs; ++i) {
-        _mm512_storeu_si512(out + 64 * i, _mm512_xor_si512(b[i], d[i]));
+        _mm512_storeu_si512(
+            out + 64 * i,
+            _mm512_xor_si512(b[i], _mm512_loadu_si512(in + 64 * i)));
       }
     } else {
       if (pending != nullptr) {
