@@ -141,7 +141,64 @@ ACCELCRYPT_TARGET_VAES256 void Ctr128(const AesRoundKeys* k, uint8_t ctr[16],
   __m256i c = _mm256_add_epi64(
       _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(Load1(ctr)), rev),
       _mm256_set_epi64x(0, 1, 0, 0));
+  const __m256i one = _mm256_set_epi64x(0, 1, 0, 1);
   const __m256i two = _mm256_set_epi64x(0, 2, 0, 2);
+  const __m256i sixteen = _mm256_set_epi64x(0, 16, 0, 16);
+  // Once the counter's last byte is a multiple of 16, the 16 blocks of an
+  // iteration differ from the first only in the low 4 bits of that byte:
+  // counter i is (first counter) ^ i, and with round key 0 folded in once,
+  // each block costs one VPXOR (no byte swap, no add, no round-0 XOR per
+  // register). The blocks before that point (up to 15) go two at a time.
+  unsigned head = (16u - (ctr[15] & 15u)) & 15u;
+  if (num_blocks < head + kRegs * kBlocksPerReg) head = 0;
+  for (; head >= kBlocksPerReg; head -= kBlocksPerReg) {
+    __m256i b = _mm256_shuffle_epi8(c, rev);
+    c = _mm256_add_epi64(c, two);
+    EncryptN<R, 1>(rk, &b);
+    Store(out, _mm256_xor_si256(b, Load(in)));
+    in += 32;
+    out += 32;
+    num_blocks -= kBlocksPerReg;
+  }
+  if (head == 1) {
+    const __m128i b =
+        Encrypt1<R>(rk, _mm256_castsi256_si128(_mm256_shuffle_epi8(c, rev)));
+    Store1(out, _mm_xor_si128(b, Load1(in)));
+    c = _mm256_add_epi64(c, one);
+    in += 16;
+    out += 16;
+    num_blocks -= 1;
+  }
+  if (((ctr[15] + (total_blocks - num_blocks)) & 15u) == 0) {
+    for (; num_blocks >= kRegs * kBlocksPerReg;
+         num_blocks -= kRegs * kBlocksPerReg) {
+      // Lanes hold counters n and n + 1 = n ^ 1 (n is even): register i
+      // takes n ^ 2i and n ^ (2i + 1).
+      const __m256i first =
+          _mm256_xor_si256(_mm256_shuffle_epi8(c, rev), rk[0]);
+      c = _mm256_add_epi64(c, sixteen);
+      __m256i b[kRegs];
+#pragma GCC unroll 16
+      for (int i = 0; i < kRegs; ++i) {
+        b[i] = _mm256_xor_si256(
+            first,
+            _mm256_set_epi32((2 * i) << 24, 0, 0, 0, (2 * i) << 24, 0, 0, 0));
+      }
+#pragma GCC unroll 14
+      for (int r = 1; r < R; ++r) {
+#pragma GCC unroll 16
+        for (int i = 0; i < kRegs; ++i)
+          b[i] = _mm256_aesenc_epi128(b[i], rk[r]);
+      }
+#pragma GCC unroll 16
+      for (int i = 0; i < kRegs; ++i) {
+        b[i] = _mm256_aesenclast_epi128(b[i], rk[R]);
+        Store(out + 32 * i, _mm256_xor_si256(b[i], Load(in + 32 * i)));
+      }
+      in += 32 * kRegs;
+      out += 32 * kRegs;
+    }
+  }
   for (; num_blocks >= kRegs * kBlocksPerReg;
        num_blocks -= kRegs * kBlocksPerReg) {
     __m256i b[kRegs];
@@ -183,23 +240,27 @@ ACCELCRYPT_TARGET_VAES256 void CbcDecrypt(const AesRoundKeys* k, uint8_t iv[16],
   __m128i prev = Load1(iv);
   for (; num_blocks >= kRegs * kBlocksPerReg;
        num_blocks -= kRegs * kBlocksPerReg) {
-    __m256i c[kRegs], b[kRegs], p[kRegs];
+    __m256i b[kRegs], p[kRegs];
+    // p[i] = [c(2i-1), c(2i)]: one unaligned load of the ciphertext 16
+    // bytes back (a cross-lane permute per register, as the loop had,
+    // shares the shuffle pipe with VAES on some CPUs and cost 10%), except
+    // p[0], whose first block is the chaining value: a blend (any ALU
+    // pipe) of two broadcast loads. All loads come before the stores (`in`
+    // may equal `out`).
+    p[0] = _mm256_blend_epi32(_mm256_castsi128_si256(prev),
+                              _mm256_broadcastsi128_si256(Load1(in)), 0xf0);
 #pragma GCC unroll 16
-    for (int i = 0; i < kRegs; ++i) b[i] = c[i] = Load(in + 32 * i);
-    // p[i] = [c(2i-1), c(2i)]: the upper lane of the register before, then
-    // the lower lane of this one.
-    p[0] = _mm256_inserti128_si256(_mm256_castsi128_si256(prev),
-                                   _mm256_castsi256_si128(c[0]), 1);
-#pragma GCC unroll 16
-    for (int i = 1; i < kRegs; ++i) {
-      p[i] = _mm256_permute2x128_si256(c[i - 1], c[i], 0x21);
+    for (int i = 0; i < kRegs; ++i) {
+      b[i] = Load(in + 32 * i);
+      if (i > 0) p[i] = Load(in + 32 * i - 16);
     }
+    const __m128i last = Load1(in + 32 * kRegs - 16);
     DecryptN<R, kRegs>(rk, b);
 #pragma GCC unroll 16
     for (int i = 0; i < kRegs; ++i) {
       Store(out + 32 * i, _mm256_xor_si256(b[i], p[i]));
     }
-    prev = _mm256_extracti128_si256(c[kRegs - 1], 1);
+    prev = last;
     in += 32 * kRegs;
     out += 32 * kRegs;
   }

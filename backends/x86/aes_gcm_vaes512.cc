@@ -3,8 +3,9 @@
 // per iteration, CTR32 keystream and GHASH in the same loop body so the
 // out-of-order core overlaps the AES rounds with the carry-less multiplies.
 // GHASH is aggregated: 32 blocks are multiplied by H^32..H^1 (precomputed,
-// internal/ghash_common.h) and reduced once; only x*H^32 and that reduction
-// sit on the loop-carried dependency chain.
+// internal/ghash_common.h; Karatsuba in the main loop), the running hash x
+// folded into the first, and reduced once, after the next iteration's first
+// round.
 #include <immintrin.h>
 
 #include "backends/x86/internal/aes_leaf.h"
@@ -49,8 +50,8 @@ ACCELCRYPT_TARGET_VAES512 inline Acc ZeroAcc() {
 }
 
 // MulAdd accumulates d*h as schoolbook products (lo, hi, and the two middle
-// terms). Karatsuba's three products measured no faster here: it trades a
-// VPCLMULQDQ for a shuffle and two XORs on the same ports.
+// terms), for the hash after the main loop and the tails (the main loop
+// uses Karatsuba, see HashStep).
 ACCELCRYPT_TARGET_VAES512 inline void MulAdd(Acc* acc, __m512i d, __m512i h) {
   acc->lo = _mm512_xor_si512(acc->lo, _mm512_clmulepi64_epi128(d, h, 0x00));
   acc->hi = _mm512_xor_si512(acc->hi, _mm512_clmulepi64_epi128(d, h, 0x11));
@@ -127,30 +128,118 @@ ACCELCRYPT_TARGET_VAES512 inline void EncryptN(const __m512i* rk, __m512i* b,
   for (int i = 0; i < n; ++i) b[i] = _mm512_aesenclast_epi128(b[i], rk[R]);
 }
 
-// EncryptAndHash runs the AES rounds for 32 counter blocks in `b` and, in
-// the same instruction stream, the GHASH products of the 32 blocks at
-// `gsrc` (one register of blocks per round), so VAES and VPCLMULQDQ run
-// side by side. Returns x folded with those blocks.
-template <int R>
-ACCELCRYPT_TARGET_VAES512 inline __m128i EncryptAndHash(
-    const __m512i* rk, __m512i* b, const GhashTable* t, const uint8_t* gsrc,
-    __m512i rev, __m128i x) {
-  Acc acc = ZeroAcc();
-#pragma GCC unroll 8
-  for (int i = 0; i < kRegs; ++i) b[i] = _mm512_xor_si512(b[i], rk[0]);
-#pragma GCC unroll 14
-  for (int r = 1; r < R; ++r) {
-#pragma GCC unroll 8
-    for (int i = 0; i < kRegs; ++i) b[i] = _mm512_aesenc_epi128(b[i], rk[r]);
-    if (r - 1 < kRegs) {
-      MulAdd(&acc,
-             _mm512_shuffle_epi8(_mm512_loadu_si512(gsrc + 64 * (r - 1)), rev),
-             _mm512_load_si512(t->powers[4 * (r - 1)]));
+// The main loop's sums are Karatsuba's: `mid` sums (d.lo ^ d.hi) *
+// (h.lo ^ h.hi), and the middle term is mid ^ lo ^ hi, recovered once per
+// loop in FinishAcc. Three VPCLMULQDQ per register, not four: the
+// multiplier binds this loop (a ZMM product occupies it about twice as
+// long as a YMM one), the extra shuffle and XOR do not.
+ACCELCRYPT_TARGET_VAES512 inline __m128i FinishAcc(const Acc& acc) {
+  const __m128i lo = Fold(acc.lo), hi = Fold(acc.hi);
+  return Finish(lo, hi, _mm_ternarylogic_epi64(Fold(acc.mid), lo, hi, 0x96));
+}
+
+// AccOf returns sums that FinishAcc maps to x (lo = 0, hi = mid = x: the
+// recovered middle term is zero).
+ACCELCRYPT_TARGET_VAES512 inline Acc AccOf(__m128i x) {
+  const __m512i v = _mm512_zextsi128_si512(x);
+  return Acc{_mm512_setzero_si512(), v, v};
+}
+
+// HashStep issues step S (0..23) of the products of the 32 blocks at
+// `gsrc`: three per register (lo, hi, Karatsuba middle with `hk`, the
+// Karatsuba entries of the register's powers), registers
+// 1..7 first and register 0 last, since its first block carries the
+// running hash x: (x ^ b0) * H^32 costs nothing beside the products
+// (multiplying x separately took four more XMM VPCLMULQDQ a loop).
+template <int S>
+ACCELCRYPT_TARGET_VAES512 [[gnu::always_inline]] inline void HashStep(
+    Acc* acc, Acc* held, __m512i* d, const GhashTable* t, const __m512i* hk,
+    const uint8_t* gsrc, __m512i rev, __m128i x) {
+  constexpr int j = (S / 3 + 1) % kRegs;
+  // The products of registers taken in pairs join the sums with one
+  // three-way XOR (VPTERNLOGQ): the first of a pair waits in `held`.
+  constexpr bool kFirstOfPair = (S / 3) % 2 == 0;
+  __m512i p;
+  if constexpr (S % 3 == 0) {
+    *d = _mm512_shuffle_epi8(_mm512_loadu_si512(gsrc + 64 * j), rev);
+    if constexpr (j == 0) *d = _mm512_xor_si512(*d, _mm512_zextsi128_si512(x));
+    p = _mm512_clmulepi64_epi128(*d, _mm512_load_si512(t->powers[4 * j]), 0x00);
+    if constexpr (kFirstOfPair) {
+      held->lo = p;
+    } else {
+      acc->lo = _mm512_ternarylogic_epi64(acc->lo, held->lo, p, 0x96);
+    }
+  } else if constexpr (S % 3 == 1) {
+    p = _mm512_clmulepi64_epi128(*d, _mm512_load_si512(t->powers[4 * j]), 0x11);
+    if constexpr (kFirstOfPair) {
+      held->hi = p;
+    } else {
+      acc->hi = _mm512_ternarylogic_epi64(acc->hi, held->hi, p, 0x96);
+    }
+  } else {
+    const __m512i dm =
+        _mm512_xor_si512(*d, _mm512_shuffle_epi32(*d, _MM_PERM_BADC));
+    p = _mm512_clmulepi64_epi128(dm, hk[j], 0x00);
+    if constexpr (kFirstOfPair) {
+      held->mid = p;
+    } else {
+      acc->mid = _mm512_ternarylogic_epi64(acc->mid, held->mid, p, 0x96);
     }
   }
+}
+
+template <int S, int E>
+ACCELCRYPT_TARGET_VAES512 [[gnu::always_inline]] inline void HashSteps(
+    Acc* acc, Acc* held, __m512i* d, const GhashTable* t, const __m512i* hk,
+    const uint8_t* gsrc, __m512i rev, __m128i x) {
+  if constexpr (S < E) {
+    HashStep<S>(acc, held, d, t, hk, gsrc, rev, x);
+    HashSteps<S + 1, E>(acc, held, d, t, hk, gsrc, rev, x);
+  }
+}
+
+// Rounds runs AES rounds r..R of the 8 registers, each followed by its
+// share of the 24 product steps, spread over rounds 2..R-1 (VPCLMULQDQ and
+// VAESENC share the pipes; grouped in the first rounds, they left the
+// multiplier idle through the rest of the iteration).
+template <int R, int r>
+ACCELCRYPT_TARGET_VAES512 [[gnu::always_inline]] inline void Rounds(
+    const __m512i* rk, __m512i* b, Acc* acc, Acc* held, __m512i* d,
+    const GhashTable* t, const __m512i* hk, const uint8_t* gsrc, __m512i rev,
+    __m128i x) {
+  if constexpr (r <= R) {
 #pragma GCC unroll 8
-  for (int i = 0; i < kRegs; ++i) b[i] = _mm512_aesenclast_epi128(b[i], rk[R]);
-  return FinishWithX(t, acc, x);
+    for (int i = 0; i < kRegs; ++i) {
+      b[i] = r < R ? _mm512_aesenc_epi128(b[i], rk[r])
+                   : _mm512_aesenclast_epi128(b[i], rk[r]);
+    }
+    if constexpr (r >= 2 && r < R) {
+      HashSteps<3 * kRegs*(r - 2) / (R - 2), 3 * kRegs*(r - 1) / (R - 2)>(
+          acc, held, d, t, hk, gsrc, rev, x);
+    }
+    Rounds<R, r + 1>(rk, b, acc, held, d, t, hk, gsrc, rev, x);
+  }
+}
+
+// EncryptAndHash runs the AES rounds for 32 counter blocks in `b` and, in
+// the same instruction stream, the GHASH products of the 32 blocks at
+// `gsrc`. `acc` holds the previous iteration's unreduced sums on entry,
+// reduced here after round 1 (long after their last product: reduced at
+// the end of their own iteration, that chain sat at every iteration's tail
+// and held the reorder window), and this iteration's on return.
+template <int R>
+ACCELCRYPT_TARGET_VAES512 [[gnu::always_inline]] inline void EncryptAndHash(
+    const __m512i* rk, __m512i* b, const GhashTable* t, const __m512i* hk,
+    const uint8_t* gsrc, __m512i rev, Acc* acc) {
+#pragma GCC unroll 8
+  for (int i = 0; i < kRegs; ++i) b[i] = _mm512_xor_si512(b[i], rk[0]);
+#pragma GCC unroll 8
+  for (int i = 0; i < kRegs; ++i) b[i] = _mm512_aesenc_epi128(b[i], rk[1]);
+  const __m128i x = FinishAcc(*acc);
+  *acc = ZeroAcc();
+  __m512i d = _mm512_setzero_si512();
+  Acc held;
+  Rounds<R, 2>(rk, b, acc, &held, &d, t, hk, gsrc, rev, x);
 }
 
 // Opmask for register i of a tail of `left` blocks (0 past the end).
@@ -212,26 +301,56 @@ ACCELCRYPT_TARGET_VAES512 void Gcm(const AesRoundKeys* k, const GhashTable* t,
   // iteration hashes the previous iteration's 32 ciphertext blocks (still in
   // L1) while encrypting the next 32. Decryption hashes its input directly.
   const uint8_t* pending = nullptr;
-  for (; left >= 4 * kRegs; left -= 4 * kRegs) {
-    __m512i b[kRegs];
+  Acc acc = AccOf(x);  // unreduced, see EncryptAndHash
+  // The Karatsuba entries (h.lo ^ h.hi) of H^32..H^1, four per register,
+  // for the main loop (the table keeps them for H^16..H^1 only).
+  __m512i hk[kRegs];
+  if (left >= 4 * kRegs) {
 #pragma GCC unroll 8
     for (int i = 0; i < kRegs; ++i) {
-      b[i] = _mm512_shuffle_epi8(c, swap);
-      c = _mm512_add_epi32(c, four);
+      const __m512i h = _mm512_load_si512(t->powers[4 * i]);
+      hk[i] = _mm512_xor_si512(h, _mm512_shuffle_epi32(h, _MM_PERM_BADC));
     }
-    if (kDecrypt) {
-      __m512i d[kRegs];
-      // All loads before any store: `in` may equal `out`.
+  }
+  // The last byte of the first counter block of the next iteration.
+  unsigned low = ctr[15];
+  for (; left >= 4 * kRegs; left -= 4 * kRegs) {
+    __m512i b[kRegs];
+    if (low <= 256 - 4 * kRegs) {
+      // No carry out of the last byte within these 32 blocks (7 of 8
+      // iterations): one byte swap, then adds on that byte of the
+      // big-endian blocks (the top byte of their last dword).
+      b[0] = _mm512_shuffle_epi8(c, swap);
 #pragma GCC unroll 8
-      for (int i = 0; i < kRegs; ++i) d[i] = _mm512_loadu_si512(in + 64 * i);
-      x = EncryptAndHash<R>(rk, b, t, in, rev, x);
+      for (int i = 1; i < kRegs; ++i) {
+        const int k = (4 * i) << 24;
+        b[i] = _mm512_add_epi32(b[0], _mm512_set_epi32(k, 0, 0, 0, k, 0, 0, 0,
+                                                       k, 0, 0, 0, k, 0, 0, 0));
+      }
+      c = _mm512_add_epi32(c, _mm512_set_epi32(32, 0, 0, 0, 32, 0, 0, 0, 32, 0,
+                                               0, 0, 32, 0, 0, 0));
+    } else {
 #pragma GCC unroll 8
       for (int i = 0; i < kRegs; ++i) {
-        _mm512_storeu_si512(out + 64 * i, _mm512_xor_si512(b[i], d[i]));
+        b[i] = _mm512_shuffle_epi8(c, swap);
+        c = _mm512_add_epi32(c, four);
+      }
+    }
+    low = (low + 4 * kRegs) & 0xff;
+    if (kDecrypt) {
+      // GHASH reads the ciphertext during the rounds, before the stores;
+      // each register's input is loaded again (L1) just before its own
+      // output overwrites it when `in` equals `out`.
+      EncryptAndHash<R>(rk, b, t, hk, in, rev, &acc);
+#pragma GCC unroll 8
+      for (int i = 0; i < kRegs; ++i) {
+        _mm512_storeu_si512(
+            out + 64 * i,
+            _mm512_xor_si512(b[i], _mm512_loadu_si512(in + 64 * i)));
       }
     } else {
       if (pending != nullptr) {
-        x = EncryptAndHash<R>(rk, b, t, pending, rev, x);
+        EncryptAndHash<R>(rk, b, t, hk, pending, rev, &acc);
       } else {
         EncryptN<R>(rk, b, kRegs);
       }
@@ -246,6 +365,7 @@ ACCELCRYPT_TARGET_VAES512 void Gcm(const AesRoundKeys* k, const GhashTable* t,
     in += 64 * kRegs;
     out += 64 * kRegs;
   }
+  x = FinishAcc(acc);
   if (pending != nullptr) {
     __m512i d[kRegs];
 #pragma GCC unroll 8

@@ -28,8 +28,8 @@ int GhashPowersFor(GcmImpl impl, size_t blocks) {
       break;
     case GcmImpl::kVaes256:
       // An odd count of fewer than 16 blocks is padded in front with a zero
-      // block times H^(n+1).
-      most = 16;
+      // block times H^(n+1); from 32 blocks on, GCM reduces once per 32.
+      most = blocks >= 32 ? internal::kGhashPowers : 16;
       want = blocks + 1;
       break;
     default:
