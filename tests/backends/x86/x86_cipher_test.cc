@@ -417,9 +417,10 @@ TEST_P(X86CipherTest, CtrCounterWraps) {
   }
 }
 
-// CTR from every phase of the counter's last byte (the VAES paths take a
-// shortcut once it is a multiple of 16): one bulk call of 16..40 blocks,
-// starting 0..31 blocks before such a point, against OpenSSL.
+// CTR from every phase of the counter's last byte (the VAES-256 path takes
+// a shortcut once it is a multiple of 16, the AES-NI path once it is a
+// multiple of 8): one bulk call of 16..40 blocks, starting 0..31 blocks
+// before such a point, against OpenSSL.
 TEST_P(X86CipherTest, CtrEveryCounterPhaseMatchesOpenSsl) {
   std::mt19937 rng(9);
   for (accelcrypt_alg alg :
