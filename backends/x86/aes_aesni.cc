@@ -321,41 +321,38 @@ ACCELCRYPT_TARGET_AESNI void Ctr128(const AesRoundKeys* k, uint8_t ctr[16],
   // block i is (first counter) ^ i, and with round key 0 folded in once per
   // iteration each block costs one PXOR (no byte swap or add per block).
   // The blocks before that point (up to 7) go one at a time.
-  // (A call of fewer than 8 blocks, the common small message, skips this.)
-  if (num_blocks >= kLanes) {
-    size_t head = (8u - (ctr[15] & 7u)) & 7u;
-    if (num_blocks < head + kLanes) head = 0;
-    for (; head > 0; --head, --num_blocks, in += 16, out += 16) {
-      __m128i b = _mm_xor_si128(_mm_shuffle_epi8(c, rev), rk[0]);
+  size_t head = (8u - (ctr[15] & 7u)) & 7u;
+  if (num_blocks < head + kLanes) head = 0;
+  for (; head > 0; --head, --num_blocks, in += 16, out += 16) {
+    __m128i b = _mm_xor_si128(_mm_shuffle_epi8(c, rev), rk[0]);
 #pragma GCC unroll 14
-      for (int r = 1; r < R; ++r) b = _mm_aesenc_si128(b, rk[r]);
-      b = _mm_aesenclast_si128(b, rk[R]);
-      c = _mm_add_epi64(c, one);
-      Store(out, _mm_xor_si128(b, Load(in)));
-    }
-    if ((_mm_cvtsi128_si32(c) & 7) == 0) {
-      const __m128i eight = _mm_set_epi64x(0, kLanes);
-      for (; num_blocks >= kLanes; num_blocks -= kLanes) {
-        const __m128i first = _mm_xor_si128(_mm_shuffle_epi8(c, rev), rk[0]);
-        c = _mm_add_epi64(c, eight);
-        __m128i b[kLanes];
+    for (int r = 1; r < R; ++r) b = _mm_aesenc_si128(b, rk[r]);
+    b = _mm_aesenclast_si128(b, rk[R]);
+    c = _mm_add_epi64(c, one);
+    Store(out, _mm_xor_si128(b, Load(in)));
+  }
+  if ((_mm_cvtsi128_si32(c) & 7) == 0) {
+    const __m128i eight = _mm_set_epi64x(0, kLanes);
+    for (; num_blocks >= kLanes; num_blocks -= kLanes) {
+      const __m128i first = _mm_xor_si128(_mm_shuffle_epi8(c, rev), rk[0]);
+      c = _mm_add_epi64(c, eight);
+      __m128i b[kLanes];
 #pragma GCC unroll 16
-        for (int i = 0; i < kLanes; ++i) {
-          b[i] = _mm_xor_si128(first, _mm_set_epi32(i << 24, 0, 0, 0));
-        }
-#pragma GCC unroll 14
-        for (int r = 1; r < R; ++r) {
-#pragma GCC unroll 16
-          for (int i = 0; i < kLanes; ++i) b[i] = _mm_aesenc_si128(b[i], rk[r]);
-        }
-#pragma GCC unroll 16
-        for (int i = 0; i < kLanes; ++i) {
-          b[i] = _mm_aesenclast_si128(b[i], rk[R]);
-          Store(out + 16 * i, _mm_xor_si128(b[i], Load(in + 16 * i)));
-        }
-        in += 16 * kLanes;
-        out += 16 * kLanes;
+      for (int i = 0; i < kLanes; ++i) {
+        b[i] = _mm_xor_si128(first, _mm_set_epi32(i << 24, 0, 0, 0));
       }
+#pragma GCC unroll 14
+      for (int r = 1; r < R; ++r) {
+#pragma GCC unroll 16
+        for (int i = 0; i < kLanes; ++i) b[i] = _mm_aesenc_si128(b[i], rk[r]);
+      }
+#pragma GCC unroll 16
+      for (int i = 0; i < kLanes; ++i) {
+        b[i] = _mm_aesenclast_si128(b[i], rk[R]);
+        Store(out + 16 * i, _mm_xor_si128(b[i], Load(in + 16 * i)));
+      }
+      in += 16 * kLanes;
+      out += 16 * kLanes;
     }
   }
   for (; num_blocks >= kLanes; num_blocks -= kLanes) {
