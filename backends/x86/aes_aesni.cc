@@ -300,6 +300,24 @@ ACCELCRYPT_TARGET_AESNI void AesOfbAesni(const AesRoundKeys* k, uint8_t iv[16],
 
 namespace {
 
+// CtrRoundsAndXor runs rounds 1..R on 8 whitened counter blocks and XORs
+// the key stream into 8 blocks of input.
+template <int R>
+ACCELCRYPT_TARGET_AESNI __attribute__((always_inline)) inline void
+CtrRoundsAndXor(const __m128i* rk, __m128i* b, const uint8_t* in,
+                uint8_t* out) {
+#pragma GCC unroll 14
+  for (int r = 1; r < R; ++r) {
+#pragma GCC unroll 16
+    for (int i = 0; i < kLanes; ++i) b[i] = _mm_aesenc_si128(b[i], rk[r]);
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < kLanes; ++i) {
+    b[i] = _mm_aesenclast_si128(b[i], rk[R]);
+    Store(out + 16 * i, _mm_xor_si128(b[i], Load(in + 16 * i)));
+  }
+}
+
 // Ctr128 with the round count as a template argument: the round keys load
 // straight into registers and the rounds unroll, which is most of the cost
 // of a one-block call.
@@ -341,16 +359,7 @@ ACCELCRYPT_TARGET_AESNI void Ctr128(const AesRoundKeys* k, uint8_t ctr[16],
       for (int i = 0; i < kLanes; ++i) {
         b[i] = _mm_xor_si128(first, _mm_set_epi32(i << 24, 0, 0, 0));
       }
-#pragma GCC unroll 14
-      for (int r = 1; r < R; ++r) {
-#pragma GCC unroll 16
-        for (int i = 0; i < kLanes; ++i) b[i] = _mm_aesenc_si128(b[i], rk[r]);
-      }
-#pragma GCC unroll 16
-      for (int i = 0; i < kLanes; ++i) {
-        b[i] = _mm_aesenclast_si128(b[i], rk[R]);
-        Store(out + 16 * i, _mm_xor_si128(b[i], Load(in + 16 * i)));
-      }
+      CtrRoundsAndXor<R>(rk, b, in, out);
       in += 16 * kLanes;
       out += 16 * kLanes;
     }
@@ -362,16 +371,7 @@ ACCELCRYPT_TARGET_AESNI void Ctr128(const AesRoundKeys* k, uint8_t ctr[16],
       b[i] = _mm_xor_si128(_mm_shuffle_epi8(c, rev), rk[0]);
       c = _mm_add_epi64(c, one);
     }
-#pragma GCC unroll 14
-    for (int r = 1; r < R; ++r) {
-#pragma GCC unroll 16
-      for (int i = 0; i < kLanes; ++i) b[i] = _mm_aesenc_si128(b[i], rk[r]);
-    }
-#pragma GCC unroll 16
-    for (int i = 0; i < kLanes; ++i) {
-      b[i] = _mm_aesenclast_si128(b[i], rk[R]);
-      Store(out + 16 * i, _mm_xor_si128(b[i], Load(in + 16 * i)));
-    }
+    CtrRoundsAndXor<R>(rk, b, in, out);
     in += 16 * kLanes;
     out += 16 * kLanes;
   }
