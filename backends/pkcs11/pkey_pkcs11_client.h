@@ -87,7 +87,10 @@ class PkeyPkcs11Client {
   bool rsa_ = true;
   bool private_ = false;
   size_t mod_len_ = 0;  // RSA modulus bytes
-  size_t q_len_ = 0;    // DSA q bytes
+  // RSA modulus bits of a key named by a URI (no n_ here): read from the
+  // token's CKA_MODULUS, for PSS's emBits when the backend pads.
+  size_t uri_mod_bits_ = 0;
+  size_t q_len_ = 0;  // DSA q bytes
   std::string uri_;
   std::string fingerprint_;
   // Owned copies of the key material, pointed to by the templates.

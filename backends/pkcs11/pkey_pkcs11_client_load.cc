@@ -129,6 +129,7 @@ absl::StatusOr<std::unique_ptr<PkeyPkcs11Client>> PkeyPkcs11Client::Load(
       accelcrypt_bn bn{v.data(), v.size()};
       std::vector<uint8_t> min = Copy(bn);
       (k->rsa_ ? k->mod_len_ : k->q_len_) = min.size();
+      if (k->rsa_) k->uri_mod_bits_ = BitLength(min);
       return k;
     }
     if (!has_material) return found.status();
@@ -271,7 +272,7 @@ absl::StatusOr<KeyObjects> PkeyPkcs11Client::Objects() {
 }
 
 size_t PkeyPkcs11Client::ModBits() const {
-  return n_.empty() ? mod_len_ * 8 : BitLength(n_);
+  return n_.empty() ? uri_mod_bits_ : BitLength(n_);
 }
 
 }  // namespace accelcrypt::pkcs11_client

@@ -365,5 +365,38 @@ TEST_F(Pkcs11ClientTest, WrongPinIsTriedOnceThenBlockedUntilItChanges) {
   }
 }
 
+// A token key named by its URI whose modulus is not a whole number of bytes
+// (2047 bits), on a raw-RSA-only token: the backend pads PSS itself with
+// emBits = modBits - 1 (RFC 8017 section 9.1.1), modBits read from the
+// token's CKA_MODULUS (it once took the byte length times 8: then the
+// encoding's top bit is random, so about every other signature failed;
+// 16 signatures with random salts leave that 1 chance in 65,536).
+TEST_F(Pkcs11ClientTest, UriKeyWithAnOddModulusSignsPssOnARawOnlyToken) {
+  const KeyMaterial key = RsaKey(2047);
+  ASSERT_EQ(key.n.size(), 256u);
+  ASSERT_LT(key.n[0], 0x80);
+  ASSERT_TRUE(g_hsm->Import(key, "odd rsa", "0b0b").ok());
+  auto overrides = g_hsm->Overrides();
+  overrides["pkcs11.hide_mechanisms"] =
+      "CKM_RSA_PKCS, CKM_RSA_PKCS_PSS, CKM_RSA_PKCS_OAEP";
+  auto core = MakeCore(overrides);
+  ASSERT_TRUE(core.ok()) << core.status();
+  KeyMaterial by_uri;
+  by_uri.uri = "pkcs11:object=odd%20rsa;type=private";
+  auto ops = (*core)->router().NewPublicKeyOps(by_uri);
+  ASSERT_TRUE(ops.ok()) << ops.status();
+  auto sw = software_->LoadKey(ACCELCRYPT_ALG_RSA_SIGN, PublicOnly(key));
+  ASSERT_TRUE(sw.ok()) << sw.status();
+  const std::vector<uint8_t> digest = Digest("odd modulus");
+  for (int i = 0; i < 16; ++i) {
+    std::vector<uint8_t> sig(256);
+    auto len = (*ops)->Sign(Pss(), digest, absl::MakeSpan(sig));
+    ASSERT_TRUE(len.ok()) << i << ": " << len.status();
+    EXPECT_EQ((*ops)->last_backend(), "pkcs11");
+    sig.resize(*len);
+    EXPECT_TRUE((*sw)->Verify(Pss(), digest, sig).ok()) << i;
+  }
+}
+
 }  // namespace
 }  // namespace accelcrypt::testing
