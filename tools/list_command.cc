@@ -19,6 +19,15 @@
 namespace accelcrypt::tools {
 namespace {
 
+// EventResult labels a load event: a backend the configuration kept out
+// (`backends`, `disable`) or one that found no device is not a failure.
+const char* EventResult(const LoadEvent& event) {
+  if (event.ok) return "ok";
+  if (event.excluded) return "excluded";
+  if (event.declined) return "declined";
+  return "FAILED";
+}
+
 std::vector<std::string> CapabilityFlags(const accelcrypt_capability& cap) {
   std::vector<std::string> flags = CapabilityNames(cap);
   if (cap.min_key_bits != 0 || cap.max_key_bits != 0) {
@@ -167,6 +176,7 @@ int RunList(const ListOptions& options) {
       out["events"].push_back({{"backend", event.backend},
                                {"algorithm", event.algorithm},
                                {"ok", event.ok},
+                               {"result", EventResult(event)},
                                {"message", event.message}});
     }
     out["routes"] = nlohmann::json::object();
@@ -219,10 +229,7 @@ int RunList(const ListOptions& options) {
       ++hidden;
       continue;
     }
-    event_rows.push_back({event.ok         ? "ok"
-                          : event.declined ? "declined"
-                                           : "FAILED",
-                          event.backend,
+    event_rows.push_back({EventResult(event), event.backend,
                           event.algorithm.empty() ? "-" : event.algorithm,
                           event.message});
   }

@@ -77,6 +77,13 @@ load_events)
   # ...and when its init declines, list reports the event with the reason.
   ACCELCRYPT_FAILING_FAIL_INIT=1 expect_rc 0 "$cli" list --backend-dir "$test_backends"
   expect_out "^  declined +.*failing.so +- +.*" "declined backend in load events"
+  # A backend the configuration keeps out is "excluded", not a failure.
+  expect_rc 0 "$cli" list --backends software --backend-dir "$test_backends"
+  expect_out "^  excluded +failing +- +not loaded: excluded by configuration" "excluded backend labelled as such"
+  reject_out "^  FAILED " "nothing FAILED when a backend is only excluded"
+  expect_rc 0 "$cli" list --json --backends software --backend-dir "$test_backends"
+  expect_out '"result": "excluded"' "JSON load event result"
+  ACCELCRYPT_FAILING_FAIL_INIT=1 expect_rc 0 "$cli" list --backend-dir "$test_backends"
   grep -q "^  failing " "$tmp/out" && fail "a declined backend must not be listed as loaded"
   expect_out "^  AES-128-CBC +software$" "only software routed after the decline"
   ACCELCRYPT_FAILING_FAIL_INIT=1 expect_rc 0 "$cli" list --json --backend-dir "$test_backends"
