@@ -7,6 +7,7 @@
 
 #include <dlfcn.h>
 #include <openssl/crypto.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -340,6 +341,22 @@ absl::Status Token::Start() {
 }
 
 absl::Status Token::FindSlot() {
+  // SoftHSMv2 rewrites its token file when it refuses a login (the PIN
+  // count flags), and a process reading the token at that moment sees it
+  // uninitialised; its client backend would then stay unloaded for the
+  // process's life. When the wanted token is not found but a present one
+  // is not initialised, the list is read again, 5 ms apart, 3 more times.
+  // A token that is absent (or another label) does not wait.
+  for (int attempt = 0;; ++attempt) {
+    bool saw_uninitialised = false;
+    absl::Status st = FindSlotOnce(&saw_uninitialised);
+    if (st.ok() || !saw_uninitialised || attempt == 3) return st;
+    struct timespec pause = {0, 5 * 1000 * 1000};
+    nanosleep(&pause, nullptr);
+  }
+}
+
+absl::Status Token::FindSlotOnce(bool* saw_uninitialised) {
   CK_ULONG n = 0;
   CK_RV rv = fl_->C_GetSlotList(CK_TRUE, nullptr, &n);
   std::vector<CK_SLOT_ID> slots(n);
@@ -352,7 +369,10 @@ absl::Status Token::FindSlot() {
   for (CK_SLOT_ID s : slots) {
     CK_TOKEN_INFO info{};
     if (fl_->C_GetTokenInfo(s, &info) != CKR_OK) continue;
-    if (!(info.flags & CKF_TOKEN_INITIALIZED)) continue;
+    if (!(info.flags & CKF_TOKEN_INITIALIZED)) {
+      *saw_uninitialised = true;
+      continue;
+    }
     std::string label = Padded(info.label, sizeof(info.label));
     bool match = config_.has_slot               ? s == config_.slot
                  : !config_.token_label.empty() ? label == config_.token_label

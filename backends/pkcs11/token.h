@@ -190,6 +190,10 @@ class Token {
   absl::Status Start() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckFork() ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status FindSlot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // FindSlotOnce is one pass over the slot list; *saw_uninitialised says
+  // whether a present token was not initialised.
+  absl::Status FindSlotOnce(bool* saw_uninitialised)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReadMechanisms() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Touch(const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Insert(const std::string& key, KeyObjects objects)

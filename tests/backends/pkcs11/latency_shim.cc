@@ -18,6 +18,9 @@
 //   ACCELCRYPT_SHIM_FLIP_EVERY  the same as "flip=<n>" from the start.
 //   ACCELCRYPT_SHIM_LOGIN_LOG  file: every C_Login appends "<pid> <rv hex>"
 //   (one write(2) with O_APPEND, so concurrent processes do not mix lines).
+//   control "uninit=<n>": the next n C_GetTokenInfo answers lack
+//   CKF_TOKEN_INITIALIZED (what SoftHSMv2 answers while a refused login
+//   rewrites its token file).
 //   ACCELCRYPT_SHIM_MANUFACTURER  C_GetTokenInfo reports this manufacturerID
 //   (and model "latency shim") instead of the real token's, so a client's
 //   per-model quirks for the real token do not apply.
@@ -54,6 +57,7 @@ std::atomic<long> g_calls{0};
 std::atomic<long> g_flip_every{0};
 std::atomic<long> g_flip_seen{0};
 std::atomic<long> g_flipped{0};
+std::atomic<long> g_uninit_left{0};
 
 // MaybeFlip flips one bit of a successful result, every g_flip_every-th.
 void MaybeFlip(CK_RV rv, CK_BYTE_PTR out, CK_ULONG_PTR len) {
@@ -205,6 +209,9 @@ CK_RV ShimDecrypt(CK_SESSION_HANDLE s, CK_BYTE_PTR in, CK_ULONG il,
 
 CK_RV ShimGetTokenInfo(CK_SLOT_ID slot, CK_TOKEN_INFO_PTR info) {
   CK_RV rv = g_real->C_GetTokenInfo(slot, info);
+  if (rv == CKR_OK && info != nullptr && g_uninit_left.fetch_sub(1) > 0) {
+    info->flags &= ~static_cast<CK_FLAGS>(CKF_TOKEN_INITIALIZED);
+  }
   const char* manufacturer = std::getenv("ACCELCRYPT_SHIM_MANUFACTURER");
   if (rv == CKR_OK && info != nullptr && manufacturer != nullptr) {
     std::memset(info->manufacturerID, ' ', sizeof(info->manufacturerID));
@@ -280,6 +287,8 @@ SHIM_EXPORT long accelcrypt_shim_control(const char* command) {
       ParseDelays(c.c_str() + 6);
     } else if (c.rfind("flip=", 0) == 0) {
       g_flip_every = std::strtol(c.c_str() + 5, nullptr, 10);
+    } else if (c.rfind("uninit=", 0) == 0) {
+      g_uninit_left = std::strtol(c.c_str() + 7, nullptr, 10);
     }
   }
   return g_calls.load();

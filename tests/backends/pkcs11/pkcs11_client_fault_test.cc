@@ -176,6 +176,45 @@ TEST_F(Pkcs11ClientTest, FaultyTokenResultsAreCheckedAndNeverReturned) {
       << "software served the refused ones";
 }
 
+// SoftHSMv2 answers "not initialised" for its token while a refused login
+// rewrites the token file; a process starting then used to run without its
+// client backend for its whole life. The token list is read again (3 more
+// times, 5 ms apart) when a present token is not initialised; a token that
+// stays so makes the backend decline with the reason.
+TEST_F(Pkcs11ClientTest, ATokenSeenUninitialisedForAMomentIsReadAgain) {
+  setenv("ACCELCRYPT_SHIM_MODULE", g_hsm->module().c_str(), 1);
+  // Loaded here first, so that its control is set before the core's
+  // client backend opens it (the same handle).
+  void* shim = dlopen(ACCELCRYPT_LATENCY_SHIM, RTLD_NOW);
+  ASSERT_NE(shim, nullptr) << dlerror();
+  auto control = reinterpret_cast<long (*)(const char*)>(
+      dlsym(shim, "accelcrypt_shim_control"));
+  ASSERT_NE(control, nullptr);
+  auto overrides = g_hsm->Overrides();
+  overrides["pkcs11.module"] = ACCELCRYPT_LATENCY_SHIM;
+  // The first two answers (one pass over SoftHSMv2's two slots) say
+  // "not initialised": the second pass finds the token.
+  control("uninit=2");
+  {
+    auto core = MakeCore(overrides);
+    ASSERT_TRUE(core.ok()) << core.status();
+    EXPECT_NE((*core)->registry().Find("pkcs11"), nullptr)
+        << LoadMessage(**core);
+  }
+  // Never initialised within the retries: declined, with the reason.
+  control("uninit=1000");
+  {
+    auto core = MakeCore(overrides);
+    ASSERT_TRUE(core.ok()) << core.status();
+    EXPECT_EQ((*core)->registry().Find("pkcs11"), nullptr);
+    EXPECT_NE(LoadMessage(**core).find("no initialised token"),
+              std::string::npos)
+        << LoadMessage(**core);
+  }
+  control("uninit=0");
+  dlclose(shim);
+}
+
 // Result codes by which a token says it failed (issue 17 item 5): a
 // CKR_BUFFER_TOO_SMALL for a buffer of the full result size, CKR_GENERAL_ERROR,
 // CKR_DEVICE_*, CKR_FUNCTION_FAILED, a session lost mid-operation. The
