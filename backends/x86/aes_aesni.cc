@@ -118,46 +118,78 @@ ACCELCRYPT_TARGET_AESNI void AesEncryptBlockAesni(const AesRoundKeys* k,
   Store(out, Encrypt1(rk, rounds, Load(in)));
 }
 
-ACCELCRYPT_TARGET_AESNI void AesEcbEncryptAesni(const AesRoundKeys* k,
-                                                const uint8_t* in, uint8_t* out,
-                                                size_t num_blocks) {
-  __m128i rk[15];
-  const int rounds = static_cast<int>(k->rounds);
-  LoadKeys(k->enc, rounds, rk);
+namespace {
+
+template <bool kDecrypt>
+ACCELCRYPT_TARGET_AESNI inline __m128i EcbRound(__m128i b, __m128i key) {
+  return kDecrypt ? _mm_aesdec_si128(b, key) : _mm_aesenc_si128(b, key);
+}
+
+template <bool kDecrypt>
+ACCELCRYPT_TARGET_AESNI inline __m128i EcbLast(__m128i b, __m128i key) {
+  return kDecrypt ? _mm_aesdeclast_si128(b, key) : _mm_aesenclast_si128(b, key);
+}
+
+// Ecb with the round count as a template argument (as CbcDecrypt below):
+// the round keys load straight into registers and the rounds unroll, so a
+// one-block call costs the rounds, not a schedule copy and a loop.
+template <int R, bool kDecrypt>
+ACCELCRYPT_TARGET_AESNI void Ecb(const AesRoundKeys* k, const uint8_t* in,
+                                 uint8_t* out, size_t num_blocks) {
+  __m128i rk[R + 1];
+#pragma GCC unroll 15
+  for (int i = 0; i <= R; ++i) {
+    rk[i] = _mm_load_si128(
+        reinterpret_cast<const __m128i*>(kDecrypt ? k->dec[i] : k->enc[i]));
+  }
   for (; num_blocks >= kLanes; num_blocks -= kLanes) {
     __m128i b[kLanes];
 #pragma GCC unroll 16
-    for (int i = 0; i < kLanes; ++i) b[i] = Load(in + 16 * i);
-    Encrypt8(rk, rounds, b);
+    for (int i = 0; i < kLanes; ++i) {
+      b[i] = _mm_xor_si128(Load(in + 16 * i), rk[0]);
+    }
+#pragma GCC unroll 14
+    for (int r = 1; r < R; ++r) {
 #pragma GCC unroll 16
-    for (int i = 0; i < kLanes; ++i) Store(out + 16 * i, b[i]);
+      for (int i = 0; i < kLanes; ++i) b[i] = EcbRound<kDecrypt>(b[i], rk[r]);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < kLanes; ++i)
+      Store(out + 16 * i, EcbLast<kDecrypt>(b[i], rk[R]));
     in += 16 * kLanes;
     out += 16 * kLanes;
   }
   for (; num_blocks > 0; --num_blocks, in += 16, out += 16) {
-    Store(out, Encrypt1(rk, rounds, Load(in)));
+    __m128i b = _mm_xor_si128(Load(in), rk[0]);
+#pragma GCC unroll 14
+    for (int r = 1; r < R; ++r) b = EcbRound<kDecrypt>(b, rk[r]);
+    Store(out, EcbLast<kDecrypt>(b, rk[R]));
   }
 }
 
-ACCELCRYPT_TARGET_AESNI void AesEcbDecryptAesni(const AesRoundKeys* k,
-                                                const uint8_t* in, uint8_t* out,
-                                                size_t num_blocks) {
-  __m128i rk[15];
-  const int rounds = static_cast<int>(k->rounds);
-  LoadKeys(k->dec, rounds, rk);
-  for (; num_blocks >= kLanes; num_blocks -= kLanes) {
-    __m128i b[kLanes];
-#pragma GCC unroll 16
-    for (int i = 0; i < kLanes; ++i) b[i] = Load(in + 16 * i);
-    Decrypt8(rk, rounds, b);
-#pragma GCC unroll 16
-    for (int i = 0; i < kLanes; ++i) Store(out + 16 * i, b[i]);
-    in += 16 * kLanes;
-    out += 16 * kLanes;
+template <bool kDecrypt>
+void EcbRounds(const AesRoundKeys* k, const uint8_t* in, uint8_t* out,
+               size_t num_blocks) {
+  switch (k->rounds) {
+    case 10:
+      return Ecb<10, kDecrypt>(k, in, out, num_blocks);
+    case 12:
+      return Ecb<12, kDecrypt>(k, in, out, num_blocks);
+    default:
+      return Ecb<14, kDecrypt>(k, in, out, num_blocks);
   }
-  for (; num_blocks > 0; --num_blocks, in += 16, out += 16) {
-    Store(out, Decrypt1(rk, rounds, Load(in)));
-  }
+}
+
+}  // namespace
+
+void AesEcbEncryptAesni(const AesRoundKeys* k, const uint8_t* in, uint8_t* out,
+                        size_t num_blocks) {
+  EcbRounds<false>(k, in, out, num_blocks);
+}
+
+void AesEcbDecryptAesni(const AesRoundKeys* k, const uint8_t* in, uint8_t* out,
+                        size_t num_blocks) {
+  EcbRounds<true>(k, in, out, num_blocks);
 }
 
 void AesCbcEncryptAesni(const AesRoundKeys* k, uint8_t iv[16],

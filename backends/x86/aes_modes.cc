@@ -318,10 +318,12 @@ absl::Status AesX86::Update(const uint8_t* in, size_t in_len, uint8_t* out) {
   const size_t blocks = in_len / 16;
   switch (mode_) {
     case ACCELCRYPT_MODE_ECB:
-      if (parallel_ == AesImpl::kVaes512) {
+      // As CBC decryption below: fewer blocks than a wide register holds
+      // run the XMM code.
+      if (parallel_ == AesImpl::kVaes512 && blocks >= 4) {
         (encrypt_ ? internal::AesEcbEncryptVaes512
                   : internal::AesEcbDecryptVaes512)(&keys_, in, out, blocks);
-      } else if (parallel_ == AesImpl::kVaes256) {
+      } else if (parallel_ == AesImpl::kVaes256 && blocks >= 2) {
         (encrypt_ ? internal::AesEcbEncryptVaes256
                   : internal::AesEcbDecryptVaes256)(&keys_, in, out, blocks);
       } else {
