@@ -21,11 +21,8 @@ set -euo pipefail
 build=${ACCELCRYPT_LINT_BUILD_DIR:-$ACCELCRYPT_ROOT/build-lint}
 # Sources clang-tidy skips (extended regex on the path below the root):
 # the build trees (configure-time generated files such as
-# core/builtin_backends.cc) and third-party code. The PKCS#11 client
-# backend and the module's token store are being split into new files
-# (issue 14); they join once that has merged (docs/testing.md lists what
-# they still report).
-skip='^(build[^/]*|third_party|backends/pkcs11|pkcs11/store)/'
+# core/builtin_backends.cc) and third-party code.
+skip='^(build[^/]*|third_party)/'
 
 accelcrypt_install_deps
 

@@ -300,8 +300,9 @@ absl::Status Token::LoginWithUriPin(absl::string_view query) {
     config_.pin = std::move(pin);
     config_.pin_source = "the URI's PIN";
     pin_from_uri_ = true;
+  } else {
+    OPENSSL_cleanse(pin.data(), pin.size());
   }
-  if (!pin.empty()) OPENSSL_cleanse(pin.data(), pin.size());
   return st;
 }
 
