@@ -89,6 +89,8 @@ class ModuleTest : public ::testing::Test {
   void InitToken() {
     CK_UTF8CHAR label[32];
     std::memset(label, ' ', sizeof(label));
+    // PKCS#11 labels are blank-padded, not NUL-terminated.
+    // NOLINTNEXTLINE(bugprone-not-null-terminated-result)
     std::memcpy(label, "module test", 11);
     ASSERT_EQ(f_->C_InitToken(0, Pin(kSoPin), strlen(kSoPin), label), CKR_OK);
     CK_SESSION_HANDLE s = Open(true);
@@ -797,6 +799,7 @@ TEST_F(ModuleTest, ManyThreadsShareTheModule) {
   constexpr int kThreads = 8;
   std::atomic<int> failures{0};
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int i = 0; i < kThreads; ++i) {
     threads.emplace_back([&, i] {
       CK_SESSION_HANDLE mine;
@@ -847,6 +850,7 @@ TEST_F(ModuleTest, LoginRacesObjectAndCryptoCalls) {
   std::atomic<bool> stop{false};
   std::atomic<int> unexpected{0};
   std::vector<std::thread> workers;
+  workers.reserve(4);
   for (int i = 0; i < 4; ++i) {
     workers.emplace_back([&, i] {
       CK_SESSION_HANDLE mine;
