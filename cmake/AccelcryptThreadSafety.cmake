@@ -14,28 +14,15 @@
 # libstdc++'s std::mutex carries no capability attributes, so state it
 # guards cannot be checked: annotated state uses absl::Mutex or the
 # PKCS#11 module's p11::Mutex (pkcs11/module/locking.h).
-#
-# Not analysed yet: the targets of the PKCS#11 client backend and of the
-# module's token store, which are being split into new files (issue 14);
-# docs/testing.md lists what the analysis reports there.
-set(ACCELCRYPT_THREAD_SAFETY_SKIP_DIRS
-    "${PROJECT_SOURCE_DIR}/backends/pkcs11"
-    "${PROJECT_SOURCE_DIR}/pkcs11/store")
 if(ACCELCRYPT_THREAD_SAFETY)
   if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
     message(FATAL_ERROR "ACCELCRYPT_THREAD_SAFETY needs clang; configure "
                         "with -DCMAKE_CXX_COMPILER=clang++")
   endif()
-  # True for a consuming target outside the skipped directories.
-  set(_accelcrypt_ts_on "$<COMPILE_LANGUAGE:CXX>")
-  foreach(_dir IN LISTS ACCELCRYPT_THREAD_SAFETY_SKIP_DIRS)
-    set(_accelcrypt_ts_on
-        "$<AND:${_accelcrypt_ts_on},$<NOT:$<STREQUAL:$<TARGET_PROPERTY:SOURCE_DIR>,${_dir}>>>")
-  endforeach()
   foreach(_flag IN ITEMS -Wthread-safety -Wthread-safety-beta
                          -Werror=thread-safety -Werror=thread-safety-beta)
     target_compile_options(accelcrypt_warnings INTERFACE
-                           "$<${_accelcrypt_ts_on}:${_flag}>")
+                           "$<$<COMPILE_LANGUAGE:CXX>:${_flag}>")
   endforeach()
   message(STATUS "accelcrypt: thread-safety analysis on (-Wthread-safety)")
 endif()

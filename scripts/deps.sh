@@ -40,6 +40,7 @@ ACCELCRYPT_DEBIAN_PACKAGES=(
   libclang-rt-14-dev # libFuzzer and the clang sanitizer runtimes
   llvm               # llvm-symbolizer: sanitizer reports with file:line
   clang-tidy         # scripts/ci_lint.sh, CI's lint stage (clang-tidy 14)
+  clang-format       # scripts/ci_lint.sh: the tree is as .clang-format leaves it (clang-format 14)
 )
 
 # accelcrypt_as_root CMD...: runs CMD as root (directly when already root,

@@ -140,7 +140,7 @@ accelcrypt_status BackendInit(const accelcrypt_host* host, void** backend_out,
           "pkcs11: cannot load OpenSSL's default provider");
     }
     absl::StatusOr<std::unique_ptr<Token>> token =
-        Token::Create(std::move(*config), in->libctx, host);
+        Token::Create(*config, in->libctx, host);
     if (!token.ok()) return token.status();
     in->token = std::move(*token);
     BuildCaps(in.get());

@@ -62,10 +62,10 @@ class PkeyPkcs11Client {
   // PSS done here over raw RSA on the token (tokens without
   // CKM_RSA_PKCS_PSS).
   absl::Status SignPssFramework(const MdInfo& md, const MdInfo& mgf,
-                                int32_t salt_len, const uint8_t* m_hash,
+                                int32_t salt_param, const uint8_t* m_hash,
                                 uint8_t* sig);
   absl::Status VerifyPssFramework(const MdInfo& md, const MdInfo& mgf,
-                                  int32_t salt_len, const uint8_t* m_hash,
+                                  int32_t salt_param, const uint8_t* m_hash,
                                   const uint8_t* sig, size_t sig_len);
   // PKCS#1 v1.5 and OAEP encryption padding done here over raw RSA.
   absl::Status EncryptFramework(const accelcrypt_pkey_params& params,

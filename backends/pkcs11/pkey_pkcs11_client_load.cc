@@ -108,11 +108,14 @@ absl::StatusOr<std::unique_ptr<PkeyPkcs11Client>> PkeyPkcs11Client::Load(
             "pkcs11: the URI names a key that is neither RSA nor DSA");
       }
       const bool is_rsa = type == CKK_RSA;
+      // The descriptor is versioned: it has public_out when its size
+      // reaches past that field, a pointer (its size, on purpose).
+      const size_t public_out_end =
+          offsetof(accelcrypt_key_desc, public_out) +
+          // NOLINTNEXTLINE(bugprone-sizeof-expression)
+          sizeof(desc.public_out);
       const accelcrypt_key_public_sink* sink =
-          desc.struct_size >= offsetof(accelcrypt_key_desc, public_out) +
-                                  sizeof(desc.public_out)
-              ? desc.public_out
-              : nullptr;
+          desc.struct_size >= public_out_end ? desc.public_out : nullptr;
       if (sink != nullptr && sink->put != nullptr) {
         absl::Status st = ReportPublic(token, *found, is_rsa, *sink);
         if (!st.ok()) return st;

@@ -257,9 +257,10 @@ absl::StatusOr<TokenConfig> ReadConfig(const accelcrypt_host* host) {
 }
 
 absl::StatusOr<std::unique_ptr<Token>> Token::Create(
-    TokenConfig config, OSSL_LIB_CTX* libctx, const accelcrypt_host* host) {
+    const TokenConfig& config, OSSL_LIB_CTX* libctx,
+    const accelcrypt_host* host) {
   std::unique_ptr<Token> t(new Token());
-  t->config_ = std::move(config);
+  t->config_ = config;
   t->libctx_ = libctx;
   t->host_ = host;
   t->dl_ = dlopen(t->config_.module.c_str(), RTLD_NOW | RTLD_LOCAL);

@@ -86,7 +86,8 @@ class Token {
   // the PIN markers' KDF) and `host` (for log lines; may be null) must
   // outlive the token.
   static absl::StatusOr<std::unique_ptr<Token>> Create(
-      TokenConfig config, OSSL_LIB_CTX* libctx, const accelcrypt_host* host);
+      const TokenConfig& config, OSSL_LIB_CTX* libctx,
+      const accelcrypt_host* host);
   ~Token();
   Token(const Token&) = delete;
   Token& operator=(const Token&) = delete;

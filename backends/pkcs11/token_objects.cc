@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -110,7 +111,9 @@ absl::StatusOr<KeyObjects> Token::Objects(const std::string& fingerprint,
     // that refuses the import without a login gets one.
     Attrs attrs = priv_template;
     CK_BBOOL is_private = CK_FALSE;
-    auto create = [&] {
+    // Called under this function's lock; the analysis does not carry a
+    // caller's lock into a lambda, so the lambda states it.
+    auto create = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       is_private = logged_in() ? CK_TRUE : CK_FALSE;
       for (CK_ATTRIBUTE& a : attrs) {
         if (a.type == CKA_PRIVATE) {
@@ -297,8 +300,9 @@ absl::Status Token::LoginWithUriPin(absl::string_view query) {
     config_.pin = std::move(pin);
     config_.pin_source = "the URI's PIN";
     pin_from_uri_ = true;
+  } else {
+    OPENSSL_cleanse(pin.data(), pin.size());
   }
-  if (!pin.empty()) OPENSSL_cleanse(pin.data(), pin.size());
   return st;
 }
 

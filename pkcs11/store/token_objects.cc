@@ -122,8 +122,8 @@ absl::StatusOr<uint64_t> TokenStore::CreateObject(
     const AttributeMap& attributes, bool is_private, const SecretBytes* dek) {
   ACCELCRYPT_RETURN_IF_ERROR(impl_->CheckPid());
   Impl::Locked lock(impl_.get());
-  Impl::Txn txn(impl_.get());
-  ACCELCRYPT_RETURN_IF_ERROR(txn.Begin(true));
+  Impl::Txn txn;
+  ACCELCRYPT_RETURN_IF_ERROR(impl_->Begin(txn, true));
   if (is_private) {
     ACCELCRYPT_RETURN_IF_ERROR(impl_->CheckDek(dek));
   } else {
@@ -139,7 +139,7 @@ absl::StatusOr<uint64_t> TokenStore::CreateObject(
   uint64_t id = static_cast<uint64_t>(sqlite3_last_insert_rowid(impl_->db));
   ACCELCRYPT_RETURN_IF_ERROR(
       impl_->WriteObject(id, attributes, is_private, dek));
-  ACCELCRYPT_RETURN_IF_ERROR(txn.Commit());
+  ACCELCRYPT_RETURN_IF_ERROR(impl_->Commit(txn));
   return id;
 }
 
@@ -149,8 +149,8 @@ absl::Status TokenStore::UpdateObject(uint64_t id,
                                       const AttributeMap* expected) {
   ACCELCRYPT_RETURN_IF_ERROR(impl_->CheckPid());
   Impl::Locked lock(impl_.get());
-  Impl::Txn txn(impl_.get());
-  ACCELCRYPT_RETURN_IF_ERROR(txn.Begin(true));
+  Impl::Txn txn;
+  ACCELCRYPT_RETURN_IF_ERROR(impl_->Begin(txn, true));
   if (is_private) {
     ACCELCRYPT_RETURN_IF_ERROR(impl_->CheckDek(dek));
   } else {
@@ -185,14 +185,14 @@ absl::Status TokenStore::UpdateObject(uint64_t id,
   }
   ACCELCRYPT_RETURN_IF_ERROR(
       impl_->WriteObject(id, attributes, is_private, dek));
-  return txn.Commit();
+  return impl_->Commit(txn);
 }
 
 absl::Status TokenStore::DestroyObject(uint64_t id) {
   ACCELCRYPT_RETURN_IF_ERROR(impl_->CheckPid());
   Impl::Locked lock(impl_.get());
-  Impl::Txn txn(impl_.get());
-  ACCELCRYPT_RETURN_IF_ERROR(txn.Begin(true));
+  Impl::Txn txn;
+  ACCELCRYPT_RETURN_IF_ERROR(impl_->Begin(txn, true));
   ACCELCRYPT_ASSIGN_OR_RETURN(
       Stmt s, impl_->Prepare("DELETE FROM objects WHERE id = ?1"));
   ACCELCRYPT_RETURN_IF_ERROR(s.Bind(1, static_cast<int64_t>(id)).Run());
@@ -200,7 +200,7 @@ absl::Status TokenStore::DestroyObject(uint64_t id) {
     return CkError(CKR_OBJECT_HANDLE_INVALID,
                    absl::StrFormat("token object %d does not exist", id));
   }
-  return txn.Commit();
+  return impl_->Commit(txn);
 }
 
 absl::StatusOr<std::vector<TokenStore::StoredObject>> TokenStore::LoadObjects(
@@ -215,9 +215,9 @@ absl::StatusOr<std::vector<TokenStore::StoredObject>> TokenStore::LoadObjects(
   // snapshot's stamp; without that, readers would re-read on every check
   // until the next write.
   for (bool hold_writers : {false, true}) {
-    Impl::Txn txn(impl_.get());
-    ACCELCRYPT_RETURN_IF_ERROR(hold_writers ? txn.BeginHoldingWriters()
-                                            : txn.Begin(false));
+    Impl::Txn txn;
+    ACCELCRYPT_RETURN_IF_ERROR(hold_writers ? impl_->BeginHoldingWriters(txn)
+                                            : impl_->Begin(txn, false));
     if (dek != nullptr) ACCELCRYPT_RETURN_IF_ERROR(impl_->CheckDek(dek));
     ACCELCRYPT_ASSIGN_OR_RETURN(uint64_t stored, impl_->StoredStamp());
     const uint64_t shared = ChangeStamp();
@@ -233,7 +233,7 @@ absl::StatusOr<std::vector<TokenStore::StoredObject>> TokenStore::LoadObjects(
       ACCELCRYPT_ASSIGN_OR_RETURN(StoredObject obj, impl_->Unseal(s, dek));
       out.push_back(std::move(obj));
     }
-    ACCELCRYPT_RETURN_IF_ERROR(txn.Commit());
+    ACCELCRYPT_RETURN_IF_ERROR(impl_->Commit(txn));
     return out;
   }
   return CkError(CKR_GENERAL_ERROR, "unreachable");
@@ -243,8 +243,8 @@ absl::StatusOr<TokenStore::StoredObject> TokenStore::LoadObject(
     uint64_t id, const SecretBytes* dek) {
   ACCELCRYPT_RETURN_IF_ERROR(impl_->CheckPid());
   Impl::Locked lock(impl_.get());
-  Impl::Txn txn(impl_.get());
-  ACCELCRYPT_RETURN_IF_ERROR(txn.Begin(false));
+  Impl::Txn txn;
+  ACCELCRYPT_RETURN_IF_ERROR(impl_->Begin(txn, false));
   if (dek != nullptr) ACCELCRYPT_RETURN_IF_ERROR(impl_->CheckDek(dek));
   ACCELCRYPT_ASSIGN_OR_RETURN(
       Stmt s, impl_->Prepare("SELECT id, is_private, format, iv, data FROM "
@@ -256,7 +256,7 @@ absl::StatusOr<TokenStore::StoredObject> TokenStore::LoadObject(
                    absl::StrFormat("token object %d does not exist", id));
   }
   ACCELCRYPT_ASSIGN_OR_RETURN(StoredObject obj, impl_->Unseal(s, dek));
-  ACCELCRYPT_RETURN_IF_ERROR(txn.Commit());
+  ACCELCRYPT_RETURN_IF_ERROR(impl_->Commit(txn));
   return obj;
 }
 

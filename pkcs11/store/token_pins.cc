@@ -186,8 +186,8 @@ absl::StatusOr<Verified> TokenStore::Impl::Verify(User user,
       return Verified{std::move(*dek), std::move(before.pin)};
     }
     Locked lock(this);
-    Txn txn(this);
-    ACCELCRYPT_RETURN_IF_ERROR(txn.Begin(true));
+    Txn txn;
+    ACCELCRYPT_RETURN_IF_ERROR(Begin(txn, true));
     ACCELCRYPT_ASSIGN_OR_RETURN(AuthState now, ReadAuthState(user));
     // The record changed under us (C_SetPIN or C_InitToken elsewhere):
     // verify again against the new one rather than count a stale failure.
@@ -206,7 +206,7 @@ absl::StatusOr<Verified> TokenStore::Impl::Verify(User user,
                                     "user_locked = ?2 WHERE id = 1"));
     ACCELCRYPT_RETURN_IF_ERROR(
         s.Bind(1, int64_t{failures}).Bind(2, int64_t{locked}).Run());
-    ACCELCRYPT_RETURN_IF_ERROR(txn.Commit());
+    ACCELCRYPT_RETURN_IF_ERROR(Commit(txn));
     if (match) return Verified{std::move(*dek), std::move(before.pin)};
     return CkError(
         CKR_PIN_INCORRECT,
@@ -248,8 +248,8 @@ absl::Status TokenStore::InitToken(std::string_view so_pin,
                                 impl_->crypto->DekCheck(dek));
 
     Impl::Locked lock(impl_.get());
-    Impl::Txn txn(impl_.get());
-    ACCELCRYPT_RETURN_IF_ERROR(txn.Begin(true));
+    Impl::Txn txn;
+    ACCELCRYPT_RETURN_IF_ERROR(impl_->Begin(txn, true));
     ACCELCRYPT_ASSIGN_OR_RETURN(AuthState now, impl_->ReadAuthState(User::kSo));
     // Initialised (or re-initialised) by someone else meanwhile: the SO PIN
     // we checked, if any, no longer decides. Start over.
@@ -267,7 +267,7 @@ absl::Status TokenStore::InitToken(std::string_view so_pin,
                                "so_locked = 0, user_locked = 0, "
                                "dek_check = ?2 WHERE id = 1"));
     ACCELCRYPT_RETURN_IF_ERROR(s.Bind(1, label).Bind(2, check).Run());
-    return txn.Commit();
+    return impl_->Commit(txn);
   }
   return CkError(CKR_DEVICE_ERROR,
                  absl::StrFormat("token store %s: token state kept changing "
@@ -290,13 +290,13 @@ absl::Status TokenStore::InitPin(const SecretBytes& dek,
   ACCELCRYPT_ASSIGN_OR_RETURN(PinRecord rec,
                               impl_->Wrap(user_pin, dek, User::kUser));
   Impl::Locked lock(impl_.get());
-  Impl::Txn txn(impl_.get());
-  ACCELCRYPT_RETURN_IF_ERROR(txn.Begin(true));
+  Impl::Txn txn;
+  ACCELCRYPT_RETURN_IF_ERROR(impl_->Begin(txn, true));
   ACCELCRYPT_RETURN_IF_ERROR(impl_->CheckDek(&dek));
   ACCELCRYPT_RETURN_IF_ERROR(impl_->WritePin(User::kUser, rec));
   ACCELCRYPT_RETURN_IF_ERROR(impl_->Exec(
       "UPDATE token SET user_failures = 0, user_locked = 0 WHERE id = 1"));
-  return txn.Commit();
+  return impl_->Commit(txn);
 }
 
 absl::Status TokenStore::SetPin(User user, std::string_view old_pin,
@@ -307,8 +307,8 @@ absl::Status TokenStore::SetPin(User user, std::string_view old_pin,
     ACCELCRYPT_ASSIGN_OR_RETURN(PinRecord rec,
                                 impl_->Wrap(new_pin, v.dek, user));
     Impl::Locked lock(impl_.get());
-    Impl::Txn txn(impl_.get());
-    ACCELCRYPT_RETURN_IF_ERROR(txn.Begin(true));
+    Impl::Txn txn;
+    ACCELCRYPT_RETURN_IF_ERROR(impl_->Begin(txn, true));
     ACCELCRYPT_ASSIGN_OR_RETURN(AuthState now, impl_->ReadAuthState(user));
     if (!now.initialized || now.pin != v.pin) continue;
     if (now.locked) {
@@ -319,7 +319,7 @@ absl::Status TokenStore::SetPin(User user, std::string_view old_pin,
     ACCELCRYPT_RETURN_IF_ERROR(impl_->Exec(
         user == User::kSo ? "UPDATE token SET so_failures = 0 WHERE id = 1"
                           : "UPDATE token SET user_failures = 0 WHERE id = 1"));
-    return txn.Commit();
+    return impl_->Commit(txn);
   }
   return CkError(CKR_DEVICE_ERROR,
                  absl::StrFormat("token store %s: the %s PIN record kept "

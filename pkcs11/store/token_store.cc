@@ -211,8 +211,8 @@ absl::Status TokenStore::Impl::CheckSchemaVersion() {
 
 absl::Status TokenStore::Impl::EnsureSchema() {
   for (bool write : {false, true}) {
-    Txn txn(this);
-    ACCELCRYPT_RETURN_IF_ERROR(txn.Begin(write));
+    Txn txn;
+    ACCELCRYPT_RETURN_IF_ERROR(Begin(txn, write));
     ACCELCRYPT_ASSIGN_OR_RETURN(
         Stmt s, Prepare("SELECT (SELECT count(*) FROM sqlite_master), "
                         "(SELECT count(*) FROM sqlite_master WHERE "
@@ -231,7 +231,7 @@ absl::Status TokenStore::Impl::EnsureSchema() {
     }
     if (has_meta) {
       ACCELCRYPT_RETURN_IF_ERROR(CheckSchemaVersion());
-      return txn.Commit();
+      return Commit(txn);
     }
     if (!write) continue;  // create it under the write lock
     ACCELCRYPT_RETURN_IF_ERROR(Exec(kSchemaSql));
@@ -248,7 +248,7 @@ absl::Status TokenStore::Impl::EnsureSchema() {
     ACCELCRYPT_ASSIGN_OR_RETURN(
         Stmt t, Prepare("INSERT INTO token(id, serial) VALUES (1, ?1)"));
     ACCELCRYPT_RETURN_IF_ERROR(t.Bind(1, serial).Run());
-    return txn.Commit();
+    return Commit(txn);
   }
   return CkError(CKR_GENERAL_ERROR, "unreachable");
 }

@@ -107,41 +107,40 @@ struct TokenStore::Impl {
     Impl* impl_;
   };
 
-  // Txn is one transaction, rolled back unless committed; a write
-  // transaction moves the change stamp when it commits.
+  // Txn is one transaction, rolled back unless committed (by its
+  // destructor, still under `mu`: declare it after the Locked). It is begun
+  // and committed by Begin, BeginHoldingWriters and Commit below, which
+  // need `mu` (the analysis checks that against the caller's lock); a
+  // write transaction moves the change stamp when it commits.
   class Txn {
-   public:
-    explicit Txn(Impl* impl) : impl_(impl) {}
-    absl::Status Begin(bool write) ABSL_EXCLUSIVE_LOCKS_REQUIRED(impl_->mu) {
-      write_ = write;
-      return txn_.Begin(impl_->db, impl_->path,
-                        write ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED");
-    }
-    // BeginHoldingWriters starts a read transaction that keeps other
-    // connections from writing until it ends (BEGIN IMMEDIATE); the
-    // caller writes nothing in it.
-    absl::Status BeginHoldingWriters()
-        ABSL_EXCLUSIVE_LOCKS_REQUIRED(impl_->mu) {
-      write_ = false;
-      return txn_.Begin(impl_->db, impl_->path, "BEGIN IMMEDIATE");
-    }
-    absl::Status Commit() ABSL_EXCLUSIVE_LOCKS_REQUIRED(impl_->mu) {
-      uint64_t stamp = 0;
-      if (write_) {
-        // Published before the commit becomes visible (see the class
-        // comment): a reader never sees the change with an old stamp.
-        ACCELCRYPT_ASSIGN_OR_RETURN(stamp, impl_->BumpStamp());
-      }
-      ACCELCRYPT_RETURN_IF_ERROR(txn_.Commit());
-      if (write_) impl_->last_write_stamp = stamp;
-      return absl::OkStatus();
-    }
-
    private:
-    Impl* impl_;
+    friend struct Impl;
     bool write_ = false;
     internal::SqliteTransaction txn_;
   };
+  absl::Status Begin(Txn& txn, bool write) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    txn.write_ = write;
+    return txn.txn_.Begin(db, path,
+                          write ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED");
+  }
+  // BeginHoldingWriters starts a read transaction that keeps other
+  // connections from writing until it ends (BEGIN IMMEDIATE); the caller
+  // writes nothing in it.
+  absl::Status BeginHoldingWriters(Txn& txn) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    txn.write_ = false;
+    return txn.txn_.Begin(db, path, "BEGIN IMMEDIATE");
+  }
+  absl::Status Commit(Txn& txn) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    uint64_t stamp = 0;
+    if (txn.write_) {
+      // Published before the commit becomes visible (TokenStore's
+      // "Change stamps"): a reader never sees the change with an old stamp.
+      ACCELCRYPT_ASSIGN_OR_RETURN(stamp, BumpStamp());
+    }
+    ACCELCRYPT_RETURN_IF_ERROR(txn.txn_.Commit());
+    if (txn.write_) last_write_stamp = stamp;
+    return absl::OkStatus();
+  }
 
   sqlite3* db_for_child() ABSL_NO_THREAD_SAFETY_ANALYSIS { return db; }
 

@@ -19,22 +19,22 @@ namespace accelcrypt::x86::test {
 // CEILING_LOOP runs BODY in timed slices inside the caller (a macro, not a
 // lambda: a lambda would not inherit the caller's target attribute) and
 // stores the best bytes per ns in `best`.
-#define CEILING_LOOP(seconds, bytes_per_rep, best, BODY)            \
-  do {                                                              \
-    best = 0;                                                       \
-    for (int slice = 0; slice < 20; ++slice) {                      \
-      size_t iters = 0;                                             \
-      const double start = CpuNs();                                 \
-      double now = start;                                           \
-      do {                                                          \
-        for (int rep = 0; rep < 256; ++rep) {                       \
-          BODY                                                      \
-        }                                                           \
-        iters += 256;                                               \
-        now = CpuNs();                                              \
-      } while (now - start < (seconds)*1e9 / 20);                   \
-      best = std::max(best, (bytes_per_rep)*iters / (now - start)); \
-    }                                                               \
+#define CEILING_LOOP(seconds, bytes_per_rep, best, BODY)                \
+  do {                                                                  \
+    (best) = 0;                                                         \
+    for (int slice = 0; slice < 20; ++slice) {                          \
+      size_t iters = 0;                                                 \
+      const double start = CpuNs();                                     \
+      double now = start;                                               \
+      do {                                                              \
+        for (int rep = 0; rep < 256; ++rep) {                           \
+          BODY                                                          \
+        }                                                               \
+        iters += 256;                                                   \
+        now = CpuNs();                                                  \
+      } while (now - start < (seconds)*1e9 / 20);                       \
+      (best) = std::max((best), (bytes_per_rep)*iters / (now - start)); \
+    }                                                                   \
   } while (0)
 
 // The XMM and YMM ceiling loops are written in assembly, so that the

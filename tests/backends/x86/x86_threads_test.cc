@@ -52,6 +52,7 @@ TEST(X86ThreadsTest, ManyThreadsShareOneInstance) {
   }
   std::atomic<int> mismatches{0}, rng_failures{0};
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int round = 0; round < 50; ++round) {

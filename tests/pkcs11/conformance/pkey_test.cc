@@ -530,7 +530,7 @@ TEST_P(PkeyVectorTest, RsaPkcs1SigVer) {
     ASSERT_CKR(CKR_OK, f()->C_VerifyInit(h_, &mech, key));
     CK_RV rv =
         f()->C_Verify(h_, msg.data(), msg.size(), sig.data(), sig.size());
-    if (r.Get("Result").rfind("P", 0) == 0) {
+    if (r.Get("Result").rfind('P', 0) == 0) {
       EXPECT_CKR(CKR_OK, rv);
       ++pass;
     } else {
@@ -598,7 +598,7 @@ TEST_P(PkeyVectorTest, DsaSigVer) {
     ASSERT_CKR(CKR_OK, f()->C_VerifyInit(h_, &mech, key));
     CK_RV rv =
         f()->C_Verify(h_, msg.data(), msg.size(), sig.data(), sig.size());
-    if (r.Get("Result").rfind("P", 0) == 0) {
+    if (r.Get("Result").rfind('P', 0) == 0) {
       EXPECT_CKR(CKR_OK, rv);
       ++pass;
     } else {

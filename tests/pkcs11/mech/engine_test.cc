@@ -303,6 +303,7 @@ TEST_F(EngineTest, SharedKeysAndTheDrbgFromManyThreads) {
   std::vector<Bytes> random(kThreads);
   std::vector<int> good(kThreads, 0);
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 50; ++i) {

@@ -32,7 +32,7 @@ TEST_F(PkeyMechTest, DsaSigVerPassAndFail) {
     const CK_MECHANISM_TYPE h = HashMech(mod.substr(mod.rfind(' ') + 1));
     auto pub = DsaKey(CKO_PUBLIC_KEY, p, q, g, y);
     ASSERT_NE(pub, nullptr) << r.line;
-    const bool ok = r.Get("Result").rfind("P", 0) == 0;
+    const bool ok = r.Get("Result").rfind('P', 0) == 0;
     (ok ? pass : fail)++;
     EXPECT_EQ(VerifyRv(DsaMech(h), nullptr, 0, pub, msg, rs),
               ok ? CKR_OK : CKR_SIGNATURE_INVALID)

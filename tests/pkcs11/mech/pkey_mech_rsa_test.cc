@@ -152,7 +152,7 @@ TEST_F(PkeyMechTest, SigVer15PassAndFail) {
     const CK_MECHANISM_TYPE h = HashMech(r.Get("SHAAlg"));
     auto pub = RsaPublic(n, e);
     ASSERT_NE(pub, nullptr) << r.line;
-    const bool ok = r.Get("Result").rfind("P", 0) == 0;
+    const bool ok = r.Get("Result").rfind('P', 0) == 0;
     (ok ? pass : fail)++;
     EXPECT_EQ(VerifyRv(RsaPkcsMech(h), nullptr, 0, pub, msg, s),
               ok ? CKR_OK : CKR_SIGNATURE_INVALID)

@@ -83,6 +83,8 @@ class ModuleTest : public ::testing::Test {
   void InitToken() {
     CK_UTF8CHAR label[32];
     std::memset(label, ' ', sizeof(label));
+    // PKCS#11 labels are blank-padded, not NUL-terminated.
+    // NOLINTNEXTLINE(bugprone-not-null-terminated-result)
     std::memcpy(label, "module test", 11);
     ASSERT_EQ(f_->C_InitToken(0, Pin(kSoPin), strlen(kSoPin), label), CKR_OK);
     CK_SESSION_HANDLE s = Open(true);

@@ -217,6 +217,7 @@ TEST_F(ModuleTest, ManyThreadsShareTheModule) {
   constexpr int kThreads = 8;
   std::atomic<int> failures{0};
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int i = 0; i < kThreads; ++i) {
     threads.emplace_back([&, i] {
       CK_SESSION_HANDLE mine;
@@ -267,6 +268,7 @@ TEST_F(ModuleTest, LoginRacesObjectAndCryptoCalls) {
   std::atomic<bool> stop{false};
   std::atomic<int> unexpected{0};
   std::vector<std::thread> workers;
+  workers.reserve(4);
   for (int i = 0; i < 4; ++i) {
     workers.emplace_back([&, i] {
       CK_SESSION_HANDLE mine;

@@ -355,6 +355,7 @@ TEST(RouterTest, ConcurrentUseWithRandomDeviceErrors) {
   constexpr int kThreads = 4, kOps = 400;
   std::vector<int> visible(kThreads, 0), wrong(kThreads, 0);
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       Rng rng(1000 + t);

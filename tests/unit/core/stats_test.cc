@@ -87,6 +87,7 @@ TEST(StatsTest, ConcurrentIncrementsAreNotLost) {
   size_t slot = stats.RegisterBackend("software");
   Counter& cell = stats.Cell(slot, Alg(ACCELCRYPT_ALG_SHA1));
   std::vector<std::thread> threads;
+  threads.reserve(4);
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&cell] {
       for (int i = 0; i < 20000; ++i) cell.Add(3);

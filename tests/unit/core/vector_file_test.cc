@@ -17,7 +17,6 @@
 namespace accelcrypt {
 namespace {
 
-using ::accelcrypt::testing::IsOk;
 using ::accelcrypt::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
