@@ -60,12 +60,17 @@ ACCELCRYPT_TARGET_VAES512 inline void Store(uint8_t* p, __m512i v) {
 ACCELCRYPT_TARGET_VAES512 inline __mmask8 BlockMask(size_t n) {
   return static_cast<__mmask8>((1u << (2 * n)) - 1);
 }
+// A whole register goes unmasked: a masked store does not forward to a
+// later load, and in-place callers (the next call reading what this one
+// wrote) then wait for it to reach the cache.
 ACCELCRYPT_TARGET_VAES512 inline __m512i LoadPartial(const uint8_t* p,
                                                      size_t n) {
+  if (n == kBlocksPerReg) return _mm512_loadu_si512(p);
   return _mm512_maskz_loadu_epi64(BlockMask(n), p);
 }
 ACCELCRYPT_TARGET_VAES512 inline void StorePartial(uint8_t* p, __m512i v,
                                                    size_t n) {
+  if (n == kBlocksPerReg) return _mm512_storeu_si512(p, v);
   _mm512_mask_storeu_epi64(p, BlockMask(n), v);
 }
 
