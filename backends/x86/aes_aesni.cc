@@ -31,14 +31,6 @@ ACCELCRYPT_TARGET_AESNI inline __m128i Encrypt1(const __m128i* rk, int rounds,
   return _mm_aesenclast_si128(b, rk[rounds]);
 }
 
-ACCELCRYPT_TARGET_AESNI inline __m128i Decrypt1(const __m128i* rk, int rounds,
-                                                __m128i b) {
-  b = _mm_xor_si128(b, rk[0]);
-#pragma GCC unroll 16
-  for (int r = 1; r < rounds; ++r) b = _mm_aesdec_si128(b, rk[r]);
-  return _mm_aesdeclast_si128(b, rk[rounds]);
-}
-
 ACCELCRYPT_TARGET_AESNI inline void Encrypt8(const __m128i* rk, int rounds,
                                              __m128i* b) {
 #pragma GCC unroll 16
@@ -51,21 +43,6 @@ ACCELCRYPT_TARGET_AESNI inline void Encrypt8(const __m128i* rk, int rounds,
 #pragma GCC unroll 16
   for (int i = 0; i < kLanes; ++i) {
     b[i] = _mm_aesenclast_si128(b[i], rk[rounds]);
-  }
-}
-
-ACCELCRYPT_TARGET_AESNI inline void Decrypt8(const __m128i* rk, int rounds,
-                                             __m128i* b) {
-#pragma GCC unroll 16
-  for (int i = 0; i < kLanes; ++i) b[i] = _mm_xor_si128(b[i], rk[0]);
-#pragma GCC unroll 16
-  for (int r = 1; r < rounds; ++r) {
-#pragma GCC unroll 16
-    for (int i = 0; i < kLanes; ++i) b[i] = _mm_aesdec_si128(b[i], rk[r]);
-  }
-#pragma GCC unroll 16
-  for (int i = 0; i < kLanes; ++i) {
-    b[i] = _mm_aesdeclast_si128(b[i], rk[rounds]);
   }
 }
 
