@@ -294,7 +294,7 @@ alignas(16) constexpr uint64_t kPoly[2] = {0xc200000000000000ull, 0};
 // iteration's output when encrypting), leaving their sums unreduced in
 // `acc` after reducing the sums it was given (see above).
 template <int R>
-ACCELCRYPT_TARGET_VAES256 [[gnu::always_inline]] inline void EncryptAndHash(
+[[gnu::always_inline]] ACCELCRYPT_TARGET_VAES256 inline void EncryptAndHash(
     const AesRoundKeys* k, __m256i* b, const uint8_t* pw, const uint8_t* kt,
     const uint8_t* g, const uint8_t* in, uint8_t* out, Acc* acc) {
 #define ACCELCRYPT_GCM256_OPERANDS                                           \
@@ -397,7 +397,7 @@ ACCELCRYPT_TARGET_VAES256 [[gnu::always_inline]] inline void EncryptAndHash(
 // `kt`: H^16..H^1 here): GHASH is then reduced once per 32 blocks, and
 // this iteration has no finish, no reduction and no x (all in the other).
 template <int R>
-ACCELCRYPT_TARGET_VAES256 [[gnu::always_inline]] inline void EncryptAndContinue(
+[[gnu::always_inline]] ACCELCRYPT_TARGET_VAES256 inline void EncryptAndContinue(
     const AesRoundKeys* k, __m256i* b, const uint8_t* pw, const uint8_t* kt,
     const uint8_t* g, const uint8_t* in, uint8_t* out, Acc* acc) {
 #define ACCELCRYPT_GCM256_OPERANDS                                           \

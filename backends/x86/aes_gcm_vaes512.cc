@@ -152,7 +152,7 @@ ACCELCRYPT_TARGET_VAES512 inline Acc AccOf(__m128i x) {
 // running hash x: (x ^ b0) * H^32 costs nothing beside the products
 // (multiplying x separately took four more XMM VPCLMULQDQ a loop).
 template <int S>
-ACCELCRYPT_TARGET_VAES512 [[gnu::always_inline]] inline void HashStep(
+[[gnu::always_inline]] ACCELCRYPT_TARGET_VAES512 inline void HashStep(
     Acc* acc, Acc* held, __m512i* d, const GhashTable* t, const __m512i* hk,
     const uint8_t* gsrc, __m512i rev, __m128i x) {
   constexpr int j = (S / 3 + 1) % kRegs;
@@ -189,7 +189,7 @@ ACCELCRYPT_TARGET_VAES512 [[gnu::always_inline]] inline void HashStep(
 }
 
 template <int S, int E>
-ACCELCRYPT_TARGET_VAES512 [[gnu::always_inline]] inline void HashSteps(
+[[gnu::always_inline]] ACCELCRYPT_TARGET_VAES512 inline void HashSteps(
     Acc* acc, Acc* held, __m512i* d, const GhashTable* t, const __m512i* hk,
     const uint8_t* gsrc, __m512i rev, __m128i x) {
   if constexpr (S < E) {
@@ -203,7 +203,7 @@ ACCELCRYPT_TARGET_VAES512 [[gnu::always_inline]] inline void HashSteps(
 // VAESENC share the pipes; grouped in the first rounds, they left the
 // multiplier idle through the rest of the iteration).
 template <int R, int r>
-ACCELCRYPT_TARGET_VAES512 [[gnu::always_inline]] inline void Rounds(
+[[gnu::always_inline]] ACCELCRYPT_TARGET_VAES512 inline void Rounds(
     const __m512i* rk, __m512i* b, Acc* acc, Acc* held, __m512i* d,
     const GhashTable* t, const __m512i* hk, const uint8_t* gsrc, __m512i rev,
     __m128i x) {
@@ -228,7 +228,7 @@ ACCELCRYPT_TARGET_VAES512 [[gnu::always_inline]] inline void Rounds(
 // the end of their own iteration, that chain sat at every iteration's tail
 // and held the reorder window), and this iteration's on return.
 template <int R>
-ACCELCRYPT_TARGET_VAES512 [[gnu::always_inline]] inline void EncryptAndHash(
+[[gnu::always_inline]] ACCELCRYPT_TARGET_VAES512 inline void EncryptAndHash(
     const __m512i* rk, __m512i* b, const GhashTable* t, const __m512i* hk,
     const uint8_t* gsrc, __m512i rev, Acc* acc) {
 #pragma GCC unroll 8
