@@ -268,6 +268,9 @@ absl::Status Token::LoginWithUriPin(absl::string_view query) {
   // A configured PIN wins over the URI's.
   if (!config_.pin.empty()) return EnsureLogin(config_.pin, pin_from_uri_);
   std::string pin;
+  // Room for any PIN up front: a string that grows leaves the bytes it
+  // had in freed memory.
+  pin.reserve(256);
   for (absl::string_view attr : absl::StrSplit(query, '&', absl::SkipEmpty())) {
     size_t eq = attr.find('=');
     if (eq == absl::string_view::npos) continue;
@@ -275,6 +278,7 @@ absl::Status Token::LoginWithUriPin(absl::string_view query) {
     if (name != "pin-value" && name != "pin-source") continue;
     absl::StatusOr<std::string> value = PercentDecode(attr.substr(eq + 1));
     if (!value.ok()) return value.status();
+    OPENSSL_cleanse(pin.data(), pin.size());  // a second pin attribute
     if (name == "pin-value") {
       pin = *value;
     } else {
@@ -297,12 +301,13 @@ absl::Status Token::LoginWithUriPin(absl::string_view query) {
   absl::Status st = EnsureLogin(pin, /*from_uri=*/true);
   if (st.ok()) {
     // Kept for the re-login of a forked child; wiped with the config.
-    config_.pin = std::move(pin);
+    // Copied, not moved: a moved short string leaves its bytes behind in
+    // `pin`'s own buffer, which is wiped below.
+    config_.pin.assign(pin);
     config_.pin_source = "the URI's PIN";
     pin_from_uri_ = true;
-  } else {
-    OPENSSL_cleanse(pin.data(), pin.size());
   }
+  OPENSSL_cleanse(pin.data(), pin.size());
   return st;
 }
 
