@@ -327,13 +327,15 @@ CtrRoundsAndXor(const __m128i* rk, __m128i* b, const uint8_t* in,
   }
 }
 
-// Ctr128 with the round count as a template argument: the round keys load
-// straight into registers and the rounds unroll, which is most of the cost
-// of a one-block call.
+// CtrLong is Ctr128 for calls of 16 blocks or more, with the counter
+// shortcut below. (In one function with the short path, GCC compiled the
+// 8-block loop to 6.5 GB/s; a call of a few blocks paid for its set-up.)
 template <int R>
-ACCELCRYPT_TARGET_AESNI void Ctr128(const AesRoundKeys* k, uint8_t ctr[16],
-                                    const uint8_t* in, uint8_t* out,
-                                    size_t num_blocks) {
+[[gnu::noinline]] ACCELCRYPT_TARGET_AESNI void CtrLong(const AesRoundKeys* k,
+                                                       uint8_t ctr[16],
+                                                       const uint8_t* in,
+                                                       uint8_t* out,
+                                                       size_t num_blocks) {
   const size_t total_blocks = num_blocks;
   __m128i rk[R + 1];
 #pragma GCC unroll 15
@@ -395,6 +397,51 @@ ACCELCRYPT_TARGET_AESNI void Ctr128(const AesRoundKeys* k, uint8_t ctr[16],
   // The low 64 bits wrap at most with the last block (the caller's
   // guarantee), to 0: then the carry goes into the high half. One 16-byte
   // store, so the next call's load is forwarded from it.
+  if (_mm_cvtsi128_si64(c) == 0 && total_blocks != 0) {
+    c = _mm_add_epi64(c, _mm_set_epi64x(1, 0));
+  }
+  Store(ctr, _mm_shuffle_epi8(c, rev));
+}
+
+// Ctr128 with the round count as a template argument: the round keys load
+// straight into registers and the rounds unroll, which is most of the cost
+// of a one-block call. Calls of 16 blocks or more go to CtrLong.
+template <int R>
+ACCELCRYPT_TARGET_AESNI void Ctr128(const AesRoundKeys* k, uint8_t ctr[16],
+                                    const uint8_t* in, uint8_t* out,
+                                    size_t num_blocks) {
+  if (num_blocks >= 2 * kLanes) {
+    return CtrLong<R>(k, ctr, in, out, num_blocks);
+  }
+  const size_t total_blocks = num_blocks;
+  __m128i rk[R + 1];
+#pragma GCC unroll 15
+  for (int i = 0; i <= R; ++i) {
+    rk[i] = _mm_load_si128(reinterpret_cast<const __m128i*>(k->enc[i]));
+  }
+  const __m128i rev = Reverse16();
+  __m128i c = _mm_shuffle_epi8(Load(ctr), rev);
+  const __m128i one = _mm_set_epi64x(0, 1);
+  for (; num_blocks >= kLanes; num_blocks -= kLanes) {
+    __m128i b[kLanes];
+#pragma GCC unroll 16
+    for (int i = 0; i < kLanes; ++i) {
+      b[i] = _mm_xor_si128(_mm_shuffle_epi8(c, rev), rk[0]);
+      c = _mm_add_epi64(c, one);
+    }
+    CtrRoundsAndXor<R>(rk, b, in, out);
+    in += 16 * kLanes;
+    out += 16 * kLanes;
+  }
+  for (; num_blocks > 0; --num_blocks, in += 16, out += 16) {
+    __m128i b = _mm_xor_si128(_mm_shuffle_epi8(c, rev), rk[0]);
+#pragma GCC unroll 14
+    for (int r = 1; r < R; ++r) b = _mm_aesenc_si128(b, rk[r]);
+    b = _mm_aesenclast_si128(b, rk[R]);
+    c = _mm_add_epi64(c, one);
+    Store(out, _mm_xor_si128(b, Load(in)));
+  }
+  // As in CtrLong: the carry into the high half, one 16-byte store.
   if (_mm_cvtsi128_si64(c) == 0 && total_blocks != 0) {
     c = _mm_add_epi64(c, _mm_set_epi64x(1, 0));
   }
