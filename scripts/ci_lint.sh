@@ -29,19 +29,34 @@ skip='^(build[^/]*|third_party)/'
 
 accelcrypt_install_deps
 
-# lint_format: clang-format --dry-run --Werror over the tracked C and C++
+# lint_sources: the project's C and C++ files, NUL-separated: git's list
+# when this is a git checkout git will read (a checkout owned by another
+# user is refused without safe.directory), else the files below the root
+# outside the build trees.
+lint_sources() {
+  if git -C "$ACCELCRYPT_ROOT" ls-files -z '*.cc' '*.h' '*.c' 2>/dev/null |
+    grep -qz .; then
+    git -C "$ACCELCRYPT_ROOT" ls-files -z '*.cc' '*.h' '*.c'
+    return
+  fi
+  (cd "$ACCELCRYPT_ROOT" && find . \( -path './build*' -o -path './.git' \) \
+    -prune -o -type f \( -name '*.cc' -o -name '*.h' -o -name '*.c' \) \
+    -printf '%P\0')
+}
+
+# lint_format: clang-format --dry-run --Werror over the project's C and C++
 # files; prints each place that is not formatted. Fix with
 # `clang-format -i FILE`.
 lint_format() {
   local n
   cd "$ACCELCRYPT_ROOT"
-  if ! n=$(git ls-files '*.cc' '*.h' '*.c' | wc -l) || [ "$n" -eq 0 ]; then
-    echo "ci_lint.sh: no git-tracked sources (not a git checkout?)" >&2
+  n=$(lint_sources | tr -cd '\0' | wc -c)
+  if [ "$n" -eq 0 ]; then
+    echo "ci_lint.sh: no C or C++ sources found below $ACCELCRYPT_ROOT" >&2
     return 1
   fi
   echo "== clang-format: $n files"
-  if ! git ls-files -z '*.cc' '*.h' '*.c' |
-    xargs -0 -r clang-format --dry-run --Werror; then
+  if ! lint_sources | xargs -0 -r clang-format --dry-run --Werror; then
     echo "ci_lint.sh: files not formatted as .clang-format says" \
       "(clang-format -i FILE)" >&2
     return 1
