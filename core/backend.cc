@@ -296,22 +296,24 @@ void HostLog(void* host_ctx, int level, const char* message) {
 }
 
 // HostObject is the resolved path of the object this core is linked into:
-// the provider, the PKCS#11 module, or a program. Computed once; never
-// freed (backends read it until teardown, which may run at exit).
+// the provider, the PKCS#11 module, or a program. Computed once, into
+// static storage (no allocation: a provider unloaded with dlclose would
+// leave a heap copy unreachable, which LeakSanitizer reports).
 const char* HostObject() {
-  static const std::string* const path = [] {
+  static char path[PATH_MAX];
+  static const bool known = [] {
     Dl_info info{};
     if (dladdr(reinterpret_cast<void*>(&HostLog), &info) == 0 ||
         info.dli_fname == nullptr || info.dli_fname[0] == '\0') {
-      return new std::string();
+      return false;
     }
-    char resolved[PATH_MAX];
-    if (::realpath(info.dli_fname, resolved) == nullptr) {
-      return new std::string(info.dli_fname);
+    if (::realpath(info.dli_fname, path) == nullptr) {
+      if (std::strlen(info.dli_fname) >= sizeof(path)) return false;
+      std::strcpy(path, info.dli_fname);
     }
-    return new std::string(resolved);
+    return true;
   }();
-  return path->empty() ? nullptr : path->c_str();
+  return known ? path : nullptr;
 }
 
 }  // namespace
