@@ -23,6 +23,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -121,14 +122,23 @@ bool HostIsPkcs11Module(const char* host_object) {
   return defined_here;
 }
 
+// IsP11KitForwarder: p11-kit-proxy.so (a link to libp11-kit.so.0) forwards
+// to every registered module, p11-kit-client.so to a server that may load
+// any of them.
+bool IsP11KitForwarder(const std::string& path) {
+  const std::string name = BaseName(path);
+  return absl::StartsWith(name, "p11-kit-proxy") ||
+         absl::StartsWith(name, "p11-kit-client") ||
+         absl::StartsWith(name, "libp11-kit");
+}
+
 // RefuseLoop keeps this backend from loading the object that hosts its
 // core (a PKCS#11 module configured with a client backend on itself), or,
-// inside a PKCS#11 module, a p11-kit forwarder: p11-kit-proxy.so (a link
-// to libp11-kit.so.0) forwards to every registered module, this one among
-// them, and p11-kit-client.so to a server that may load it. Either would
-// recurse into the module, or deadlock in its C_Initialize.
-absl::Status RefuseLoop(const accelcrypt_host* host, const std::string& module,
-                        std::string* reason) {
+// inside a PKCS#11 module, a p11-kit forwarder, which may lead back to it:
+// either would recurse into the module, or deadlock in its C_Initialize.
+// Whether the host is a PKCS#11 module is asked only when it matters.
+absl::Status RefuseLoop(const accelcrypt_host* host,
+                        const std::string& module) {
   if (host->struct_size <
           offsetof(accelcrypt_host, host_object) + sizeof(host->host_object) ||
       host->host_object == nullptr) {
@@ -136,32 +146,26 @@ absl::Status RefuseLoop(const accelcrypt_host* host, const std::string& module,
   }
   const std::string self = host->host_object;
   const std::string resolved = Resolved(module);
-  const bool in_module = HostIsPkcs11Module(self.c_str());
+  std::string reason;
   if (resolved == self) {
-    *reason =
-        in_module
+    reason =
+        HostIsPkcs11Module(self.c_str())
             ? absl::StrFormat(
                   "pkcs11.module = %s is this PKCS#11 module itself", module)
             : absl::StrFormat(
-                  "pkcs11.module = %s is the object this backend's "
-                  "core runs in",
+                  "pkcs11.module = %s is the object this backend's core "
+                  "runs in",
                   module);
-  } else if (in_module) {
-    for (const std::string& name : {BaseName(module), BaseName(resolved)}) {
-      if (absl::StartsWith(name, "p11-kit-proxy") ||
-          absl::StartsWith(name, "p11-kit-client") ||
-          absl::StartsWith(name, "libp11-kit")) {
-        *reason = absl::StrFormat(
-            "pkcs11.module = %s is a p11-kit forwarder that may lead back "
-            "into this PKCS#11 module",
-            module);
-        break;
-      }
-    }
+  } else if ((IsP11KitForwarder(module) || IsP11KitForwarder(resolved)) &&
+             HostIsPkcs11Module(self.c_str())) {
+    reason = absl::StrFormat(
+        "pkcs11.module = %s is a p11-kit forwarder that may lead back into "
+        "this PKCS#11 module",
+        module);
   }
-  if (reason->empty()) return absl::OkStatus();
-  *reason += ": PKCS#11 client backend disabled";
-  return absl::UnavailableError(*reason);
+  if (reason.empty()) return absl::OkStatus();
+  return absl::UnavailableError(
+      absl::StrCat(reason, ": PKCS#11 client backend disabled"));
 }
 
 }  // namespace
@@ -178,9 +182,10 @@ absl::StatusOr<TokenConfig> ReadConfig(const accelcrypt_host* host) {
         "pkcs11: no module configured (set pkcs11.module)");
   }
   c.module = module;
-  std::string loop;
-  if (absl::Status st = RefuseLoop(host, c.module, &loop); !st.ok()) {
-    if (host->log != nullptr) host->log(host->host_ctx, 1, loop.c_str());
+  if (absl::Status st = RefuseLoop(host, c.module); !st.ok()) {
+    if (host->log != nullptr) {
+      host->log(host->host_ctx, 1, std::string(st.message()).c_str());
+    }
     return st;
   }
   if (const char* label = Get(host, "token_label")) c.token_label = label;
