@@ -143,7 +143,6 @@ ACCELCRYPT_TARGET_VAES256 void Ctr128(const AesRoundKeys* k, uint8_t ctr[16],
       _mm256_set_epi64x(0, 1, 0, 0));
   const __m256i one = _mm256_set_epi64x(0, 1, 0, 1);
   const __m256i two = _mm256_set_epi64x(0, 2, 0, 2);
-  const __m256i sixteen = _mm256_set_epi64x(0, 16, 0, 16);
   // Once the counter's last byte is a multiple of 16, the 16 blocks of an
   // iteration differ from the first only in the low 4 bits of that byte:
   // counter i is (first counter) ^ i, and with round key 0 folded in once,
@@ -169,14 +168,28 @@ ACCELCRYPT_TARGET_VAES256 void Ctr128(const AesRoundKeys* k, uint8_t ctr[16],
     out += 16;
     num_blocks -= 1;
   }
-  if (((ctr[15] + (total_blocks - num_blocks)) & 15u) == 0) {
-    for (; num_blocks >= kRegs * kBlocksPerReg;
-         num_blocks -= kRegs * kBlocksPerReg) {
-      // Lanes hold counters n and n + 1 = n ^ 1 (n is even): register i
-      // takes n ^ 2i and n ^ (2i + 1).
-      const __m256i first =
-          _mm256_xor_si256(_mm256_shuffle_epi8(c, rev), rk[0]);
-      c = _mm256_add_epi64(c, sixteen);
+  if (((ctr[15] + (total_blocks - num_blocks)) & 15u) == 0 &&
+      num_blocks >= kRegs * kBlocksPerReg) {
+    // The counter's low half lives in a general register: kept in a vector
+    // register GCC spilled it, and its store and reload each iteration made
+    // the speed depend on where the stack fell (86-91% of the ceiling).
+    uint64_t low = 0;
+#pragma GCC unroll 8
+    for (int i = 8; i < 16; ++i) low = (low << 8) | ctr[i];
+    low += total_blocks - num_blocks;
+    const __m128i high = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(ctr));
+    // Round key 0, with lane 1's counter n + 1 = n ^ 1 folded in.
+    const __m256i rk0 =
+        _mm256_xor_si256(rk[0], _mm256_set_epi32(1 << 24, 0, 0, 0, 0, 0, 0, 0));
+    const size_t iterations = num_blocks / (kRegs * kBlocksPerReg);
+    for (size_t n = 0; n < iterations; ++n) {
+      // Register i takes counters n ^ 2i and n ^ (2i + 1) (n is a multiple
+      // of 16).
+      const __m256i first = _mm256_xor_si256(
+          _mm256_broadcastsi128_si256(_mm_insert_epi64(
+              high, static_cast<long long>(__builtin_bswap64(low)), 1)),
+          rk0);
+      low += kRegs * kBlocksPerReg;
       __m256i b[kRegs];
 #pragma GCC unroll 16
       for (int i = 0; i < kRegs; ++i) {
@@ -190,14 +203,21 @@ ACCELCRYPT_TARGET_VAES256 void Ctr128(const AesRoundKeys* k, uint8_t ctr[16],
         for (int i = 0; i < kRegs; ++i)
           b[i] = _mm256_aesenc_epi128(b[i], rk[r]);
       }
+      // The input is folded into the last round key (AESENCLAST ends with
+      // an XOR): the XOR leaves the blocks' dependency chains.
 #pragma GCC unroll 16
       for (int i = 0; i < kRegs; ++i) {
-        b[i] = _mm256_aesenclast_epi128(b[i], rk[R]);
-        Store(out + 32 * i, _mm256_xor_si256(b[i], Load(in + 32 * i)));
+        Store(out + 32 * i,
+              _mm256_aesenclast_epi128(
+                  b[i], _mm256_xor_si256(rk[R], Load(in + 32 * i))));
       }
       in += 32 * kRegs;
       out += 32 * kRegs;
     }
+    num_blocks -= iterations * kRegs * kBlocksPerReg;
+    const auto advanced =
+        static_cast<long long>(iterations * kRegs * kBlocksPerReg);
+    c = _mm256_add_epi64(c, _mm256_set_epi64x(0, advanced, 0, advanced));
   }
   for (; num_blocks >= kRegs * kBlocksPerReg;
        num_blocks -= kRegs * kBlocksPerReg) {
