@@ -8,6 +8,8 @@
 // round.
 #include <immintrin.h>
 
+#include <initializer_list>
+
 #include "backends/x86/internal/aes_leaf.h"
 #include "backends/x86/internal/ghash_common.h"
 #include "backends/x86/internal/target.h"
@@ -297,11 +299,16 @@ ACCELCRYPT_TARGET_VAES512 void Gcm(const AesRoundKeys* k, const GhashTable* t,
   const __m512i four =
       _mm512_set_epi32(4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0);
   size_t left = num_blocks;
-  // Encryption hashes its own output, so it runs one step behind: each
-  // iteration hashes the previous iteration's 32 ciphertext blocks (still in
-  // L1) while encrypting the next 32. Decryption hashes its input directly.
-  const uint8_t* pending = nullptr;
-  Acc acc = AccOf(x);  // unreduced, see EncryptAndHash
+  // Encryption hashes its own output, so it runs two steps behind: each
+  // iteration hashes the 32 ciphertext blocks of the iteration before the
+  // previous one (still in L1) while encrypting the next 32. One step
+  // behind, the loads waited for the previous iteration's stores: a ZMM
+  // load does not take its data from the store buffer on every CPU, and the
+  // stores reach L1 only after the iteration retires. Decryption hashes its
+  // input directly.
+  const uint8_t* pending = nullptr;  // hashed this iteration
+  const uint8_t* written = nullptr;  // hashed next iteration
+  Acc acc = AccOf(x);                // unreduced, see EncryptAndHash
   // The Karatsuba entries (h.lo ^ h.hi) of H^32..H^1, four per register,
   // for the main loop (the table keeps them for H^16..H^1 only).
   __m512i hk[kRegs];
@@ -360,17 +367,19 @@ ACCELCRYPT_TARGET_VAES512 void Gcm(const AesRoundKeys* k, const GhashTable* t,
             out + 64 * i,
             _mm512_xor_si512(b[i], _mm512_loadu_si512(in + 64 * i)));
       }
-      pending = out;
+      pending = written;
+      written = out;
     }
     in += 64 * kRegs;
     out += 64 * kRegs;
   }
   x = FinishAcc(acc);
-  if (pending != nullptr) {
+  for (const uint8_t* p : {pending, written}) {
+    if (p == nullptr) continue;
     __m512i d[kRegs];
 #pragma GCC unroll 8
     for (int i = 0; i < kRegs; ++i) {
-      d[i] = _mm512_shuffle_epi8(_mm512_loadu_si512(pending + 64 * i), rev);
+      d[i] = _mm512_shuffle_epi8(_mm512_loadu_si512(p + 64 * i), rev);
     }
     x = GhashFull(t, d, x);
   }
