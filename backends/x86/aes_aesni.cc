@@ -198,26 +198,28 @@ ACCELCRYPT_TARGET_AESNI void CbcDecrypt(const AesRoundKeys* k, uint8_t iv[16],
   }
   __m128i prev = Load(iv);
   for (; num_blocks >= kLanes; num_blocks -= kLanes) {
-    // All loads before any store: `in` may equal `out`.
-    __m128i c[kLanes], b[kLanes];
+    __m128i b[kLanes];
 #pragma GCC unroll 16
-    for (int i = 0; i < kLanes; ++i) {
-      c[i] = Load(in + 16 * i);
-      b[i] = _mm_xor_si128(c[i], rk[0]);
-    }
+    for (int i = 0; i < kLanes; ++i)
+      b[i] = _mm_xor_si128(Load(in + 16 * i), rk[0]);
 #pragma GCC unroll 14
     for (int r = 1; r < R; ++r) {
 #pragma GCC unroll 16
       for (int i = 0; i < kLanes; ++i) b[i] = _mm_aesdec_si128(b[i], rk[r]);
     }
-#pragma GCC unroll 16
-    for (int i = 0; i < kLanes; ++i) b[i] = _mm_aesdeclast_si128(b[i], rk[R]);
-    Store(out, _mm_xor_si128(b[0], prev));
+    // The chaining blocks are folded into the last round key (AESDECLAST
+    // ends with an XOR) and read again from the input rather than kept in
+    // eight registers (16 XMM registers do not hold them, the blocks and
+    // the keys). All loads come before the stores: `in` may equal `out`.
+    b[0] = _mm_aesdeclast_si128(b[0], _mm_xor_si128(rk[R], prev));
 #pragma GCC unroll 16
     for (int i = 1; i < kLanes; ++i) {
-      Store(out + 16 * i, _mm_xor_si128(b[i], c[i - 1]));
+      b[i] = _mm_aesdeclast_si128(
+          b[i], _mm_xor_si128(rk[R], Load(in + 16 * (i - 1))));
     }
-    prev = c[kLanes - 1];
+    prev = Load(in + 16 * (kLanes - 1));
+#pragma GCC unroll 16
+    for (int i = 0; i < kLanes; ++i) Store(out + 16 * i, b[i]);
     in += 16 * kLanes;
     out += 16 * kLanes;
   }
