@@ -78,6 +78,12 @@ include_dir=$stage$(dirname "$(dirname "$hdr")")
 cflags=$(echo "$cflags" | xargs)
 [ "$cflags" = "-I$include_dir" ] ||
   fail "pkg-config --cflags accelcrypt-backend gave '$cflags', expected -I$include_dir"
+# The include path follows ${prefix} (a relocated or --define-prefix use).
+prefix=$(toolchain pkg-config --variable=prefix accelcrypt-backend)
+reloc=$(toolchain pkg-config --define-variable=prefix=/opt/reloc \
+  --cflags accelcrypt-backend | xargs)
+[ "$reloc" = "-I$stage/opt/reloc${include_dir#"$prefix"}" ] ||
+  fail "with prefix=/opt/reloc, pkg-config --cflags gave '$reloc' (includedir does not follow \${prefix})"
 backend_dir=$(toolchain pkg-config --variable=backenddir accelcrypt-backend)
 case "$backend_dir" in
   "$stage"/*) ;;
