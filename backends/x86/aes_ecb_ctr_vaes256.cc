@@ -218,10 +218,10 @@ ACCELCRYPT_TARGET_VAES256 void Ctr128(const AesRoundKeys* k, uint8_t ctr[16],
       in += 32 * kRegs;
       out += 32 * kRegs;
     }
-    num_blocks -= iterations * kRegs * kBlocksPerReg;
-    const auto advanced =
-        static_cast<long long>(iterations * kRegs * kBlocksPerReg);
-    c = _mm256_add_epi64(c, _mm256_set_epi64x(0, advanced, 0, advanced));
+    const size_t advanced = iterations * kRegs * kBlocksPerReg;
+    num_blocks -= advanced;
+    const auto step = static_cast<long long>(advanced);
+    c = _mm256_add_epi64(c, _mm256_set_epi64x(0, step, 0, step));
   }
   for (; num_blocks >= kRegs * kBlocksPerReg;
        num_blocks -= kRegs * kBlocksPerReg) {
