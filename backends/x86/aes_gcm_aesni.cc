@@ -44,35 +44,48 @@ struct Keys128 {
   }
 };
 
+// GhashAccOf returns sums that GhashFinish maps to x (lo = 0, hi = mid =
+// x: the recovered middle term is zero and the reduction of x:0 is x).
+ACCELCRYPT_TARGET_AESNI inline GhashAcc GhashAccOf(__m128i x) {
+  return GhashAcc{_mm_setzero_si128(), x, x};
+}
+
 // Rounds8 runs the AES rounds of the 8 counter blocks in `b` and, with
 // kHash, one iteration's GHASH: the 8 blocks at `src` (GCM byte order) with
-// H^8..H^1 from `t`, the running value *x folded into the first. Without
-// kHash (encryption's first iteration: no output to hash yet) only AES.
+// H^8..H^1 from `t`. `acc` holds the previous iteration's unreduced sums on
+// entry, reduced here after round 1 into the running value that joins the
+// first block (reduced at the end of their own iteration, that chain sat
+// at every iteration's tail and held the reorder window), and this
+// iteration's on return. Without kHash (encryption's first iteration: no
+// output to hash yet) only AES.
 template <int R, bool kHash>
 ACCELCRYPT_TARGET_AESNI inline void Rounds8(const Keys128& rk, __m128i* b,
                                             const GhashTable* t,
-                                            const uint8_t* src, __m128i* x) {
+                                            const uint8_t* src, GhashAcc* acc) {
   const __m128i rev = GhashByteReverse();
-  GhashAcc acc = GhashAccZero();
+  __m128i x = _mm_setzero_si128();
 #pragma GCC unroll 8
   for (int i = 0; i < kLanes; ++i) b[i] = _mm_xor_si128(b[i], rk[0]);
 #pragma GCC unroll 14
   for (int r = 1; r < R; ++r) {
 #pragma GCC unroll 8
     for (int i = 0; i < kLanes; ++i) b[i] = _mm_aesenc_si128(b[i], rk[r]);
+    if (kHash && r == 1) {
+      x = GhashFinish(*acc);
+      *acc = GhashAccZero();
+    }
     if (kHash && r <= kLanes) {
       // Rounds 1..7 take blocks 1..7; round 8 takes block 0, which waits
       // for the previous iteration's reduction (x) the longest.
       const int j = r % kLanes;
       __m128i d = _mm_shuffle_epi8(Load(src + 16 * j), rev);
-      if (j == 0) d = _mm_xor_si128(d, *x);
-      GhashMulAdd(&acc, d, GhashXmmPower(t, kLanes - j),
+      if (j == 0) d = _mm_xor_si128(d, x);
+      GhashMulAdd(acc, d, GhashXmmPower(t, kLanes - j),
                   GhashXmmKaratsuba(t, kLanes - j));
     }
   }
 #pragma GCC unroll 8
   for (int i = 0; i < kLanes; ++i) b[i] = _mm_aesenclast_si128(b[i], rk[R]);
-  if (kHash) *x = GhashFinish(acc);
 }
 
 template <int R>
@@ -134,6 +147,7 @@ ACCELCRYPT_TARGET_AESNI void Gcm(const AesRoundKeys* k, const GhashTable* t,
   if (left >= kLanes) {
     unsigned low = ctr[15];  // last byte of the next iteration's first block
     __m128i b[kLanes];
+    GhashAcc acc = GhashAccOf(x);  // unreduced, see Rounds8
     if (kDecrypt) {
       for (; left >= kLanes; left -= kLanes) {
         NextCounters(b, &c, &low);
@@ -142,29 +156,30 @@ ACCELCRYPT_TARGET_AESNI void Gcm(const AesRoundKeys* k, const GhashTable* t,
         // overwrites it when `in` equals `out` (the only overlap allowed).
         // Loading all 8 up front would hold 8 more registers through the
         // rounds.
-        Rounds8<R, true>(rk, b, t, in, &x);
+        Rounds8<R, true>(rk, b, t, in, &acc);
         StoreXor8(b, in, out);
         in += 16 * kLanes;
         out += 16 * kLanes;
       }
+      x = GhashFinish(acc);
     } else {
       // The first 8 blocks have no output before them to hash; the loop
       // then always hashes the previous 8 (one loop body, not two).
       NextCounters(b, &c, &low);
-      Rounds8<R, false>(rk, b, t, nullptr, &x);
+      Rounds8<R, false>(rk, b, t, nullptr, &acc);
       StoreXor8(b, in, out);
       const uint8_t* pending = out;
       in += 16 * kLanes;
       out += 16 * kLanes;
       for (left -= kLanes; left >= kLanes; left -= kLanes) {
         NextCounters(b, &c, &low);
-        Rounds8<R, true>(rk, b, t, pending, &x);
+        Rounds8<R, true>(rk, b, t, pending, &acc);
         StoreXor8(b, in, out);
         pending = out;
         in += 16 * kLanes;
         out += 16 * kLanes;
       }
-      x = GhashXmmBlocks(t, x, pending, kLanes);
+      x = GhashXmmBlocks(t, GhashFinish(acc), pending, kLanes);
     }
   }
   if (left > 0) {
