@@ -40,10 +40,7 @@ TEST_F(Pkcs11ClientTest, TokenFailuresFallBackAndTheBreakerReprobes) {
   auto core = MakeCore(overrides);
   ASSERT_TRUE(core.ok());
   ASSERT_NE((*core)->registry().Find("pkcs11"), nullptr) << LoadMessage(**core);
-  void* shim = dlopen(ACCELCRYPT_LATENCY_SHIM, RTLD_NOW | RTLD_NOLOAD);
-  ASSERT_NE(shim, nullptr);
-  auto control = reinterpret_cast<long (*)(const char*)>(
-      dlsym(shim, "accelcrypt_shim_control"));
+  auto control = OpenLatencyShim(ACCELCRYPT_LATENCY_SHIM).control;
   ASSERT_NE(control, nullptr);
   KeyMaterial key = RsaKey(2048);
   auto ops = (*core)->router().NewPublicKeyOps(key);
@@ -104,12 +101,9 @@ TEST_F(Pkcs11ClientTest, FaultyTokenResultsAreCheckedAndNeverReturned) {
   ASSERT_TRUE(core.ok()) << core.status();
   ASSERT_NE((*core)->registry().Find("pkcs11"), nullptr) << LoadMessage(**core);
   (*core)->router().SelfTestAll();  // the tests' own signatures first
-  void* shim = dlopen(ACCELCRYPT_LATENCY_SHIM, RTLD_NOW | RTLD_NOLOAD);
-  ASSERT_NE(shim, nullptr);
-  auto control = reinterpret_cast<long (*)(const char*)>(
-      dlsym(shim, "accelcrypt_shim_control"));
-  auto flipped =
-      reinterpret_cast<long (*)()>(dlsym(shim, "accelcrypt_shim_flipped"));
+  const LatencyShim shim = OpenLatencyShim(ACCELCRYPT_LATENCY_SHIM);
+  auto control = shim.control;
+  auto flipped = shim.flipped;
   ASSERT_NE(control, nullptr);
   ASSERT_NE(flipped, nullptr);
   Stats& stats = (*core)->stats();
@@ -185,10 +179,10 @@ TEST_F(Pkcs11ClientTest, ATokenSeenUninitialisedForAMomentIsReadAgain) {
   setenv("ACCELCRYPT_SHIM_MODULE", g_hsm->module().c_str(), 1);
   // Loaded here first, so that its control is set before the core's
   // client backend opens it (the same handle).
-  void* shim = dlopen(ACCELCRYPT_LATENCY_SHIM, RTLD_NOW);
-  ASSERT_NE(shim, nullptr) << dlerror();
-  auto control = reinterpret_cast<long (*)(const char*)>(
-      dlsym(shim, "accelcrypt_shim_control"));
+  const LatencyShim shim =
+      OpenLatencyShim(ACCELCRYPT_LATENCY_SHIM, /*load=*/true);
+  ASSERT_NE(shim.handle, nullptr) << dlerror();
+  auto control = shim.control;
   ASSERT_NE(control, nullptr);
   auto overrides = g_hsm->Overrides();
   overrides["pkcs11.module"] = ACCELCRYPT_LATENCY_SHIM;
@@ -212,7 +206,7 @@ TEST_F(Pkcs11ClientTest, ATokenSeenUninitialisedForAMomentIsReadAgain) {
         << LoadMessage(**core);
   }
   control("uninit=0");
-  dlclose(shim);
+  dlclose(shim.handle);
 }
 
 // Result codes by which a token says it failed (issue 17 item 5): a
@@ -238,10 +232,7 @@ TEST_F(Pkcs11ClientTest, TokenFaultCodesFallBackAndCallerCodesDoNot) {
   EXPECT_EQ(token->Describe().find("quirks="), std::string::npos)
       << token->Describe();
   (*core)->router().SelfTestAll();
-  void* shim = dlopen(ACCELCRYPT_LATENCY_SHIM, RTLD_NOW | RTLD_NOLOAD);
-  ASSERT_NE(shim, nullptr);
-  auto control = reinterpret_cast<long (*)(const char*)>(
-      dlsym(shim, "accelcrypt_shim_control"));
+  auto control = OpenLatencyShim(ACCELCRYPT_LATENCY_SHIM).control;
   ASSERT_NE(control, nullptr);
   Stats& stats = (*core)->stats();
   auto cell = [&](const char* backend, accelcrypt_alg alg) -> Counter& {
@@ -386,10 +377,7 @@ TEST_F(Pkcs11ClientTest, QuirkTableIsKeyedByTheTokenModel) {
             std::string::npos)
       << token->Describe();
   (*core)->router().SelfTestAll();
-  void* shim = dlopen(ACCELCRYPT_LATENCY_SHIM, RTLD_NOW | RTLD_NOLOAD);
-  ASSERT_NE(shim, nullptr);
-  auto control = reinterpret_cast<long (*)(const char*)>(
-      dlsym(shim, "accelcrypt_shim_control"));
+  auto control = OpenLatencyShim(ACCELCRYPT_LATENCY_SHIM).control;
   ASSERT_NE(control, nullptr);
   Stats& stats = (*core)->stats();
   Counter& soft_crypt = stats.Cell(stats.RegisterBackend("software"),

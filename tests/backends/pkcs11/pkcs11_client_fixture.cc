@@ -2,6 +2,8 @@
 // The helpers of pkcs11_client_fixture.h.
 #include "tests/backends/pkcs11/pkcs11_client_fixture.h"
 
+#include <dlfcn.h>
+
 #include <regex>
 #include <string>
 #include <vector>
@@ -45,6 +47,17 @@ std::string LoadMessage(const Core& core) {
     out += e.backend + ": " + e.message + "\n";
   }
   return out;
+}
+
+LatencyShim OpenLatencyShim(const char* path, bool load) {
+  LatencyShim shim;
+  shim.handle = dlopen(path, RTLD_NOW | (load ? 0 : RTLD_NOLOAD));
+  if (shim.handle == nullptr) return shim;
+  shim.control = reinterpret_cast<long (*)(const char*)>(
+      dlsym(shim.handle, "accelcrypt_shim_control"));
+  shim.flipped = reinterpret_cast<long (*)()>(
+      dlsym(shim.handle, "accelcrypt_shim_flipped"));
+  return shim;
 }
 
 }  // namespace accelcrypt::testing

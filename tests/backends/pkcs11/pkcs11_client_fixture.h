@@ -89,6 +89,20 @@ std::vector<uint8_t> Digest(const std::string& s);
 // LoadMessage joins the core's load events, one "backend: message" a line.
 std::string LoadMessage(const Core& core);
 
+// The latency shim's entry points (latency_shim.cc): `control` takes a
+// command ("fail=...", "uninit=N", ...), `flipped` counts the signatures
+// it corrupted. Both are null when the shim at `path` cannot be opened or
+// lacks them. By default the shim must already be loaded (the core's client
+// backend opened it); with `load` it is loaded here, so that a control can
+// be set before the core opens the same handle. `handle` is the dlopen
+// handle (one reference, for dlclose).
+struct LatencyShim {
+  void* handle = nullptr;
+  long (*control)(const char*) = nullptr;
+  long (*flipped)() = nullptr;
+};
+LatencyShim OpenLatencyShim(const char* path, bool load = false);
+
 }  // namespace accelcrypt::testing
 
 #endif  // ACCELCRYPT_TESTS_BACKENDS_PKCS11_PKCS11_CLIENT_FIXTURE_H_

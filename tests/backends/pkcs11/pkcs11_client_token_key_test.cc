@@ -3,7 +3,6 @@
 // URIs, public parts read from the token, token-only keys, PINs from the URI
 // and a wrong PIN tried once.
 // Fixture and helpers: pkcs11_client_fixture.h.
-#include <dlfcn.h>
 #include <stdlib.h>
 
 #include <filesystem>
@@ -189,10 +188,7 @@ TEST_F(Pkcs11ClientTest, TokenOnlyKeyFailsClearlyWhenTheTokenFails) {
   auto core = MakeCore(overrides);
   ASSERT_TRUE(core.ok());
   ASSERT_NE((*core)->registry().Find("pkcs11"), nullptr) << LoadMessage(**core);
-  void* shim = dlopen(ACCELCRYPT_LATENCY_SHIM, RTLD_NOW | RTLD_NOLOAD);
-  ASSERT_NE(shim, nullptr);
-  auto control = reinterpret_cast<long (*)(const char*)>(
-      dlsym(shim, "accelcrypt_shim_control"));
+  auto control = OpenLatencyShim(ACCELCRYPT_LATENCY_SHIM).control;
   ASSERT_NE(control, nullptr);
   auto key = (*core)->router().DescribeTokenKey("pkcs11:object=fail%20rsa");
   ASSERT_TRUE(key.ok()) << key.status();
