@@ -45,6 +45,11 @@ struct TokenConfig {
   // `rsa_max_key_bits` / `dsa_max_key_bits`: raise the token's reported
   // largest key size (0 = as reported).
   size_t rsa_max_bits = 0, dsa_max_bits = 0;
+  // Wipes `pin`. It also leaves TokenConfig without implicit move
+  // operations, on purpose: a defaulted move of a short PIN (held inside
+  // the std::string) copies its bytes and leaves them in the source, whose
+  // size is then 0, so this destructor would wipe nothing there. Copies are
+  // each wiped.
   ~TokenConfig();
 };
 
