@@ -155,6 +155,75 @@ TEST_F(AppLockFailureTest, CreateObjectIsAllOrNothing) {
   }
 }
 
+// Key generation into the token (C_GenerateKey, and C_GenerateKeyPair,
+// whose public key is made first and must go again when the private one
+// fails): a failed lock leaves no key, in the table or in the store.
+TEST_F(AppLockFailureTest, TokenKeyGenerationIsAllOrNothing) {
+  Initialize();
+  InitToken();
+  CK_SESSION_HANDLE s = Open(true);
+  ASSERT_EQ(LoginUser(s), CKR_OK);
+  CK_BBOOL yes = CK_TRUE;
+  std::map<std::string, bool> made;
+  int failed = 0;
+  for (int k = 0;; ++k) {
+    ASSERT_LT(k, kMaxLocks);
+    const std::string label = "aes-" + std::to_string(k);
+    CK_MECHANISM gen = {CKM_AES_KEY_GEN, nullptr, 0};
+    CK_ULONG len = 16;
+    CK_ATTRIBUTE t[] = {
+        {CKA_VALUE_LEN, &len, sizeof(len)},
+        {CKA_TOKEN, &yes, sizeof(yes)},
+        {CKA_LABEL, const_cast<char*>(label.data()), label.size()}};
+    CK_OBJECT_HANDLE h = CK_INVALID_HANDLE;
+    Arm(k);
+    CK_RV rv = f_->C_GenerateKey(s, &gen, t, 3, &h);
+    const bool fired = Disarm();
+    ASSERT_TRUE(rv == CKR_OK || rv == CKR_GENERAL_ERROR) << label << rv;
+    EXPECT_EQ(rv == CKR_GENERAL_ERROR, fired) << label;
+    EXPECT_EQ(FindByLabel(s, label).size(), rv == CKR_OK ? 1u : 0u) << label;
+    made[label] = rv == CKR_OK;
+    if (!fired) break;
+    ++failed;
+  }
+  EXPECT_GE(failed, 3);
+  failed = 0;
+  for (int k = 0;; ++k) {
+    ASSERT_LT(k, kMaxLocks);
+    const std::string pub_label = "pair-pub-" + std::to_string(k);
+    const std::string priv_label = "pair-priv-" + std::to_string(k);
+    CK_MECHANISM gen = {CKM_RSA_PKCS_KEY_PAIR_GEN, nullptr, 0};
+    CK_ULONG bits = 2048;
+    CK_ATTRIBUTE pub_t[] = {
+        {CKA_MODULUS_BITS, &bits, sizeof(bits)},
+        {CKA_TOKEN, &yes, sizeof(yes)},
+        {CKA_LABEL, const_cast<char*>(pub_label.data()), pub_label.size()}};
+    CK_ATTRIBUTE priv_t[] = {
+        {CKA_TOKEN, &yes, sizeof(yes)},
+        {CKA_LABEL, const_cast<char*>(priv_label.data()), priv_label.size()}};
+    CK_OBJECT_HANDLE pub = CK_INVALID_HANDLE, priv = CK_INVALID_HANDLE;
+    Arm(k);
+    CK_RV rv = f_->C_GenerateKeyPair(s, &gen, pub_t, 3, priv_t, 2, &pub, &priv);
+    const bool fired = Disarm();
+    ASSERT_TRUE(rv == CKR_OK || rv == CKR_GENERAL_ERROR) << k << " " << rv;
+    EXPECT_EQ(rv == CKR_GENERAL_ERROR, fired) << k;
+    EXPECT_EQ(FindByLabel(s, pub_label).size(), rv == CKR_OK ? 1u : 0u) << k;
+    EXPECT_EQ(FindByLabel(s, priv_label).size(), rv == CKR_OK ? 1u : 0u) << k;
+    made[pub_label] = made[priv_label] = rv == CKR_OK;
+    if (!fired) break;
+    ++failed;
+  }
+  // Session table, then the token lock and handle table once per key.
+  EXPECT_GE(failed, 5);
+  ASSERT_EQ(f_->C_Finalize(nullptr), CKR_OK);
+  Initialize();
+  s = Open(true);
+  ASSERT_EQ(LoginUser(s), CKR_OK);
+  for (const auto& [label, ok] : made) {
+    EXPECT_EQ(FindByLabel(s, label).size(), ok ? 1u : 0u) << label;
+  }
+}
+
 // C_DestroyObject: a failed lock leaves the object in place and usable.
 TEST_F(AppLockFailureTest, DestroyObjectIsAllOrNothing) {
   Initialize();
