@@ -146,9 +146,13 @@ absl::Status Module::ForgetTokenObjects(Token* token, bool private_only) {
     return o.token == token && (o.is_private || !private_only);
   });
   if (private_only) {
-    absl::erase_if(token->handles, [&](const auto& entry) {
-      return !objects_.contains(entry.second);
-    });
+    for (auto it = token->handles.begin(); it != token->handles.end();) {
+      if (objects_.contains(it->second)) {
+        ++it;
+      } else {
+        token->handles.erase(it++);
+      }
+    }
   } else {
     token->handles.clear();
     token->objects_loaded = false;
