@@ -45,8 +45,8 @@ absl::Status CheckTemplateArg(CK_ATTRIBUTE_PTR tmpl, CK_ULONG count) {
 
 // `object` is moved into objects_; clang-tidy 14 does not see the move
 // through flat_hash_map::emplace.
-// NOLINTNEXTLINE(performance-unnecessary-value-param)
 absl::StatusOr<CK_OBJECT_HANDLE> Module::InsertObject(
+    // NOLINTNEXTLINE(performance-unnecessary-value-param)
     std::shared_ptr<Object> object) {
   MutexLock l(&objects_mu_);
   ACCELCRYPT_RETURN_IF_ERROR(l.status());

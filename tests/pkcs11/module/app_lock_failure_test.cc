@@ -431,8 +431,10 @@ class AppLockFailureThreadsTest : public AppLockFailureTest {
     InitToken();
     std::atomic<bool> stop{false};
     std::atomic<int> failures{0};
+    constexpr int kWorkers = 2;
     std::vector<std::thread> threads;
-    for (int i = 0; i < 2; ++i) {
+    threads.reserve(kWorkers);
+    for (int i = 0; i < kWorkers; ++i) {
       threads.emplace_back([&, i] {
         CK_SESSION_HANDLE mine = CK_INVALID_HANDLE;
         if (f_->C_OpenSession(0, CKF_SERIAL_SESSION, nullptr, nullptr, &mine) !=
