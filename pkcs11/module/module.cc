@@ -58,16 +58,19 @@ Module::Module(ModuleConfig config, std::optional<AppLocking> app)
       objects_mu_(locking()) {}
 
 Module::~Module() {
+  // Runs from C_Finalize, which v2.40 section 5.4 forbids while any other
+  // thread is in a Cryptoki call (and C_Finalize took the instance out of
+  // reach first): no other thread can hold or take these locks, so none
+  // is taken. Taking them would change nothing, and under application
+  // locking a failing LockMutex could not be refused here anyway.
   // Objects and operations hold prepared keys made by the mechanisms;
   // the mechanisms use the core: tear down in that order.
   for (auto& [h, s] : sessions_) {
-    MutexLock l(&s->mu);
     for (ActiveOp& op : s->ops) op.Reset();
   }
   sessions_.clear();
   objects_.clear();
   for (auto& token : tokens_) {
-    MutexLock l(&token->mu);
     token->dek.Wipe();
     token->open_store.store(nullptr);
     token->store.reset();
@@ -341,10 +344,12 @@ absl::Status Module::InitToken(CK_SLOT_ID slot, CK_UTF8CHAR_PTR pin,
     return CkError(CKR_SESSION_EXISTS, "close the token's sessions first");
   }
   ACCELCRYPT_ASSIGN_OR_RETURN(TokenStore * store, OpenStore(token));
+  // Every object of the old token goes: so do their handles, first, so
+  // that a failing application mutex leaves the token as it was (the
+  // handle table is re-read from the store at the next look-up).
+  ACCELCRYPT_RETURN_IF_ERROR(ForgetTokenObjects(token, /*private_only=*/false));
   ACCELCRYPT_RETURN_IF_ERROR(store->InitToken(PinView(pin, len), text));
-  // Every object of the old token is gone: so are their handles.
   DropLogin(token);
-  ForgetTokenObjects(token, /*private_only=*/false);
   return absl::OkStatus();
 }
 
@@ -431,18 +436,22 @@ absl::Status Module::OpenSession(CK_SLOT_ID slot, CK_FLAGS flags,
   return absl::OkStatus();
 }
 
-void Module::RemoveSessions(
+absl::Status Module::RemoveSessions(
     Token* token, const std::vector<std::shared_ptr<Session>>& sessions) {
   {
-    MutexLock l(&sessions_mu_);
+    // Both tables at once, so that a failing application mutex changes
+    // neither: a session gone from its table with its objects still in
+    // theirs would leave those objects visible to the token's other
+    // sessions.
+    MutexLock sl(&sessions_mu_);
+    ACCELCRYPT_RETURN_IF_ERROR(sl.status());
+    MutexLock ol(&objects_mu_);
+    ACCELCRYPT_RETURN_IF_ERROR(ol.status());
     for (const auto& s : sessions) {
       if (sessions_.erase(s->handle) == 0) continue;
       (s->rw ? token->rw_sessions : token->ro_sessions)--;
     }
-  }
-  {
     // A session's objects are destroyed with it (v2.40 section 5.6).
-    MutexLock l(&objects_mu_);
     absl::erase_if(objects_, [&](const auto& entry) {
       const Object& o = *entry.second;
       if (o.is_token) return false;
@@ -453,7 +462,13 @@ void Module::RemoveSessions(
     });
   }
   for (const auto& s : sessions) {
+    // Waits for a call still running in the session. The lock can fail
+    // only under application locking, where LockSession never hands out
+    // a session without a reference (TryLock is false): the operations
+    // are then released with the session's last reference, by whichever
+    // call drops it, and are not touched here.
     MutexLock l(&s->mu);
+    if (!l.status().ok()) continue;
     for (ActiveOp& op : s->ops) {
       op.Reset();
       op.spare.reset();
@@ -463,6 +478,7 @@ void Module::RemoveSessions(
   }
   // Closing the last session logs the user out (v2.40 section 5.6).
   if (token->ro_sessions + token->rw_sessions == 0) DropLogin(token);
+  return absl::OkStatus();
 }
 
 absl::Status Module::CloseSession(CK_SESSION_HANDLE h) {
@@ -478,8 +494,7 @@ absl::Status Module::CloseSession(CK_SESSION_HANDLE h) {
       return CkError(CKR_SESSION_HANDLE_INVALID, "session already closed");
     }
   }
-  RemoveSessions(token, {s});
-  return absl::OkStatus();
+  return RemoveSessions(token, {s});
 }
 
 absl::Status Module::CloseAllSessions(CK_SLOT_ID slot) {
@@ -494,8 +509,7 @@ absl::Status Module::CloseAllSessions(CK_SLOT_ID slot) {
       if (s->token == token) mine.push_back(s);
     }
   }
-  RemoveSessions(token, mine);
-  return absl::OkStatus();
+  return RemoveSessions(token, mine);
 }
 
 absl::Status Module::GetSessionInfo(CK_SESSION_HANDLE h,
@@ -549,6 +563,12 @@ absl::Status Module::Login(CK_SESSION_HANDLE h, CK_USER_TYPE user,
     return CkError(CKR_SESSION_READ_ONLY_EXISTS,
                    "the SO cannot log in while R/O sessions exist");
   }
+  // A logout whose purge failed left the private objects of that login in
+  // the handle table: they go before anyone is logged in again.
+  if (token->private_purge_pending) {
+    ACCELCRYPT_RETURN_IF_ERROR(
+        ForgetTokenObjects(token, /*private_only=*/true));
+  }
   ACCELCRYPT_ASSIGN_OR_RETURN(TokenStore * store, OpenStore(token));
   ACCELCRYPT_ASSIGN_OR_RETURN(
       SecretBytes dek,
@@ -601,13 +621,13 @@ void Module::DropLogin(Token* token) {
   // private key's schedule: drop them with the login.
   DropSpares(token);
   // v2.40 section 5.6, C_Logout: handles to private objects become invalid
-  // and private session objects are destroyed.
-  ForgetTokenObjects(token, /*private_only=*/true);
-  MutexLock l(&objects_mu_);
-  absl::erase_if(objects_, [&](const auto& entry) {
-    const Object& o = *entry.second;
-    return o.token == token && o.is_private;
-  });
+  // and private session objects are destroyed. If the application's mutex
+  // fails, they stay in the table for now, unseen (Visible() shows a
+  // private object only while the user is logged in), and the next
+  // C_Login purges them first.
+  if (!ForgetTokenObjects(token, /*private_only=*/true).ok()) {
+    token->private_purge_pending = true;
+  }
 }
 
 }  // namespace accelcrypt::p11

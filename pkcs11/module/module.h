@@ -54,6 +54,13 @@ struct Token {
   bool objects_loaded ABSL_GUARDED_BY(mu) = false;
   bool private_loaded ABSL_GUARDED_BY(mu) = false;
   uint64_t data_version ABSL_GUARDED_BY(mu) = 0;
+  // Set when a logout could not take the handle table's lock (the
+  // application's mutex failed): the private objects of the ended login
+  // (private session objects, private token objects' handles) are still
+  // in the table, unseen only because nobody is logged in. C_Login purges
+  // them (Module::ForgetTokenObjects clears the flag) before anyone logs
+  // in again, or fails.
+  bool private_purge_pending ABSL_GUARDED_BY(mu) = false;
   // `store` once opened, and `data_version` while `objects_loaded` (else
   // kNotSynced): read without `mu` by the freshness check of every keyed
   // C_*Init and object call (Module::TokenFresh). Written under `mu`; the
@@ -168,10 +175,19 @@ class LockedSession {
 // handle tables. Every method is one C_* function with the raw arguments,
 // returns its answer as a status carrying the exact CK_RV, and is
 // thread-safe (PKCS#11 v2.40 section 5.4's multi-threaded access). Lock
-// order: Token::mu, then sessions_mu_ / objects_mu_ (leaves), and
+// order: Token::mu, then sessions_mu_, then objects_mu_ (RemoveSessions
+// holds both; nothing takes sessions_mu_ under objects_mu_), and
 // Session::mu is never held while taking Token::mu or sessions_mu_
 // (LockSession takes sessions_mu_ then Session::mu; objects_mu_ may be
 // taken under Session::mu, never the reverse).
+//
+// Under application locking a lock can fail (the application's LockMutex
+// returned an error; locking.h): the call then answers CKR_GENERAL_ERROR
+// with nothing changed, except where the operation cannot be refused:
+// C_Logout and closing a token's last session always end the login (the
+// purge of its private objects may be deferred, see
+// Token::private_purge_pending), and a closed session whose lock fails
+// releases its operations with its last reference.
 class Module {
  public:
   // Create reads the configuration, builds the core (whose PKCS#11 client
@@ -302,7 +318,9 @@ class Module {
   // DropLogin ends the token's login: the data key is wiped and every
   // private object (token and session) leaves the handle table; the
   // token's sessions drop their finished operations (ActiveOp::spare).
-  // Takes sessions_mu_ and each session's mu.
+  // Takes sessions_mu_ and each session's mu. Cannot fail: the login ends
+  // even when the application's mutex fails; the private objects are then
+  // left for C_Login to purge (Token::private_purge_pending).
   void DropLogin(Token* token) ABSL_EXCLUSIVE_LOCKS_REQUIRED(token->mu);
   // DropSpares discards the finished operations kept for reuse
   // (ActiveOp::spare) in every session of `token`: they may hold a key's
@@ -310,9 +328,11 @@ class Module {
   // with no session lock held.
   void DropSpares(Token* token);
   // RemoveSessions closes the listed sessions of `token` (their session
-  // objects go with them) and logs out when none remain.
-  void RemoveSessions(Token* token,
-                      const std::vector<std::shared_ptr<Session>>& sessions)
+  // objects go with them) and logs out when none remain. Fails (with
+  // nothing changed) only when the application's mutex fails on the
+  // session or object table.
+  absl::Status RemoveSessions(
+      Token* token, const std::vector<std::shared_ptr<Session>>& sessions)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(token->mu);
 
   // Objects (objects.cc).
@@ -321,7 +341,12 @@ class Module {
   // logout changes which private objects are visible).
   absl::Status SyncTokenObjects(Token* token)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(token->mu);
-  void ForgetTokenObjects(Token* token, bool private_only)
+  // ForgetTokenObjects drops the handles of the token's objects (only the
+  // private ones if `private_only`, as at a logout) and destroys its
+  // session objects of the same kind; the table is re-read from the store
+  // at the next look-up. Clears Token::private_purge_pending. Fails, with
+  // nothing changed, when the application's mutex fails.
+  absl::Status ForgetTokenObjects(Token* token, bool private_only)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(token->mu);
   struct ObjectRef {
     std::shared_ptr<Object> object;
@@ -356,10 +381,13 @@ class Module {
   absl::Status CheckWritable(const Session& session, bool is_token,
                              bool is_private);
   // DestroyHandle removes an object (from its store too, for token
-  // objects) and its handle.
+  // objects) and its handle; when the application's mutex fails, neither.
   absl::Status DestroyHandle(const ObjectRef& ref);
-  CK_OBJECT_HANDLE InsertObject(std::shared_ptr<Object> object);
-  void EraseObject(CK_OBJECT_HANDLE handle);
+  // InsertObject gives `object` a handle in the table; EraseObject removes
+  // one. Both fail (changing nothing) only when the application's mutex
+  // fails.
+  absl::StatusOr<CK_OBJECT_HANDLE> InsertObject(std::shared_ptr<Object> object);
+  absl::Status EraseObject(CK_OBJECT_HANDLE handle);
 
   // PreparedKeyFor resolves a key handle for an operation that needs
   // `usage` (CKA_ENCRYPT, ...), with the prepared key cached per handle.

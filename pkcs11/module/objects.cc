@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/status.h"
 #include "pkcs11/common/ck_error.h"
@@ -44,18 +45,22 @@ absl::Status CheckTemplateArg(CK_ATTRIBUTE_PTR tmpl, CK_ULONG count) {
 
 // `object` is moved into objects_; clang-tidy 14 does not see the move
 // through flat_hash_map::emplace.
-// NOLINTNEXTLINE(performance-unnecessary-value-param)
-CK_OBJECT_HANDLE Module::InsertObject(std::shared_ptr<Object> object) {
+absl::StatusOr<CK_OBJECT_HANDLE> Module::InsertObject(
+    // NOLINTNEXTLINE(performance-unnecessary-value-param)
+    std::shared_ptr<Object> object) {
+  MutexLock l(&objects_mu_);
+  ACCELCRYPT_RETURN_IF_ERROR(l.status());
   CK_OBJECT_HANDLE handle = next_object_.fetch_add(1);
   object->handle = handle;
-  MutexLock l(&objects_mu_);
   objects_.emplace(handle, std::move(object));
   return handle;
 }
 
-void Module::EraseObject(CK_OBJECT_HANDLE handle) {
+absl::Status Module::EraseObject(CK_OBJECT_HANDLE handle) {
   MutexLock l(&objects_mu_);
+  ACCELCRYPT_RETURN_IF_ERROR(l.status());
   objects_.erase(handle);
+  return absl::OkStatus();
 }
 
 absl::Status Module::SyncTokenObjects(Token* token) {
@@ -131,22 +136,31 @@ void Module::NoteOwnWrite(Token* token, TokenStore* store) {
   token->synced_version.store(written, std::memory_order_release);
 }
 
-void Module::ForgetTokenObjects(Token* token, bool private_only) {
+absl::Status Module::ForgetTokenObjects(Token* token, bool private_only) {
   MutexLock l(&objects_mu_);
-  for (auto it = token->handles.begin(); it != token->handles.end();) {
-    auto oit = objects_.find(it->second);
-    if (private_only && oit != objects_.end() && !oit->second->is_private) {
-      ++it;
-      continue;
+  ACCELCRYPT_RETURN_IF_ERROR(l.status());
+  // Token objects lose their handles; session objects (private ones at a
+  // logout, v2.40 section 5.6) are destroyed.
+  absl::erase_if(objects_, [&](const auto& entry) {
+    const Object& o = *entry.second;
+    return o.token == token && (o.is_private || !private_only);
+  });
+  if (private_only) {
+    for (auto it = token->handles.begin(); it != token->handles.end();) {
+      if (objects_.contains(it->second)) {
+        ++it;
+      } else {
+        token->handles.erase(it++);
+      }
     }
-    if (oit != objects_.end()) objects_.erase(oit);
-    token->handles.erase(it++);
-  }
-  if (!private_only) {
+  } else {
+    token->handles.clear();
     token->objects_loaded = false;
     token->synced_version.store(Token::kNotSynced, std::memory_order_release);
   }
   token->private_loaded = false;
+  token->private_purge_pending = false;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Module::ObjectRef> Module::LookupObject(const Session& session,
@@ -222,26 +236,36 @@ absl::StatusOr<CK_OBJECT_HANDLE> Module::AddObject(const Session& session,
       o->store_id, store->CreateObject(*o->attrs, is_private,
                                        is_private ? &token->dek : nullptr));
   uint64_t id = o->store_id;
-  CK_OBJECT_HANDLE handle = InsertObject(std::move(o));
-  token->handles[id] = handle;
+  absl::StatusOr<CK_OBJECT_HANDLE> handle = InsertObject(std::move(o));
+  if (!handle.ok()) {
+    // No handle (the application's mutex failed): the object must not
+    // stay in the store, unreachable yet found by the next look-up.
+    absl::Status undo = store->DestroyObject(id);
+    if (!undo.ok()) {
+      Log(absl::StrCat(
+          "slot ", token->id, ": object ", id,
+          " created without a handle and left in the store: ", undo.message()));
+    }
+    return handle.status();
+  }
+  token->handles[id] = *handle;
   NoteOwnWrite(token, store);
-  return handle;
+  return *handle;
 }
 
 absl::Status Module::DestroyHandle(const ObjectRef& ref) {
   const Object& o = *ref.object;
-  if (!o.is_token) {
-    EraseObject(o.handle);
-    return absl::OkStatus();
-  }
+  if (!o.is_token) return EraseObject(o.handle);
   Token* token = o.token;
   MutexLock tl(&token->mu);
   ACCELCRYPT_RETURN_IF_ERROR(tl.status());
   ACCELCRYPT_ASSIGN_OR_RETURN(TokenStore * store, OpenStore(token));
+  // The handle goes first: when the application's mutex fails, the object
+  // is left as it was, in the store and in the handle table.
+  ACCELCRYPT_RETURN_IF_ERROR(EraseObject(o.handle));
+  token->handles.erase(o.store_id);
   absl::Status st = store->DestroyObject(o.store_id);
   // Gone from the store either way (destroyed now or by another process).
-  token->handles.erase(o.store_id);
-  EraseObject(o.handle);
   if (st.ok()) NoteOwnWrite(token, store);
   return st;
 }
