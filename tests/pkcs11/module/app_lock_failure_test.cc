@@ -79,19 +79,17 @@ class AppLockFailureTest : public ModuleTest {
     return t_fired;
   }
 
-  CK_RV Create(CK_SESSION_HANDLE s, const std::string& label, bool token,
-               bool is_private, CK_OBJECT_HANDLE* h) {
-    CK_OBJECT_CLASS cls = CKO_DATA;
-    CK_BBOOL tok = token ? CK_TRUE : CK_FALSE;
-    CK_BBOOL priv = is_private ? CK_TRUE : CK_FALSE;
-    CK_ATTRIBUTE t[] = {
-        {CKA_CLASS, &cls, sizeof(cls)},
-        {CKA_TOKEN, &tok, sizeof(tok)},
-        {CKA_PRIVATE, &priv, sizeof(priv)},
-        {CKA_LABEL, const_cast<char*>(label.data()), label.size()},
-        {CKA_VALUE, const_cast<char*>("payload"), 7},
-    };
-    return f_->C_CreateObject(s, t, 5, h);
+  // ExpectInStoreAfterRestart finalizes, starts a fresh instance and logs
+  // in: exactly the labels mapped to true are found (nothing orphaned in
+  // the store, nothing lost).
+  void ExpectInStoreAfterRestart(const std::map<std::string, bool>& present) {
+    ASSERT_EQ(f_->C_Finalize(nullptr), CKR_OK);
+    Initialize();
+    CK_SESSION_HANDLE s = Open(true);
+    ASSERT_EQ(LoginUser(s), CKR_OK);
+    for (const auto& [label, there] : present) {
+      EXPECT_EQ(FindByLabel(s, label).size(), there ? 1u : 0u) << label;
+    }
   }
 
   CK_STATE State(CK_SESSION_HANDLE s) {
@@ -127,7 +125,7 @@ TEST_F(AppLockFailureTest, CreateObjectIsAllOrNothing) {
           std::string(kind.name) + "-" + std::to_string(k);
       CK_OBJECT_HANDLE h = CK_INVALID_HANDLE;
       Arm(k);
-      CK_RV rv = Create(s, label, kind.token, kind.is_private, &h);
+      CK_RV rv = TryCreateData(s, label, kind.token, kind.is_private, &h);
       const bool fired = Disarm();
       ASSERT_TRUE(rv == CKR_OK || rv == CKR_GENERAL_ERROR) << label << rv;
       // A lock failure is always reported, and only a lock failure fails.
@@ -146,13 +144,7 @@ TEST_F(AppLockFailureTest, CreateObjectIsAllOrNothing) {
   }
   // Nothing orphaned in the store: a fresh instance sees exactly the
   // token objects whose creation succeeded.
-  ASSERT_EQ(f_->C_Finalize(nullptr), CKR_OK);
-  Initialize();
-  s = Open(true);
-  ASSERT_EQ(LoginUser(s), CKR_OK);
-  for (const auto& [label, made] : token_made) {
-    EXPECT_EQ(FindByLabel(s, label).size(), made ? 1u : 0u) << label;
-  }
+  ExpectInStoreAfterRestart(token_made);
 }
 
 // Key generation into the token (C_GenerateKey, and C_GenerateKeyPair,
@@ -215,13 +207,7 @@ TEST_F(AppLockFailureTest, TokenKeyGenerationIsAllOrNothing) {
   }
   // Session table, then the token lock and handle table once per key.
   EXPECT_GE(failed, 5);
-  ASSERT_EQ(f_->C_Finalize(nullptr), CKR_OK);
-  Initialize();
-  s = Open(true);
-  ASSERT_EQ(LoginUser(s), CKR_OK);
-  for (const auto& [label, ok] : made) {
-    EXPECT_EQ(FindByLabel(s, label).size(), ok ? 1u : 0u) << label;
-  }
+  ExpectInStoreAfterRestart(made);
 }
 
 // C_DestroyObject: a failed lock leaves the object in place and usable.
@@ -238,7 +224,8 @@ TEST_F(AppLockFailureTest, DestroyObjectIsAllOrNothing) {
       const std::string label =
           std::string("destroy-") + kind.name + "-" + std::to_string(k);
       CK_OBJECT_HANDLE h = CK_INVALID_HANDLE;
-      ASSERT_EQ(Create(s, label, kind.token, kind.is_private, &h), CKR_OK);
+      ASSERT_EQ(TryCreateData(s, label, kind.token, kind.is_private, &h),
+                CKR_OK);
       Arm(k);
       CK_RV rv = f_->C_DestroyObject(s, h);
       const bool fired = Disarm();
@@ -258,13 +245,7 @@ TEST_F(AppLockFailureTest, DestroyObjectIsAllOrNothing) {
     }
     EXPECT_GE(failed, kind.token ? 3 : 2) << kind.name;
   }
-  ASSERT_EQ(f_->C_Finalize(nullptr), CKR_OK);
-  Initialize();
-  s = Open(true);
-  ASSERT_EQ(LoginUser(s), CKR_OK);
-  for (const auto& [label, kept] : token_kept) {
-    EXPECT_EQ(FindByLabel(s, label).size(), kept ? 1u : 0u) << label;
-  }
+  ExpectInStoreAfterRestart(token_kept);
 }
 
 // C_Logout with a private session object and a private token object: the
@@ -279,13 +260,13 @@ TEST_F(AppLockFailureTest, LogoutAlwaysEndsTheLogin) {
   CK_SESSION_HANDLE s = Open(true);
   ASSERT_EQ(LoginUser(s), CKR_OK);
   CK_OBJECT_HANDLE tok = CK_INVALID_HANDLE;
-  ASSERT_EQ(Create(s, "private-token", true, true, &tok), CKR_OK);
+  ASSERT_EQ(TryCreateData(s, "private-token", true, true, &tok), CKR_OK);
   int failed = 0, refused = 0;
   for (int k = 0;; ++k) {
     ASSERT_LT(k, kMaxLocks);
     const std::string label = "private-session-" + std::to_string(k);
     CK_OBJECT_HANDLE h = CK_INVALID_HANDLE;
-    ASSERT_EQ(Create(s, label, false, true, &h), CKR_OK);
+    ASSERT_EQ(TryCreateData(s, label, false, true, &h), CKR_OK);
     Arm(k);
     CK_RV rv = f_->C_Logout(s);
     const bool fired = Disarm();
@@ -331,7 +312,7 @@ TEST_F(AppLockFailureTest, LoginAfterDeferredPurge) {
     ASSERT_EQ(LoginUser(s), CKR_OK);
     const std::string label = "login-" + std::to_string(k);
     CK_OBJECT_HANDLE h = CK_INVALID_HANDLE;
-    ASSERT_EQ(Create(s, label, false, true, &h), CKR_OK);
+    ASSERT_EQ(TryCreateData(s, label, false, true, &h), CKR_OK);
     Arm(logout_locks - 1);
     ASSERT_EQ(f_->C_Logout(s), CKR_OK);
     ASSERT_TRUE(Disarm());
@@ -364,7 +345,7 @@ TEST_F(AppLockFailureTest, CloseSessionIsAllOrNothing) {
     CK_SESSION_HANDLE s = Open(true);
     ASSERT_EQ(LoginUser(s), CKR_OK);
     CK_OBJECT_HANDLE tok = CK_INVALID_HANDLE;
-    ASSERT_EQ(Create(s, "private-token", true, true, &tok), CKR_OK);
+    ASSERT_EQ(TryCreateData(s, "private-token", true, true, &tok), CKR_OK);
     ASSERT_EQ(f_->C_CloseSession(s), CKR_OK);
   }
   for (bool last : {false, true}) {
@@ -377,8 +358,8 @@ TEST_F(AppLockFailureTest, CloseSessionIsAllOrNothing) {
       ASSERT_EQ(LoginUser(s), CKR_OK);
       const std::string tag = (last ? "last-" : "one-") + std::to_string(k);
       CK_OBJECT_HANDLE pub = CK_INVALID_HANDLE, priv = CK_INVALID_HANDLE;
-      ASSERT_EQ(Create(s, "pub-" + tag, false, false, &pub), CKR_OK);
-      ASSERT_EQ(Create(s, "priv-" + tag, false, true, &priv), CKR_OK);
+      ASSERT_EQ(TryCreateData(s, "pub-" + tag, false, false, &pub), CKR_OK);
+      ASSERT_EQ(TryCreateData(s, "priv-" + tag, false, true, &priv), CKR_OK);
       Arm(k);
       CK_RV rv = f_->C_CloseSession(s);
       const bool fired = Disarm();
@@ -445,7 +426,8 @@ class AppLockFailureThreadsTest : public AppLockFailureTest {
         const std::string label = "worker-" + std::to_string(i);
         while (!stop.load()) {
           CK_OBJECT_HANDLE h = CK_INVALID_HANDLE;
-          if (Create(mine, label, false, false, &h) != CKR_OK) ++failures;
+          if (TryCreateData(mine, label, false, false, &h) != CKR_OK)
+            ++failures;
           char buf[32];
           CK_ATTRIBUTE a = {CKA_LABEL, buf, sizeof(buf)};
           if (f_->C_GetAttributeValue(mine, h, &a, 1) != CKR_OK) ++failures;
@@ -477,7 +459,7 @@ TEST_F(AppLockFailureThreadsTest, ManyThreadsWhileCreateObjectFails) {
             std::string(kind.name) + "-" + std::to_string(k);
         CK_OBJECT_HANDLE h = CK_INVALID_HANDLE;
         Arm(k);
-        CK_RV rv = Create(s, label, kind.token, kind.is_private, &h);
+        CK_RV rv = TryCreateData(s, label, kind.token, kind.is_private, &h);
         const bool fired = Disarm();
         EXPECT_EQ(rv == CKR_GENERAL_ERROR, fired) << label;
         EXPECT_EQ(FindByLabel(s, label).size(), rv == CKR_OK ? 1u : 0u)
@@ -498,7 +480,8 @@ TEST_F(AppLockFailureThreadsTest, ManyThreadsWhileDestroyObjectFails) {
         const std::string label =
             std::string("destroy-") + kind.name + "-" + std::to_string(k);
         CK_OBJECT_HANDLE h = CK_INVALID_HANDLE;
-        ASSERT_EQ(Create(s, label, kind.token, kind.is_private, &h), CKR_OK);
+        ASSERT_EQ(TryCreateData(s, label, kind.token, kind.is_private, &h),
+                  CKR_OK);
         Arm(k);
         CK_RV rv = f_->C_DestroyObject(s, h);
         const bool fired = Disarm();
@@ -516,12 +499,12 @@ TEST_F(AppLockFailureThreadsTest, ManyThreadsWhileLogoutFails) {
     CK_SESSION_HANDLE s = Open(true);
     ASSERT_EQ(LoginUser(s), CKR_OK);
     CK_OBJECT_HANDLE tok = CK_INVALID_HANDLE;
-    ASSERT_EQ(Create(s, "private-token", true, true, &tok), CKR_OK);
+    ASSERT_EQ(TryCreateData(s, "private-token", true, true, &tok), CKR_OK);
     for (int k = 0;; ++k) {
       ASSERT_LT(k, kMaxLocks);
       const std::string label = "private-session-" + std::to_string(k);
       CK_OBJECT_HANDLE h = CK_INVALID_HANDLE;
-      ASSERT_EQ(Create(s, label, false, true, &h), CKR_OK);
+      ASSERT_EQ(TryCreateData(s, label, false, true, &h), CKR_OK);
       Arm(k);
       CK_RV rv = f_->C_Logout(s);
       const bool fired = Disarm();
@@ -545,7 +528,7 @@ TEST_F(AppLockFailureThreadsTest, ManyThreadsWhileCloseSessionFails) {
       CK_SESSION_HANDLE s = Open(true);
       const std::string label = "closing-" + std::to_string(k);
       CK_OBJECT_HANDLE h = CK_INVALID_HANDLE;
-      ASSERT_EQ(Create(s, label, false, false, &h), CKR_OK);
+      ASSERT_EQ(TryCreateData(s, label, false, false, &h), CKR_OK);
       Arm(k);
       CK_RV rv = f_->C_CloseSession(s);
       const bool fired = Disarm();

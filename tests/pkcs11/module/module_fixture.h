@@ -104,10 +104,10 @@ class ModuleTest : public ::testing::Test {
     return f_->C_Login(s, CKU_USER, Pin(kUserPin), strlen(kUserPin));
   }
 
-  // CreateData makes a data object with `label`.
-  CK_OBJECT_HANDLE CreateData(CK_SESSION_HANDLE s, const std::string& label,
-                              bool token, bool is_private,
-                              CK_RV want = CKR_OK) {
+  // TryCreateData makes a data object with `label` and returns
+  // C_CreateObject's answer; CreateData expects `want` of it.
+  CK_RV TryCreateData(CK_SESSION_HANDLE s, const std::string& label, bool token,
+                      bool is_private, CK_OBJECT_HANDLE* h) {
     CK_OBJECT_CLASS cls = CKO_DATA;
     CK_BBOOL tok = token ? CK_TRUE : CK_FALSE;
     CK_BBOOL priv = is_private ? CK_TRUE : CK_FALSE;
@@ -118,8 +118,13 @@ class ModuleTest : public ::testing::Test {
         {CKA_LABEL, const_cast<char*>(label.data()), label.size()},
         {CKA_VALUE, const_cast<char*>("payload"), 7},
     };
+    return f_->C_CreateObject(s, t, 5, h);
+  }
+  CK_OBJECT_HANDLE CreateData(CK_SESSION_HANDLE s, const std::string& label,
+                              bool token, bool is_private,
+                              CK_RV want = CKR_OK) {
     CK_OBJECT_HANDLE h = CK_INVALID_HANDLE;
-    EXPECT_EQ(f_->C_CreateObject(s, t, 5, &h), want) << label;
+    EXPECT_EQ(TryCreateData(s, label, token, is_private, &h), want) << label;
     return h;
   }
 
