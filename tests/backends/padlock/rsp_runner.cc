@@ -2,6 +2,7 @@
 #include "tests/backends/padlock/rsp_runner.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -476,13 +477,25 @@ std::vector<std::string> ListRspFiles(const std::string& dir) {
   for (const char* sub : {"aes", "aes-gcm", "sha"}) {
     const std::string d = dir + "/" + sub;
     DIR* h = opendir(d.c_str());
-    if (h == nullptr) continue;
+    if (h == nullptr) {
+      fprintf(stderr, "rsp_runner: cannot open %s: %s\n", d.c_str(),
+              strerror(errno));
+      continue;
+    }
+    // readdir returns NULL both at the end and on an error (EOVERFLOW in a
+    // 32-bit process built without _FILE_OFFSET_BITS=64): tell them apart.
+    errno = 0;
     while (dirent* e = readdir(h)) {
       const std::string n = e->d_name;
       if (n.size() > 4 && n.compare(n.size() - 4, 4, ".rsp") == 0) {
         out.push_back(d);
         out.back().append("/").append(n);
       }
+      errno = 0;
+    }
+    if (errno != 0) {
+      fprintf(stderr, "rsp_runner: reading %s: %s\n", d.c_str(),
+              strerror(errno));
     }
     closedir(h);
   }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <string>
+#include <vector>
 
 #include "accelcrypt/backend.h"
 #include "tests/backends/padlock/emulator/padlock_emu.h"
@@ -24,6 +25,14 @@ int main(int argc, char** argv) {
   static_assert(sizeof(void*) == 4, "this runner is for the i386 build");
   const std::string dir = argv[1];
   const std::string profile = accelcrypt_padlock_emu_profile();
+  const std::vector<std::string> files = padlock_test::ListRspFiles(dir);
+  printf("i386 %s: %zu vector files under %s\n", profile.c_str(),
+         files.size(), dir.c_str());
+  if (files.empty()) {
+    fprintf(stderr, "i386 %s: no .rsp vector file found under %s\n",
+            profile.c_str(), dir.c_str());
+    return 1;
+  }
   padlock_test::RunCounts self = padlock_test::EmuSelfCheck(
       dir, accelcrypt_padlock_emu_aes_block, accelcrypt_padlock_emu_sha);
   printf("i386 %s: emulator self-check %zu passed %zu failed\n",
@@ -39,7 +48,7 @@ int main(int argc, char** argv) {
   char what[256];
   desc->describe(be, what, sizeof(what));
   padlock_test::RunCounts aes, gcm, sha;
-  for (const std::string& path : padlock_test::ListRspFiles(dir)) {
+  for (const std::string& path : files) {
     padlock_test::RunCounts rc = padlock_test::RunRspFile(desc, be, path, 3);
     if (path.find("/aes-gcm/") != std::string::npos)
       gcm.Add(rc);
