@@ -10,8 +10,10 @@
 # loaded from its openssl.cnf; the server's SSL_CTX in one or the other, the
 # client's always in "without"; client and server over a BIO pair in one
 # thread; only the server's calls timed on the thread CPU clock. Rounds
-# alternate with/without (N handshakes each); the table gives medians of the
-# per-round means. Cases: TLS 1.3 and TLS 1.2 with an RSA-2048 certificate,
+# alternate with/without (N handshakes each, order swapped every round); the
+# table gives per side the median of the per-round means, and the median of
+# the rounds' own ratios with their quartiles (a round's two batches ran
+# next to each other: a drift of the machine's speed cancels). Cases: TLS 1.3 and TLS 1.2 with an RSA-2048 certificate,
 # TLS 1.3 with an ECDSA P-256 certificate (OpenSSL's default groups and
 # suites: X25519, TLS_AES_256_GCM_SHA384 / ECDHE-*-AES256-GCM-SHA384).
 # A benchmark: it asserts no time.
@@ -24,7 +26,7 @@
 #                           [--backends LIST|all] [--calibration FILE]
 #                           [--control] [--markdown FILE]
 #   --build        build tree (default: $ACCELCRYPT_BUILD_DIR or build)
-#   --rounds       rounds per side and case (default 20)
+#   --rounds       rounds per side and case (default 50)
 #   --seconds      about S seconds per case in all (default 10); sets the
 #                  handshakes per round from a warm-up
 #   --handshakes   handshakes per round and side (overrides --seconds)
@@ -44,7 +46,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${ACCELCRYPT_BUILD_DIR:-$root/build}
-rounds=20
+rounds=50
 seconds=10
 handshakes=
 cases=()
@@ -123,16 +125,18 @@ grep -v '^ROW ' "$tmp/out" || true
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 echo
-awk 'BEGIN { printf "%-12s %13s %13s %7s  %13s %13s %7s  %9s %9s\n", "case", "without us", "with us", "ratio",
+awk 'BEGIN { printf "%-12s %11s %11s %7s %13s  %12s %12s %7s  %10s %10s\n", "case", "without us", "with us", "ratio", "quartiles",
              "conn w/o us", "conn with us", "ratio", "w/o conn/s", "with conn/s" }
-     /^ROW / { printf "%-12s %13.1f %13.1f %7.3f  %13.1f %13.1f %7.3f  %9.0f %9.0f\n", $2, $3, $4, $7, $5, $6, $8, 1e6 / $5, 1e6 / $6 }' "$tmp/out"
-echo "us = server CPU per handshake (its SSL_do_handshake calls; conn: also its SSL_new and SSL_free),"
-echo "median of the rounds; conn/s = connections per server CPU-second; ratio = without / with (> 1.0: accelcrypt cheaper)"
+     /^ROW / { q = sprintf("%.3f-%.3f", $11, $12)
+               printf "%-12s %11.1f %11.1f %7.3f %13s  %12.1f %12.1f %7.3f  %10.0f %10.0f\n", $2, $3, $4, $7, q, $5, $6, $8, 1e6 / $5, 1e6 / $6 }' "$tmp/out"
+echo "us = server CPU per handshake (its SSL_do_handshake calls; conn: also its SSL_new and SSL_free), median of"
+echo "the rounds; ratio = without / with (> 1.0: accelcrypt cheaper), the median of the rounds' ratios, with"
+echo "their quartiles; conn/s = connections per server CPU-second"
 if [ -n "$markdown" ]; then
   {
-    echo "| case | without µs | with µs | ratio | connection without µs | connection with µs | ratio | connections/CPU-s without | with |"
+    echo "| case | without µs | with µs | ratio (quartiles) | connection without µs | connection with µs | ratio | connections/CPU-s without | with |"
     echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
-    awk '/^ROW / { printf "| %s | %.1f | %.1f | %.3f | %.1f | %.1f | %.3f | %.0f | %.0f |\n", $2, $3, $4, $7, $5, $6, $8, 1e6 / $5, 1e6 / $6 }' "$tmp/out"
+    awk '/^ROW / { printf "| %s | %.1f | %.1f | %.3f (%.3f-%.3f) | %.1f | %.1f | %.3f | %.0f | %.0f |\n", $2, $3, $4, $7, $11, $12, $5, $6, $8, 1e6 / $5, 1e6 / $6 }' "$tmp/out"
   } > "$markdown"
   echo "(Markdown table written to $markdown)"
 fi

@@ -22,9 +22,9 @@ cat "$tmp/out"
 [ "$rc" -eq 0 ] || fail "bench_handshake.sh exited $rc"
 num='[0-9]+\.[0-9]+'
 for c in tls13-rsa tls12-rsa tls13-ecdsa; do
-  grep -Eq "^$c +$num +$num +$num +$num +$num +$num +[0-9]+ +[0-9]+$" "$tmp/out" ||
+  grep -Eq "^$c +$num +$num +$num +$num-$num +$num +$num +$num +[0-9]+ +[0-9]+$" "$tmp/out" ||
     fail "no table row for $c with both sides' figures and the ratios"
-  grep -Eq "^\| $c \| $num \| $num \| $num \|" "$tmp/table.md" ||
+  grep -Eq "^\| $c \| $num \| $num \| $num \($num-$num\) \|" "$tmp/table.md" ||
     fail "no Markdown row for $c"
 done
 grep -q '^tls13-rsa: .*TLSv1.3' "$tmp/out" || fail "tls13-rsa did not negotiate TLS 1.3"
