@@ -24,9 +24,11 @@
 #     default provider and through accelcrypt (its CPU-time figure, not
 #     -elapsed: on a shared machine the wall clock counts other processes).
 # The rounds alternate BoringSSL and OpenSSL/accelcrypt runs; each figure
-# is the fastest of the rounds, in ns per message (wall clock for
-# bssl_bench's ~20 ms repetitions, as for evp_pairbench's ~20 ms rounds;
-# bssl_bench's CPU-time figure is printed below the tables), and
+# is the fastest of the rounds, in ns per message: bssl_bench's CPU time
+# per iteration (its wall-clock figure, printed below the tables, counts
+# the other processes of a shared machine; `bssl speed` has only the wall
+# clock), evp_pairbench's fastest ~20 ms round (wall clock), and openssl
+# speed's CPU time. On a quiet machine the clocks agree; and
 #   ratio = BoringSSL ns / other ns: accelcrypt's (or the default
 #           provider's) speed relative to BoringSSL's, 1.0 = as fast,
 #           < 1.0 slower.
@@ -127,7 +129,7 @@ bssl_round() {
                if (u == "us") t *= 1e3; else if (u == "ms") t *= 1e6; else if (u == "s") t *= 1e9
                c = $4
                if (u == "us") c *= 1e3; else if (u == "ms") c *= 1e6; else if (u == "s") c *= 1e9
-               print "bssl", n, t; print "bssl-cpu", n, c }' "$out" >> "$tmp/results"
+               print "bssl-wall", n, t; print "bssl", n, c }' "$out" >> "$tmp/results"
   else
     "$bssl" speed -filter AES-128-GCM -timeout 1 -chunks "$(echo "$sizes" | tr -s ' ' ',')" > "$out" 2>&1 ||
       { cat "$out" >&2; echo "bench_bssl.sh: $bssl speed failed" >&2; exit 1; }
@@ -225,7 +227,7 @@ for s in $sizes; do
   echo "$line" >> "$tmp/rows"
 done
 echo
-echo "ns per message (fastest round); pairbench columns: key+IV every message (openssl speed's shape)$([ ${#cases[@]} -gt 1 ] && echo ', -ivonly: keyed once, a new IV per message (TLS 1.3 records, BoringSSL'"'"'s shape)')"
+echo "ns per message (fastest round; BoringSSL$([ "$mode" = bench ] && echo ' CPU time')); pairbench columns: key+IV every message (openssl speed's shape)$([ ${#cases[@]} -gt 1 ] && echo ', -ivonly: keyed once, a new IV per message (TLS 1.3 records, BoringSSL'"'"'s shape)')"
 {
   printf '%-7s' bytes
   for h in "${heads[@]}"; do printf ' %18s' "$h"; done
@@ -251,8 +253,8 @@ echo "ratio = BoringSSL ns / ns (1.0 = as fast as BoringSSL, < 1.0 slower)"
   done < "$tmp/rows"
 }
 if [ "$mode" = bench ]; then
-  printf '\nBoringSSL CPU time per message (bssl_bench cpu_time, fastest):'
-  for s in $sizes; do printf ' %s B %s ns;' "$s" "$(best bssl-cpu "$s")"; done
+  printf '\nBoringSSL wall time per message (bssl_bench real_time, fastest):'
+  for s in $sizes; do printf ' %s B %.1f ns;' "$s" "$(best bssl-wall "$s")"; done
   printf '\n'
 fi
 if [ -n "$markdown" ]; then
