@@ -217,7 +217,8 @@ cols=(bssl)
 heads=("BoringSSL")
 for c in "${cases[@]}"; do
   cols+=("pb-default.$c" "pb-accel.$c")
-  heads+=("default ${c#aes-128-gcm}" "accelcrypt ${c#aes-128-gcm}")
+  suffix=${c#aes-128-gcm}
+  heads+=("default${suffix:+ ${suffix#-}}" "accelcrypt${suffix:+ ${suffix#-}}")
 done
 if [ "$speed" -eq 1 ]; then cols+=(speed-default speed-accelcrypt); heads+=("speed default" "speed accelcrypt"); fi
 : > "$tmp/rows"

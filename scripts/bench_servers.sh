@@ -32,18 +32,20 @@
 # its reaped children from /proc/PID/stat; the clients sharing the CPUs do
 # not skew it. The summary shows medians over the rounds and
 #   ratio: with / without for rates, without / with for CPU costs,
-#          so that > 1.0 always means accelcrypt is better.
+#          so that > 1.0 always means accelcrypt is better; per round
+#          (both sides of a round run next to each other), then the
+#          median over rounds.
 #
 # Usage: bench_servers.sh [--rounds N] [--seconds S] [--connections N]
 #                         [--mib M] [--downloads K] [--ssh-count N]
 #                         [--no-sshd] [--stime] [--markdown FILE]
 #                         [ACCELCRYPT_BINARY [PROVIDER_MODULE]]
-#   --rounds       rounds (default 3)
-#   --seconds      seconds per wrk / s_time run (default $SECONDS_PER_RUN or 10)
+#   --rounds       rounds (default 5)
+#   --seconds      seconds per wrk / s_time run (default $SECONDS_PER_RUN or 5)
 #   --connections  wrk's concurrent connections (default 16, one thread)
 #   --mib          size of the downloaded file in MiB (default 100)
 #   --downloads    downloads per round and side (default 3)
-#   --ssh-count    ssh connections per round and side (default $SSH_COUNT or 20)
+#   --ssh-count    ssh connections per round and side (default $SSH_COUNT or 10)
 #   --no-sshd      nginx only
 #   --stime        also openssl s_time -new
 #   --markdown     also write the summary as Markdown to FILE
@@ -55,12 +57,12 @@
 # Exit codes: 0 ran, 1 a server or client failed, 2 usage or setup.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-rounds=3
-secs=${SECONDS_PER_RUN:-10}
+rounds=5
+secs=${SECONDS_PER_RUN:-5}
 conns=16
 mib=100
 downloads=3
-count=${SSH_COUNT:-20}
+count=${SSH_COUNT:-10}
 sshd_on=1
 stime=0
 markdown=
@@ -150,8 +152,9 @@ cpu_ns() {
 cpu_ns_children() {
   sed 's/^.*) //' "/proc/$1/stat" | awk -v hz="$hz" '{ printf "%.0f\n", ($12 + $13 + $14 + $15) * 1e9 / hz }'
 }
-# record METRIC SIDE VALUE: one measurement, summarised at the end.
-record() { echo "$1 $2 $3" >> "$tmp/results"; }
+# record METRIC SIDE VALUE: one measurement of the current round ($r),
+# summarised at the end.
+record() { echo "$1 $2 $3 ${r:-0}" >> "$tmp/results"; }
 : > "$tmp/results"
 
 # Credentials: RSA-2048 and ECDSA P-256 certificates for 127.0.0.1.
@@ -395,8 +398,13 @@ summary_rows() {
     grep -q "^$metric " "$tmp/results" || continue
     o=$(awk -v m="$metric" '$1 == m && $2 == "without" { print $3 }' "$tmp/results" | median)
     w=$(awk -v m="$metric" '$1 == m && $2 == "with" { print $3 }' "$tmp/results" | median)
-    awk -v l="${label//\~/ }" -v u="$unit" -v k="$kind" -v o="$o" -v w="$w" \
-      'BEGIN { r = (k == "rate") ? (o > 0 ? w / o : 0) : (w > 0 ? o / w : 0); printf "%s|%s|%.3f|%.3f|%.3f\n", l, u, o, w, r }'
+    # The median of the rounds' own ratios (both sides of a round ran
+    # next to each other).
+    pr=$(awk -v m="$metric" -v k="$kind" '$1 == m { v[$2 "," $4] = $3; rs[$4] = 1 }
+           END { for (x in rs) { o = v["without," x]; w = v["with," x]
+                   if (o > 0 && w > 0) print (k == "rate") ? w / o : o / w } }' "$tmp/results" | median)
+    awk -v l="${label//\~/ }" -v u="$unit" -v o="$o" -v w="$w" -v pr="$pr" \
+      'BEGIN { printf "%s|%s|%.3f|%.3f|%.3f\n", l, u, o, w, pr }'
   done <<'ROWS'
 wrk.tls13-rsa.rate nginx~TLS~1.3~RSA-2048,~wrk~Connection:~close connections/s rate
 wrk.tls13-rsa.cpu nginx~TLS~1.3~RSA-2048,~worker~CPU~per~connection ms cost
@@ -418,12 +426,13 @@ ROWS
 }
 summary_rows > "$tmp/summary"
 echo
-echo "Summary: medians of $rounds rounds; ratio > 1.0 = accelcrypt better (rates with/without, costs without/with)"
+echo "Summary: medians of $rounds rounds; ratio: the median of the rounds' ratios, > 1.0 = accelcrypt better"
+echo "(rates with/without, costs without/with)"
 awk -F'|' '{ printf "  %-56s %-14s %10.3f %10.3f %7.3f\n", $1, $2, $3, $4, $5 }
   BEGIN { printf "  %-56s %-14s %10s %10s %7s\n", "measurement", "unit", "without", "with", "ratio" }' "$tmp/summary"
 if [ -n "$markdown" ]; then
   {
-    echo "| measurement | unit | without | with | ratio (> 1: accelcrypt better) |"
+    echo "| measurement | unit | without (median) | with (median) | ratio (median of the rounds'; > 1: accelcrypt better) |"
     echo "| --- | --- | ---: | ---: | ---: |"
     awk -F'|' '{ printf "| %s | %s | %.3f | %.3f | %.3f |\n", $1, $2, $3, $4, $5 }' "$tmp/summary"
   } > "$markdown"
