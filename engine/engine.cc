@@ -92,6 +92,7 @@ const ERR_STRING_DATA kReasonStrings[] = {
     {ERR_PACK(0, 0, kReasonInitFailed), "accelcrypt engine init failed"},
     {ERR_PACK(0, 0, kReasonBadCtrl), "bad accelcrypt engine setting"},
     {ERR_PACK(0, 0, kReasonOperationFailed), "accelcrypt operation failed"},
+    {ERR_PACK(0, 0, kReasonKeyLoad), "accelcrypt cannot load the key"},
     {0, nullptr}};
 
 EngineState* StateOf(ENGINE* e) {
@@ -276,6 +277,8 @@ int Bind(ENGINE* e, const char* id) {
       ENGINE_set_RSA(e, state->rsa_method) != 1 ||
       ENGINE_set_DSA(e, state->dsa_method) != 1 ||
       ENGINE_set_digests(e, DigestSelector) != 1 ||
+      ENGINE_set_load_privkey_function(e, LoadPrivateKey) != 1 ||
+      ENGINE_set_load_pubkey_function(e, LoadPublicKey) != 1 ||
       ENGINE_set_ex_data(e, g_engine_index, state.get()) != 1) {
     FreePkeyMethods(state.get());
     return 0;
@@ -287,6 +290,8 @@ int Bind(ENGINE* e, const char* id) {
 }  // namespace
 
 int ErrorLibrary() { return g_error_lib; }
+
+EngineState* StateOfEngine(ENGINE* e) { return StateOf(e); }
 
 void RaiseError(Reason reason, const absl::Status& status) {
   ERR_new();

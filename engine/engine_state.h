@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "core/config.h"
 #include "core/core.h"
+#include "core/pkey.h"
 
 namespace accelcrypt::engine {
 
@@ -46,7 +47,11 @@ enum Reason : int {
   kReasonInitFailed = 100,
   kReasonBadCtrl = 101,
   kReasonOperationFailed = 102,
+  kReasonKeyLoad = 103,
 };
+
+// StateOfEngine returns the state bind attached to `e`, or null.
+EngineState* StateOfEngine(ENGINE* e);
 
 // RaiseError pushes `reason` with `status`'s message onto the error queue.
 void RaiseError(Reason reason, const absl::Status& status);
@@ -80,6 +85,22 @@ absl::Status BuildPkeyMethods(EngineState* state);
 void FreePkeyMethods(EngineState* state);
 // RegisterPkeyExData allocates the RSA and DSA ex_data indexes once.
 absl::Status RegisterPkeyExData();
+// AttachTokenOps gives an RSA or DSA object made by the key loader (public
+// parts only, the engine's method) the routed operations of its token key
+// (`ops`, built by the router over a `pkcs11:` reference): its private
+// operations go to the token, and never to OpenSSL's own code (which has no
+// private key to use). The object owns them from here on.
+absl::Status AttachTokenOps(RSA* rsa, Core* core,
+                            std::unique_ptr<PublicKeyOps> ops);
+absl::Status AttachTokenOps(DSA* dsa, Core* core,
+                            std::unique_ptr<PublicKeyOps> ops);
+
+// Key loading (key_loader.cc): ENGINE_set_load_privkey_function and
+// ENGINE_set_load_pubkey_function callbacks for RFC 7512 `pkcs11:` URIs.
+EVP_PKEY* LoadPrivateKey(ENGINE* e, const char* key_id, UI_METHOD* ui,
+                         void* callback_data);
+EVP_PKEY* LoadPublicKey(ENGINE* e, const char* key_id, UI_METHOD* ui,
+                        void* callback_data);
 
 // The ENGINE_set_digests callback (digests.cc). Its EVP_MDs are built once
 // per process and live as long as it (the object is never unloaded).
