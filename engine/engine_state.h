@@ -36,6 +36,15 @@ struct EngineState {
 
   RSA_METHOD* rsa_method = nullptr;
   DSA_METHOD* dsa_method = nullptr;
+
+  // The ENGINEs sharing this state: the engine and its alias (ALIAS), each
+  // giving its reference back in its destroy function.
+  std::atomic<int> refs{1};
+  // How many of them are initialised (init/finish), guarded by mu: the
+  // Core lives while any is.
+  int inits = 0;
+  // The alias's id (the ENGINE keeps a pointer to it); empty when none.
+  std::string alias_id;
 };
 
 // The library code of our error strings (ERR_get_next_error_library), set
