@@ -111,7 +111,7 @@ EngineState* StateOf(ENGINE* e) {
   return static_cast<EngineState*>(ENGINE_get_ex_data(e, g_engine_index));
 }
 
-bool AddAlias(ENGINE* e, EngineState* state, const std::string& id);
+bool AddAlias(EngineState* state, const std::string& id);
 
 int Ctrl(ENGINE* e, int cmd, long i, void* p, void (*f)()) {
   EngineState* state = StateOf(e);
@@ -137,7 +137,7 @@ int Ctrl(ENGINE* e, int cmd, long i, void* p, void (*f)()) {
                    "read at init (put `init = 1` after them)")));
     return 0;
   }
-  if (c == kCmdAlias) return AddAlias(e, state, value) ? 1 : 0;
+  if (c == kCmdAlias) return AddAlias(state, value) ? 1 : 0;
   if (c == kCmdConf) {
     absl::StatusOr<Config> file = Config::LoadFile(value);
     if (!file.ok()) {
@@ -272,7 +272,7 @@ bool SetFunctions(ENGINE* e, EngineState* state) {
 // Core, methods, key loader; not the digests, which follow the Core of the
 // engine last initialised anyway) and adds it to OpenSSL's engine list,
 // where ENGINE_by_id finds it before any engine of that name on disk.
-bool AddAlias(ENGINE* e, EngineState* state, const std::string& id) {
+bool AddAlias(EngineState* state, const std::string& id) {
   const bool valid =
       !id.empty() && id.size() <= 64 && id != kEngineId &&
       id.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") ==
@@ -314,7 +314,6 @@ bool AddAlias(ENGINE* e, EngineState* state, const std::string& id) {
     return false;
   }
   ENGINE_free(alias);  // the engine list keeps its own reference
-  static_cast<void>(e);
   return true;
 }
 

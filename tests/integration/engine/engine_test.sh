@@ -268,6 +268,23 @@ print(sum(int(c["ops"]) for c in json.load(open(sys.argv[1]))["cells"]
     printf '9999\n' >"$WORK/badpin"
     sed "s#$WORK/pin#$WORK/badpin#" "$WORK/accelcrypt.conf" >"$WORK/badpin.conf"
     conf=$WORK/badpin.conf expect_load_error "a wrong PIN, said at load" "CKR_PIN_INCORRECT" "$uri"
+    # ALIAS = pkcs11 in the openssl.cnf engine section: the engine answers
+    # to `pkcs11` too (as mod_ssl looks a pkcs11: key's engine up), before
+    # libp11's pkcs11.so on disk.
+    rm -rf "$WORK/stats" && mkdir "$WORK/stats"
+    engine_cnf "$WORK/alias.cnf" "CONF = $WORK/accelcrypt.conf" \
+      "STATS_DIR = $WORK/stats" "ALIAS = pkcs11"
+    out=$(OPENSSL_CONF="$WORK/alias.cnf" "$OPENSSL" engine -t pkcs11 2>&1)
+    check "the alias is listed as accelcrypt's" grep -q \
+      '^(pkcs11) accelcrypt: .*an alias of the accelcrypt engine' <<<"$out"
+    check "dgst -engine pkcs11 signs through accelcrypt" \
+      env OPENSSL_CONF="$WORK/alias.cnf" timeout 60 "$OPENSSL" dgst -sha256 \
+      -engine pkcs11 -keyform engine -sign "$uri" -out "$WORK/sig.alias" "$WORK/msg"
+    check "and the signature verifies" \
+      env OPENSSL_CONF=/dev/null "$OPENSSL" dgst -sha256 -verify "$WORK/pub.pem" \
+      -signature "$WORK/sig.alias" "$WORK/msg"
+    n=$(stats_ops "$WORK/stats" RSA-SIGN pkcs11)
+    check "the alias's signatures are the token's (pkcs11 RSA-SIGN $n)" [ "$n" -eq 2 ]
     ;;
 
   both)
@@ -403,6 +420,11 @@ for p in json.load(sys.stdin)["per_process"]:
       "$OPENSSL" engine -pre LOG_LEVEL:nine accelcrypt
     expect_error "SET with an unknown key" 0 "unknown accelcrypt setting 'colour'" \
       "$OPENSSL" engine -pre SET:colour=blue accelcrypt
+    expect_error "ALIAS with a bad id" 0 "ALIAS 'Bad.Id': want an engine id" \
+      "$OPENSSL" engine -pre ALIAS:Bad.Id accelcrypt
+    expect_error "ALIAS naming a loaded engine" 0 \
+      "ALIAS dynamic: an engine with this id is already loaded" \
+      "$OPENSSL" engine -pre ALIAS:dynamic accelcrypt
     expect_error "CONF naming a missing file" 0 "CONF $WORK/missing.conf: cannot read" \
       "$OPENSSL" engine -pre CONF:"$WORK/missing.conf" accelcrypt
     # An openssl.cnf engine section with a bad value: the application's
