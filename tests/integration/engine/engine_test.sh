@@ -213,9 +213,12 @@ print(sum(int(c["ops"]) for c in json.load(open(sys.argv[1]))["cells"]
     p11="pkcs11-tool --module $SOFTHSM_MODULE --token-label accelcrypt-key --login --pin 1234"
     $p11 --keypairgen --key-type rsa:2048 --label srv --id 51 >"$WORK/gen.log" 2>&1 ||
       { cat "$WORK/gen.log" >&2; fail "pkcs11-tool --keypairgen"; finish; }
-    $p11 --read-object --type pubkey --id 51 -o "$WORK/pub.der" >/dev/null 2>&1 &&
-      OPENSSL_CONF=/dev/null "$OPENSSL" pkey -pubin -inform DER -in "$WORK/pub.der" \
-        -out "$WORK/pub.pem" || { fail "reading the public key"; finish; }
+    if ! $p11 --read-object --type pubkey --id 51 -o "$WORK/pub.der" >/dev/null 2>&1 ||
+       ! OPENSSL_CONF=/dev/null "$OPENSSL" pkey -pubin -inform DER -in "$WORK/pub.der" \
+         -out "$WORK/pub.pem"; then
+      fail "reading the public key"
+      finish
+    fi
     uri='pkcs11:token=accelcrypt-key;object=srv;type=private'
     printf 'signed on the token\n' >"$WORK/msg"
     # Settings from the environment (ACCELCRYPT_CONF), the engine from the
@@ -249,10 +252,10 @@ print(sum(int(c["ops"]) for c in json.load(open(sys.argv[1]))["cells"]
     fi
     # Errors, said at load.
     expect_load_error() {  # WHAT PATTERN URI
-      local out
+      local out rc=0
       out=$(eng dgst -sha256 -engine accelcrypt -keyform engine -sign "$3" \
-        -out "$WORK/bad.sig" "$WORK/msg" 2>&1)
-      if [ $? -ne 0 ] && grep -q -- "$2" <<<"$out"; then
+        -out "$WORK/bad.sig" "$WORK/msg" 2>&1) || rc=$?
+      if [ "$rc" -ne 0 ] && grep -q -- "$2" <<<"$out"; then
         echo "ok: $1: $(grep -m1 -o -- "$2.*" <<<"$out" | cut -c1-160)"
         pass
       else
