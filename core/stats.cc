@@ -266,12 +266,22 @@ Stats::~Stats() {
 void Stats::FillIdentity() {
   header_->pid = getpid();
   header_->ppid = getppid();
-  header_->uid = static_cast<uint32_t>(geteuid());
+  header_->uid.store(static_cast<uint32_t>(geteuid()),
+                     std::memory_order_relaxed);
   header_->start_ticks = StartTicksOf("/proc/self/stat");
   struct timespec now = {};
   clock_gettime(CLOCK_REALTIME, &now);
   header_->created_unix_ms =
       static_cast<int64_t>(now.tv_sec) * 1000 + now.tv_nsec / 1000000;
+}
+
+void Stats::NoteUid() {
+  // geteuid is allowed in sandboxes that kill a process for other
+  // identity calls (OpenSSH's seccomp filter lists it).
+  const auto uid = static_cast<uint32_t>(geteuid());
+  if (header_->uid.load(std::memory_order_relaxed) != uid) {
+    header_->uid.store(uid, std::memory_order_relaxed);
+  }
 }
 
 size_t Stats::RegisterBackend(std::string_view name) {
@@ -309,7 +319,7 @@ std::string Stats::ToJson() const {
   // such as getppid at exit.
   nlohmann::json doc = {{"pid", header_->pid},
                         {"ppid", header_->ppid},
-                        {"uid", header_->uid},
+                        {"uid", header_->uid.load(std::memory_order_relaxed)},
                         {"process", std::string(NameOf(header_->comm))},
                         {"state", "ended"},
                         {"start_ticks", header_->start_ticks},
@@ -384,6 +394,7 @@ void Stats::FinishLive() {
 absl::Status Stats::Finish(const std::string& dir) {
   if (finished_) return absl::OkStatus();
   finished_ = true;
+  NoteUid();  // the user it ends as, also in the file of the user it began as
   if (!live_) {
     if (dir.empty()) return absl::OkStatus();
     return WriteToDir(dir);
@@ -561,7 +572,7 @@ absl::StatusOr<std::string> LiveStatsToJson(std::string_view bytes) {
   const uint32_t state = h.state.load(std::memory_order_relaxed);
   nlohmann::json doc = {{"pid", h.pid},
                         {"ppid", h.ppid},
-                        {"uid", h.uid},
+                        {"uid", h.uid.load(std::memory_order_relaxed)},
                         {"process", std::string(NameOf(h.comm))},
                         {"state", state == kStatsEnded ? "ended" : "live"},
                         {"start_ticks", h.start_ticks},

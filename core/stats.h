@@ -69,7 +69,9 @@ struct StatsFileHeader {
   uint64_t file_size;
   int64_t pid;
   int64_t ppid;
-  uint32_t uid;
+  // The effective uid the process last counted as (Stats::NoteUid): a
+  // worker forked as root and then run as another user shows that user.
+  std::atomic<uint32_t> uid;
   std::atomic<uint32_t> state;
   // Field 22 of /proc/<pid>/stat (clock ticks after boot; 0 where there is
   // no such file): with the pid it tells a live writer from a reused pid.
@@ -128,6 +130,12 @@ class Stats {
   void FinishLive();
   bool live() const { return live_; }
   const std::string& live_path() const { return live_path_; }
+
+  // NoteUid records the process's effective uid now, for a process that
+  // changed user after its file was made (a daemon's worker, forked as root
+  // before it drops privileges). Called per public-key operation and at the
+  // end (Finish); not on the cipher and digest paths (a system call).
+  void NoteUid();
 
   // Fork support, called by the process-wide atfork handler with every
   // other thread gone: start from zero, in a new file when live.

@@ -6,7 +6,10 @@
 // variables), then the engine's ctrl commands (from an openssl.cnf engine
 // section or ENGINE_ctrl_cmd_string), later ones winning. One Core per ENGINE
 // instance: created by init, destroyed by finish (which writes its final
-// statistics).
+// statistics). The ALIAS command registers the same engine (state, Core,
+// methods, key loader) under a second id as well: `ALIAS = pkcs11` answers
+// mod_ssl, which loads a `pkcs11:` key through the engine named after the
+// URI's scheme.
 #include <openssl/engine.h>
 #include <openssl/err.h>
 
@@ -37,6 +40,10 @@ constexpr char kEngineName[] =
 // its own, upper-cased (BACKENDS, STATS_DIR, LOG_LEVEL, ...).
 constexpr unsigned int kCmdConf = ENGINE_CMD_BASE;
 constexpr unsigned int kCmdSet = ENGINE_CMD_BASE + 1;
+constexpr unsigned int kCmdAlias = ENGINE_CMD_BASE + 2;
+constexpr char kAliasName[] =
+    "accelcrypt: keys and accelerators through the accelcrypt router (an "
+    "alias of the accelcrypt engine)";
 
 int g_engine_index = -1;
 int g_error_lib = 0;
@@ -71,6 +78,11 @@ const CommandTable& Commands() {
     t->help.push_back(
         "One accelcrypt setting as key=value (route.<alg>, <backend>.<key>, "
         "any key of docs/configuration.md)");
+    t->names.push_back("ALIAS");
+    t->keys.push_back("");
+    t->help.push_back(
+        "Also register this engine under another id (pkcs11: mod_ssl loads "
+        "pkcs11: keys through the engine named after the URI scheme)");
     for (const std::string& k : keys) {
       t->names.push_back(absl::AsciiStrToUpper(k));
       t->keys.push_back(k);
@@ -92,11 +104,14 @@ const ERR_STRING_DATA kReasonStrings[] = {
     {ERR_PACK(0, 0, kReasonInitFailed), "accelcrypt engine init failed"},
     {ERR_PACK(0, 0, kReasonBadCtrl), "bad accelcrypt engine setting"},
     {ERR_PACK(0, 0, kReasonOperationFailed), "accelcrypt operation failed"},
+    {ERR_PACK(0, 0, kReasonKeyLoad), "accelcrypt cannot load the key"},
     {0, nullptr}};
 
 EngineState* StateOf(ENGINE* e) {
   return static_cast<EngineState*>(ENGINE_get_ex_data(e, g_engine_index));
 }
+
+bool AddAlias(EngineState* state, const std::string& id);
 
 int Ctrl(ENGINE* e, int cmd, long i, void* p, void (*f)()) {
   EngineState* state = StateOf(e);
@@ -122,6 +137,7 @@ int Ctrl(ENGINE* e, int cmd, long i, void* p, void (*f)()) {
                    "read at init (put `init = 1` after them)")));
     return 0;
   }
+  if (c == kCmdAlias) return AddAlias(state, value) ? 1 : 0;
   if (c == kCmdConf) {
     absl::StatusOr<Config> file = Config::LoadFile(value);
     if (!file.ok()) {
@@ -183,7 +199,10 @@ int InitCore(ENGINE* e) {
   EngineState* state = StateOf(e);
   if (state == nullptr) return 0;
   std::lock_guard<std::mutex> l(state->mu);
-  if (state->core.load() != nullptr) return 1;
+  if (state->core.load() != nullptr) {
+    ++state->inits;  // an alias, or the engine beside its alias
+    return 1;
+  }
   absl::StatusOr<Config> config = Config::FromEnvironment();
   if (!config.ok()) {
     RaiseError(kReasonInitFailed,
@@ -203,6 +222,7 @@ int InitCore(ENGINE* e) {
   }
   state->owned_core = *std::move(core);
   state->core.store(state->owned_core.get());
+  state->inits = 1;
   SetActiveCore(state->owned_core.get());
   return 1;
 }
@@ -211,6 +231,12 @@ int Finish(ENGINE* e) {
   EngineState* state = StateOf(e);
   if (state == nullptr) return 1;
   std::lock_guard<std::mutex> l(state->mu);
+  // The engine and its alias share the Core: the last to finish ends it.
+  if (state->inits > 1) {
+    --state->inits;
+    return 1;
+  }
+  state->inits = 0;
   Core* core = state->core.exchange(nullptr);
   Core* expected = core;
   g_active_core.compare_exchange_strong(expected, nullptr);
@@ -223,9 +249,72 @@ int Destroy(ENGINE* e) {
   EngineState* state = StateOf(e);
   if (state == nullptr) return 1;
   ENGINE_set_ex_data(e, g_engine_index, nullptr);
+  if (state->refs.fetch_sub(1) > 1) return 1;  // its alias or engine remains
   FreePkeyMethods(state);
   delete state;
   return 1;
+}
+
+// SetFunctions gives `e` the engine's functions and methods over `state`.
+bool SetFunctions(ENGINE* e, EngineState* state) {
+  return ENGINE_set_init_function(e, Init) == 1 &&
+         ENGINE_set_finish_function(e, Finish) == 1 &&
+         ENGINE_set_destroy_function(e, Destroy) == 1 &&
+         ENGINE_set_ctrl_function(e, Ctrl) == 1 &&
+         ENGINE_set_cmd_defns(e, Commands().defns.data()) == 1 &&
+         ENGINE_set_RSA(e, state->rsa_method) == 1 &&
+         ENGINE_set_DSA(e, state->dsa_method) == 1 &&
+         ENGINE_set_load_privkey_function(e, LoadPrivateKey) == 1 &&
+         ENGINE_set_load_pubkey_function(e, LoadPublicKey) == 1;
+}
+
+// AddAlias registers a second ENGINE, `id`, sharing `state` (settings,
+// Core, methods, key loader; not the digests, which follow the Core of the
+// engine last initialised anyway) and adds it to OpenSSL's engine list,
+// where ENGINE_by_id finds it before any engine of that name on disk.
+bool AddAlias(EngineState* state, const std::string& id) {
+  const bool valid =
+      !id.empty() && id.size() <= 64 && id != kEngineId &&
+      id.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") ==
+          std::string::npos;
+  if (!valid) {
+    RaiseError(kReasonBadCtrl, absl::InvalidArgumentError(absl::StrCat(
+                                   "ALIAS '", id,
+                                   "': want an engine id of lower-case "
+                                   "letters, digits, '-' or '_'")));
+    return false;
+  }
+  if (!state->alias_id.empty()) {
+    RaiseError(kReasonBadCtrl,
+               absl::FailedPreconditionError(
+                   absl::StrCat("ALIAS ", id, ": this engine is already also '",
+                                state->alias_id, "' (one alias per engine)")));
+    return false;
+  }
+  state->alias_id = id;  // ENGINE_set_id keeps the pointer
+  ENGINE* alias = ENGINE_new();
+  if (alias == nullptr || ENGINE_set_id(alias, state->alias_id.c_str()) != 1 ||
+      ENGINE_set_name(alias, kAliasName) != 1 || !SetFunctions(alias, state) ||
+      ENGINE_set_ex_data(alias, g_engine_index, state) != 1) {
+    ENGINE_free(alias);
+    state->alias_id.clear();
+    RaiseError(kReasonBadCtrl,
+               absl::ResourceExhaustedError("ALIAS: cannot make the engine"));
+    return false;
+  }
+  state->refs.fetch_add(1);  // the alias's Destroy gives it back
+  if (ENGINE_add(alias) != 1) {
+    ENGINE_free(alias);  // runs Destroy
+    RaiseError(kReasonBadCtrl,
+               absl::AlreadyExistsError(absl::StrCat(
+                   "ALIAS ", id,
+                   ": an engine with this id is already loaded "
+                   "in this process (give the alias before anything loads "
+                   "that engine)")));
+    return false;
+  }
+  ENGINE_free(alias);  // the engine list keeps its own reference
+  return true;
 }
 
 absl::Status StaticInit() {
@@ -267,14 +356,7 @@ int Bind(ENGINE* e, const char* id) {
     return 0;
   }
   if (ENGINE_set_id(e, kEngineId) != 1 ||
-      ENGINE_set_name(e, kEngineName) != 1 ||
-      ENGINE_set_init_function(e, Init) != 1 ||
-      ENGINE_set_finish_function(e, Finish) != 1 ||
-      ENGINE_set_destroy_function(e, Destroy) != 1 ||
-      ENGINE_set_ctrl_function(e, Ctrl) != 1 ||
-      ENGINE_set_cmd_defns(e, Commands().defns.data()) != 1 ||
-      ENGINE_set_RSA(e, state->rsa_method) != 1 ||
-      ENGINE_set_DSA(e, state->dsa_method) != 1 ||
+      ENGINE_set_name(e, kEngineName) != 1 || !SetFunctions(e, state.get()) ||
       ENGINE_set_digests(e, DigestSelector) != 1 ||
       ENGINE_set_ex_data(e, g_engine_index, state.get()) != 1) {
     FreePkeyMethods(state.get());
@@ -287,6 +369,8 @@ int Bind(ENGINE* e, const char* id) {
 }  // namespace
 
 int ErrorLibrary() { return g_error_lib; }
+
+EngineState* StateOfEngine(ENGINE* e) { return StateOf(e); }
 
 void RaiseError(Reason reason, const absl::Status& status) {
   ERR_new();

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "core/config.h"
 #include "core/core.h"
+#include "core/pkey.h"
 
 namespace accelcrypt::engine {
 
@@ -35,6 +36,15 @@ struct EngineState {
 
   RSA_METHOD* rsa_method = nullptr;
   DSA_METHOD* dsa_method = nullptr;
+
+  // The ENGINEs sharing this state: the engine and its alias (ALIAS), each
+  // giving its reference back in its destroy function.
+  std::atomic<int> refs{1};
+  // How many of them are initialised (init/finish), guarded by mu: the
+  // Core lives while any is.
+  int inits = 0;
+  // The alias's id (the ENGINE keeps a pointer to it); empty when none.
+  std::string alias_id;
 };
 
 // The library code of our error strings (ERR_get_next_error_library), set
@@ -46,7 +56,11 @@ enum Reason : int {
   kReasonInitFailed = 100,
   kReasonBadCtrl = 101,
   kReasonOperationFailed = 102,
+  kReasonKeyLoad = 103,
 };
+
+// StateOfEngine returns the state bind attached to `e`, or null.
+EngineState* StateOfEngine(ENGINE* e);
 
 // RaiseError pushes `reason` with `status`'s message onto the error queue.
 void RaiseError(Reason reason, const absl::Status& status);
@@ -80,6 +94,22 @@ absl::Status BuildPkeyMethods(EngineState* state);
 void FreePkeyMethods(EngineState* state);
 // RegisterPkeyExData allocates the RSA and DSA ex_data indexes once.
 absl::Status RegisterPkeyExData();
+// AttachTokenOps gives an RSA or DSA object made by the key loader (public
+// parts only, the engine's method) the routed operations of its token key
+// (`ops`, built by the router over a `pkcs11:` reference): its private
+// operations go to the token, and never to OpenSSL's own code (which has no
+// private key to use). The object owns them from here on.
+absl::Status AttachTokenOps(RSA* rsa, Core* core,
+                            std::unique_ptr<PublicKeyOps> ops);
+absl::Status AttachTokenOps(DSA* dsa, Core* core,
+                            std::unique_ptr<PublicKeyOps> ops);
+
+// Key loading (key_loader.cc): ENGINE_set_load_privkey_function and
+// ENGINE_set_load_pubkey_function callbacks for RFC 7512 `pkcs11:` URIs.
+EVP_PKEY* LoadPrivateKey(ENGINE* e, const char* key_id, UI_METHOD* ui,
+                         void* callback_data);
+EVP_PKEY* LoadPublicKey(ENGINE* e, const char* key_id, UI_METHOD* ui,
+                        void* callback_data);
 
 // The ENGINE_set_digests callback (digests.cc). Its EVP_MDs are built once
 // per process and live as long as it (the object is never unloaded).

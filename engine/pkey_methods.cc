@@ -17,6 +17,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -39,13 +40,19 @@ std::mutex g_cache_mu;
 // replaced (RSA_set0_key on a used object) is not served stale ones.
 struct CachedOps {
   Core* core = nullptr;
-  const BIGNUM* pub = nullptr;        // RSA n, DSA y
-  const BIGNUM* priv = nullptr;       // RSA d, DSA x
-  std::unique_ptr<PublicKeyOps> ops;  // null: the router cannot take it
+  const BIGNUM* pub = nullptr;   // RSA n, DSA y
+  const BIGNUM* priv = nullptr;  // RSA d, DSA x
+  // Null: the router cannot take it. Shared by the duplicates of a token
+  // key (the token object is the same key).
+  std::shared_ptr<PublicKeyOps> ops;
   // Which operations some loaded backend declares for this key's size
   // with key import (the k* bits below): the rest go to OpenSSL directly, as
   // the router would refuse them with a caller-error code.
   uint32_t routable = 0;
+  // A key the key loader made for a token object (AttachTokenOps): no
+  // private part in memory, so its private operations are the token's or
+  // fail, and its ops are not rebuilt from the object's parts.
+  bool token = false;
 };
 
 // Routable bits.
@@ -87,11 +94,22 @@ void FreeCachedOps(void* parent, void* ptr, CRYPTO_EX_DATA* ad, int idx,
   delete static_cast<CachedOps*>(ptr);
 }
 
-// A duplicated key (RSAPrivateKey_dup, EVP_PKEY_dup) starts without ops:
-// the pointer must not be shared by two objects.
+// A duplicated key (RSAPrivateKey_dup, EVP_PKEY_dup) starts without ops
+// (the entry must not be shared by two objects), except a token key's
+// duplicate, which holds no private part to rebuild them from: it gets an
+// entry of its own sharing the token key's operations.
 int DupCachedOps(CRYPTO_EX_DATA* to, const CRYPTO_EX_DATA* from, void** from_d,
                  int idx, long argl, void* argp) {
+  const auto* source = static_cast<const CachedOps*>(*from_d);
   *from_d = nullptr;
+  if (source == nullptr || !source->token) return 1;
+  auto* copy = new (std::nothrow) CachedOps;
+  if (copy == nullptr) return 0;
+  copy->core = source->core;
+  copy->ops = source->ops;
+  copy->routable = source->routable;
+  copy->token = true;
+  *from_d = copy;
   return 1;
 }
 
@@ -149,7 +167,8 @@ PublicKeyOps* OpsFor(Key* key, int index, Core* core, const BIGNUM* pub,
                      SetEx set_ex, Material material) {
   if (core == nullptr || index < 0) return nullptr;
   auto matches = [&](const CachedOps* c) {
-    return c != nullptr && c->core == core && c->pub == pub && c->priv == priv;
+    return c != nullptr && c->core == core &&
+           (c->token || (c->pub == pub && c->priv == priv));
   };
   auto serve = [need](const CachedOps* c) {
     return (c->routable & need) != 0 ? c->ops.get() : nullptr;
@@ -212,8 +231,15 @@ PublicKeyOps* DsaOps(DSA* dsa) {
 // FallsBack is true for failures OpenSSL's own implementation may still
 // serve: nothing routed took the operation, or every backend failed.
 // Caller errors (kInvalidArgument: bad padding, input too long, a wrong
-// signature; kOutOfRange) are the answer.
-bool FallsBack(const absl::Status& status) {
+// signature; kOutOfRange) are the answer. A private operation with a key
+// whose private half exists only on its token (`ops` of a loaded token
+// key) has nothing for OpenSSL to use: the token's answer stands.
+bool FallsBack(const absl::Status& status, const PublicKeyOps& ops,
+               bool private_op) {
+  if (private_op && !ops.key().uri.empty() &&
+      !ops.key().has_private_material()) {
+    return false;
+  }
   return status.code() != absl::StatusCode::kInvalidArgument &&
          status.code() != absl::StatusCode::kOutOfRange;
 }
@@ -258,7 +284,8 @@ using RsaMethodFn = int (*)(int, const unsigned char*, unsigned char*, RSA*,
 // `openssl` function.
 template <typename Op>
 int RouteRsa(int flen, const unsigned char* from, unsigned char* to, RSA* rsa,
-             int padding, bool cipher, RsaMethodFn openssl, Op&& op) {
+             int padding, bool cipher, bool private_op, RsaMethodFn openssl,
+             Op&& op) {
   auto fallback = [&] { return openssl(flen, from, to, rsa, padding); };
   PkeyParams params;
   uint32_t need = 0;
@@ -273,7 +300,7 @@ int RouteRsa(int flen, const unsigned char* from, unsigned char* to, RSA* rsa,
       op(*ops, params, absl::MakeConstSpan(from, flen),
          absl::MakeSpan(to, static_cast<size_t>(RSA_size(rsa))));
   if (n.ok()) return static_cast<int>(*n);
-  if (FallsBack(n.status())) return fallback();
+  if (FallsBack(n.status(), *ops, private_op)) return fallback();
   RaiseError(kReasonOperationFailed, n.status());
   return -1;
 }
@@ -281,7 +308,7 @@ int RouteRsa(int flen, const unsigned char* from, unsigned char* to, RSA* rsa,
 int RsaPrivEnc(int flen, const unsigned char* from, unsigned char* to, RSA* rsa,
                int padding) {
   return RouteRsa(
-      flen, from, to, rsa, padding, /*cipher=*/false,
+      flen, from, to, rsa, padding, /*cipher=*/false, /*private_op=*/true,
       RSA_meth_get_priv_enc(OpenSslRsa()),
       [](PublicKeyOps& ops, const PkeyParams& p, absl::Span<const uint8_t> in,
          absl::Span<uint8_t> out) { return ops.Sign(p, in, out); });
@@ -290,7 +317,7 @@ int RsaPrivEnc(int flen, const unsigned char* from, unsigned char* to, RSA* rsa,
 int RsaPrivDec(int flen, const unsigned char* from, unsigned char* to, RSA* rsa,
                int padding) {
   return RouteRsa(
-      flen, from, to, rsa, padding, /*cipher=*/true,
+      flen, from, to, rsa, padding, /*cipher=*/true, /*private_op=*/true,
       RSA_meth_get_priv_dec(OpenSslRsa()),
       [](PublicKeyOps& ops, const PkeyParams& p, absl::Span<const uint8_t> in,
          absl::Span<uint8_t> out) { return ops.Decrypt(p, in, out); });
@@ -299,7 +326,7 @@ int RsaPrivDec(int flen, const unsigned char* from, unsigned char* to, RSA* rsa,
 int RsaPubEnc(int flen, const unsigned char* from, unsigned char* to, RSA* rsa,
               int padding) {
   return RouteRsa(
-      flen, from, to, rsa, padding, /*cipher=*/true,
+      flen, from, to, rsa, padding, /*cipher=*/true, /*private_op=*/false,
       RSA_meth_get_pub_enc(OpenSslRsa()),
       [](PublicKeyOps& ops, const PkeyParams& p, absl::Span<const uint8_t> in,
          absl::Span<uint8_t> out) { return ops.Encrypt(p, in, out); });
@@ -334,7 +361,7 @@ int RsaPubDec(int flen, const unsigned char* from, unsigned char* to, RSA* rsa,
     n = ops->Encrypt(params, in, absl::MakeSpan(block));
   }
   if (!n.ok()) {
-    if (FallsBack(n.status())) return fallback();
+    if (FallsBack(n.status(), *ops, /*private_op=*/false)) return fallback();
     RaiseError(kReasonOperationFailed, n.status());
     return -1;
   }
@@ -366,7 +393,7 @@ DSA_SIG* DsaDoSign(const unsigned char* dgst, int dlen, DSA* dsa) {
                   absl::MakeSpan(der));
   }
   if (!n.ok()) {
-    if (FallsBack(n.status())) return fallback();
+    if (FallsBack(n.status(), *ops, /*private_op=*/true)) return fallback();
     RaiseError(kReasonOperationFailed, n.status());
     return nullptr;
   }
@@ -416,6 +443,51 @@ absl::Status RegisterPkeyExData() {
     return absl::ResourceExhaustedError("cannot allocate RSA/DSA ex_data");
   }
   return absl::OkStatus();
+}
+
+namespace {
+
+// Every operation: the router decides per operation which backend holding
+// the token key takes it, and says why when none does.
+constexpr uint32_t kAllRsa =
+    kSignPkcs1 | kSignRaw | kCryptPkcs1 | kCryptOaep | kCryptRaw;
+
+template <typename Key, typename SetEx>
+absl::Status Attach(Key* key, int index, const BIGNUM* pub, Core* core,
+                    std::unique_ptr<PublicKeyOps> ops, uint32_t routable,
+                    SetEx set_ex) {
+  if (index < 0 || core == nullptr || ops == nullptr) {
+    return absl::FailedPreconditionError("the engine is not initialised");
+  }
+  auto fresh = std::make_unique<CachedOps>();
+  fresh->core = core;
+  fresh->pub = pub;
+  fresh->ops = std::move(ops);
+  fresh->routable = routable;
+  fresh->token = true;
+  if (set_ex(key, index, fresh.get()) != 1) {
+    return absl::ResourceExhaustedError("cannot attach the token key");
+  }
+  static_cast<void>(fresh.release());  // the key's ex_data owns it now
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status AttachTokenOps(RSA* rsa, Core* core,
+                            std::unique_ptr<PublicKeyOps> ops) {
+  const BIGNUM *n, *e, *d;
+  RSA_get0_key(rsa, &n, &e, &d);
+  return Attach(rsa, g_rsa_index, n, core, std::move(ops), kAllRsa,
+                RSA_set_ex_data);
+}
+
+absl::Status AttachTokenOps(DSA* dsa, Core* core,
+                            std::unique_ptr<PublicKeyOps> ops) {
+  const BIGNUM *y, *x;
+  DSA_get0_key(dsa, &y, &x);
+  return Attach(dsa, g_dsa_index, y, core, std::move(ops), kDsaSign,
+                DSA_set_ex_data);
 }
 
 absl::Status BuildPkeyMethods(EngineState* state) {

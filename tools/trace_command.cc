@@ -10,8 +10,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <string>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "tools/commands.h"
@@ -105,21 +107,46 @@ ChildResult RunChild(const std::vector<std::string>& command,
 }
 
 void PrintReport(std::ostream& out, const TraceReport& report) {
-  out << "accelcrypt trace: " << report.files << " process"
-      << (report.files == 1 ? "" : "es") << " loaded accelcrypt";
-  if (!report.processes.empty()) {
+  // One stats file per accelcrypt core: a process that loaded both the
+  // provider and the engine has two (each counts only what it served), so
+  // processes are counted by pid and such a process is shown once.
+  std::vector<std::pair<std::string, size_t>> shown;  // "pid name", cores
+  std::map<int64_t, size_t> index_of;
+  for (size_t i = 0; i < report.processes.size(); ++i) {
+    const int64_t pid = i < report.procs.size() ? report.procs[i].pid : 0;
+    auto [it, fresh] = index_of.emplace(pid, shown.size());
+    if (fresh || pid <= 0) {
+      it->second = shown.size();
+      shown.emplace_back(report.processes[i], 1);
+    } else {
+      ++shown[it->second].second;
+    }
+  }
+  out << "accelcrypt trace: " << shown.size() << " process"
+      << (shown.size() == 1 ? "" : "es") << " loaded accelcrypt";
+  bool several_cores = false;
+  if (!shown.empty()) {
     out << " (";
-    for (size_t i = 0; i < report.processes.size(); ++i) {
+    for (size_t i = 0; i < shown.size(); ++i) {
       if (i > 0) out << ", ";
       if (i == 8) {
         out << "...";
         break;
       }
-      out << "pid " << report.processes[i];
+      out << "pid " << shown[i].first;
+      if (shown[i].second > 1) {
+        out << " with " << shown[i].second << " cores";
+        several_cores = true;
+      }
     }
     out << ")";
   }
   out << "\n";
+  if (several_cores) {
+    out << "  a process with several cores loaded the provider and the engine "
+        << "(or accelcrypt's PKCS#11 module): each core counts the operations "
+        << "it served, once\n";
+  }
   if (report.live > 0) {
     out << "  " << report.live << " of them still running: their counts so "
         << "far\n";

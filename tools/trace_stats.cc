@@ -15,6 +15,24 @@
 namespace accelcrypt::tools {
 namespace {
 
+// RunningUid is the effective uid of running process `pid` (the second
+// number of the "Uid:" line of /proc/<pid>/status), or -1 when unknown. A
+// live file records the user its process last counted as; a process that
+// has changed user since (a worker that dropped privileges and has served
+// only ciphers) is shown as the user it runs as now.
+int64_t RunningUid(int64_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!absl::StartsWith(line, "Uid:")) continue;
+    std::istringstream fields(line.substr(4));
+    int64_t real = -1, effective = -1;
+    if (fields >> real >> effective && effective >= 0) return effective;
+    return -1;
+  }
+  return -1;
+}
+
 absl::StatusOr<uint64_t> Counter(const nlohmann::json& cell, const char* name) {
   auto it = cell.find(name);
   if (it == cell.end()) return uint64_t{0};  // zero counters may be omitted
@@ -102,6 +120,11 @@ absl::Status TraceReport::AddJson(const std::string& text,
                                   static_cast<uint64_t>(integer("start_ticks")))
                      ? "live"
                      : "gone";
+    if (proc.state == "live") {
+      if (const int64_t uid = RunningUid(proc.pid); uid >= 0) {
+        proc.uid = static_cast<uint64_t>(uid);
+      }
+    }
   }
   (proc.state == "live" ? live : proc.state == "gone" ? gone : ended)++;
   procs.push_back(std::move(proc));

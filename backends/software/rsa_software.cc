@@ -11,6 +11,7 @@
 #include <openssl/core_dispatch.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
+#include <openssl/dsa.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>  // EVP_PKEY_KEYPAIR / EVP_PKEY_PUBLIC_KEY only
 #include <openssl/param_build.h>
@@ -50,6 +51,32 @@ absl::Status OutOfRange(const char* name, size_t need, size_t* out_len) {
   *out_len = need;
   return absl::OutOfRangeError(absl::StrFormat(
       "software: %s: output buffer too small (%d bytes needed)", name, need));
+}
+
+// UseOpenSslMethod gives a key object of the default provider OpenSSL's own
+// RSA or DSA implementation. The provider's functions are called directly,
+// but its key objects are libcrypto RSA/DSA structures (the keydata of its
+// RSA and DSA key management, OpenSSL 3.0-3.5), and libcrypto creates them
+// with the process's default method: that of a default RSA/DSA ENGINE when
+// an application or openssl.cnf set one (accelcrypt's own engine among
+// them). Without this the ENGINE served, and counted, every operation of
+// this backend a second time: with the provider and the engine both loaded,
+// each verification was routed and counted by the provider's core and again
+// by the engine's. SoftHSMv2 does the same for its keys.
+void UseOpenSslMethod(bool rsa, void* keydata) {
+#if !defined(OPENSSL_NO_DEPRECATED_3_0)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  if (rsa) {
+    RSA_set_method(static_cast<RSA*>(keydata), RSA_PKCS1_OpenSSL());
+  } else {
+    DSA_set_method(static_cast<DSA*>(keydata), DSA_OpenSSL());
+  }
+#pragma GCC diagnostic pop
+#else
+  static_cast<void>(rsa);
+  static_cast<void>(keydata);
+#endif
 }
 
 }  // namespace
@@ -148,6 +175,7 @@ absl::StatusOr<std::unique_ptr<PkeySoftware>> PkeySoftware::Load(
       rsa ? BuildRsaKey(*key->d_, desc, &is_private, &key->key_)
           : BuildDsaKey(*key->d_, desc, &is_private, &key->key_);
   if (!built.ok()) return built;
+  UseOpenSslMethod(rsa, key->key_.get());
   key->private_ = is_private;
   key->size_ = key->key_.MaxSize();
   if (key->size_ == 0) {

@@ -315,6 +315,9 @@ class RoutedPublicKeyOps final : public PublicKeyOps {
       }
       if (st.ok()) {
         counter.Add(n_bytes);
+        // A public-key operation is slow enough to note the user it was
+        // done as (a worker that dropped privileges after its file was made).
+        Access::stats(router_)->NoteUid();
         Access::RecordSuccess(router_, slot);
         absl::MutexLock lock(&mu_);
         if (last_backend_ != slot->backend->name()) {

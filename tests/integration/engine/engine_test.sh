@@ -5,7 +5,8 @@
 #   engine_test.sh CASE
 # Environment (set by CMake): OPENSSL_BIN, ACCELCRYPT_ENGINE (the .so),
 # ACCELCRYPT_TEST_BACKENDS, ACCELCRYPT_CLI, ENGINE_LEGACY_TEST (the test
-# program), WORK_DIR.
+# program), UID_CHANGE (uid_change.cc), ACCELCRYPT_PROVIDER (the provider
+# .so), WORK_DIR.
 # Exit 0 pass, 1 fail, 77 skip (with the reason printed).
 set -u
 
@@ -77,6 +78,34 @@ engine_cnf() {
     for l in "$@"; do printf '%s\n' "$l"; done
     printf 'default_algorithms = RSA,DSA\ninit = 1\n'
   } >"$file"
+}
+
+SOFTHSM_MODULE=/usr/lib/softhsm/libsofthsm2.so
+# softhsm_token LABEL: a SoftHSMv2 token LABEL (user PIN 1234) in
+# $WORK/tokens, SOFTHSM2_CONF exported, the PIN in $WORK/pin and an
+# accelcrypt config for the PKCS#11 client backend in $WORK/accelcrypt.conf
+# (extra lines from the remaining arguments). Skips without SoftHSMv2.
+softhsm_token() {
+  local label=$1
+  shift
+  [ -r "$SOFTHSM_MODULE" ] || skip "SoftHSMv2 module $SOFTHSM_MODULE not installed"
+  command -v softhsm2-util >/dev/null || skip "softhsm2-util not installed"
+  [ -f "$BACKENDS/pkcs11.so" ] ||
+    skip "PKCS#11 client backend not built ($BACKENDS/pkcs11.so)"
+  mkdir -p "$WORK/tokens" "$WORK/stats"
+  printf 'directories.tokendir = %s\nobjectstore.backend = file\nlog.level = ERROR\nlibrary.reset_on_fork = true\n' \
+    "$WORK/tokens" >"$WORK/softhsm2.conf"
+  export SOFTHSM2_CONF="$WORK/softhsm2.conf"
+  softhsm2-util --init-token --free --label "$label" --so-pin 0000 \
+    --pin 1234 >"$WORK/init.log" 2>&1 || { fail "token init"; finish; }
+  printf '1234\n' >"$WORK/pin"
+  chmod 600 "$WORK/pin"
+  {
+    printf '[accelcrypt]\npkcs11.module = %s\npkcs11.token_label = %s\n' \
+      "$SOFTHSM_MODULE" "$label"
+    local l
+    for l in "$@"; do printf '%s\n' "$l"; done
+  } >"$WORK/accelcrypt.conf"
 }
 
 case "$CASE" in
@@ -152,23 +181,10 @@ print(sum(int(c["ops"]) for c in json.load(open(sys.argv[1]))["cells"]
     ;;
 
   pkcs11)
-    module=/usr/lib/softhsm/libsofthsm2.so
-    [ -r "$module" ] || skip "SoftHSMv2 module $module not installed"
-    command -v softhsm2-util >/dev/null || skip "softhsm2-util not installed"
-    [ -f "$BACKENDS/pkcs11.so" ] ||
-      skip "PKCS#11 client backend not built ($BACKENDS/pkcs11.so)"
-    mkdir -p "$WORK/tokens" "$WORK/stats"
-    printf 'directories.tokendir = %s\nobjectstore.backend = file\nlog.level = ERROR\nlibrary.reset_on_fork = true\n' \
-      "$WORK/tokens" >"$WORK/softhsm2.conf"
-    export SOFTHSM2_CONF="$WORK/softhsm2.conf"
-    softhsm2-util --init-token --free --label accelcrypt-eng --so-pin 0000 \
-      --pin 1234 >"$WORK/init.log" 2>&1 || { fail "token init"; finish; }
-    printf '1234\n' >"$WORK/pin"
-    chmod 600 "$WORK/pin"
     # The token settings in an accelcrypt config file named by the engine's
     # CONF command; the backends order by the BACKENDS command.
-    printf '[accelcrypt]\npkcs11.module = %s\npkcs11.token_label = accelcrypt-eng\npkcs11.pin_file = %s\npkcs11.dsa_max_key_bits = 3072\n' \
-      "$module" "$WORK/pin" >"$WORK/accelcrypt.conf"
+    softhsm_token accelcrypt-eng "pkcs11.pin_file = $WORK/pin" \
+      "pkcs11.dsa_max_key_bits = 3072"
     engine_cnf "$WORK/openssl.cnf" "CONF = $WORK/accelcrypt.conf" \
       "BACKENDS = pkcs11, software" "STATS_DIR = $WORK/stats"
     OPENSSL_CONF="$WORK/openssl.cnf" "$OPENSSL" speed -seconds 1 rsa2048 \
@@ -187,6 +203,199 @@ print(sum(int(c["ops"]) for c in json.load(open(sys.argv[1]))["cells"]
       check "RSA_sign served by the PKCS#11 client backend" \
         at_least "pkcs11 RSA-SIGN ops" "$(stats_ops "$WORK/stats" RSA-SIGN pkcs11)" 12
     fi
+    ;;
+
+  pkcs11_key)
+    # The key loader: a key generated on a SoftHSMv2 token, named by its
+    # RFC 7512 URI, signs through the engine (`-keyform engine`, as nginx's
+    # `ssl_certificate_key engine:accelcrypt:...` loads it) on the token.
+    softhsm_token accelcrypt-key "pkcs11.pin_file = $WORK/pin"
+    p11="pkcs11-tool --module $SOFTHSM_MODULE --token-label accelcrypt-key --login --pin 1234"
+    $p11 --keypairgen --key-type rsa:2048 --label srv --id 51 >"$WORK/gen.log" 2>&1 ||
+      { cat "$WORK/gen.log" >&2; fail "pkcs11-tool --keypairgen"; finish; }
+    if ! $p11 --read-object --type pubkey --id 51 -o "$WORK/pub.der" >/dev/null 2>&1 ||
+       ! OPENSSL_CONF=/dev/null "$OPENSSL" pkey -pubin -inform DER -in "$WORK/pub.der" \
+         -out "$WORK/pub.pem"; then
+      fail "reading the public key"
+      finish
+    fi
+    uri='pkcs11:token=accelcrypt-key;object=srv;type=private'
+    printf 'signed on the token\n' >"$WORK/msg"
+    # Settings from the environment (ACCELCRYPT_CONF), the engine from the
+    # command line; stdin closed: a prompt would fail, not wait.
+    eng() {
+      env OPENSSL_CONF=/dev/null ACCELCRYPT_CONF="${conf:-$WORK/accelcrypt.conf}" \
+        ACCELCRYPT_STATS_DIR="$WORK/stats" timeout 60 "$OPENSSL" "$@" </dev/null
+    }
+    check "dgst -sign with the token key through the engine" \
+      eng dgst -sha256 -engine accelcrypt -keyform engine -sign "$uri" \
+      -out "$WORK/sig" "$WORK/msg"
+    check "the signature verifies with the token's public key" \
+      env OPENSSL_CONF=/dev/null "$OPENSSL" dgst -sha256 -verify "$WORK/pub.pem" \
+      -signature "$WORK/sig" "$WORK/msg"
+    "$CLI" stats "$WORK/stats"
+    # One probe signature at load and the one asked for: each counted once.
+    n=$(stats_ops "$WORK/stats" RSA-SIGN pkcs11)
+    check "the token signed twice (probe at load, then dgst): pkcs11 RSA-SIGN $n" [ "$n" -eq 2 ]
+    check "no signature in software" [ "$(stats_ops "$WORK/stats" RSA-SIGN software)" -eq 0 ]
+    # ENGINE_load_public_key, and what the loaded private key holds.
+    eng pkey -engine accelcrypt -inform engine -pubin -in "$uri" -pubout \
+      -out "$WORK/pub.engine.pem" 2>"$WORK/pub.err"
+    check "load_pubkey gives the token's public key" cmp -s "$WORK/pub.pem" "$WORK/pub.engine.pem"
+    eng pkey -engine accelcrypt -inform engine -in "$uri" -text -noout \
+      >"$WORK/text" 2>&1
+    check "the loaded key has the token's modulus" grep -q '^Modulus:' "$WORK/text"
+    if grep -qiE 'privateExponent|prime1' "$WORK/text"; then
+      fail "the loaded key holds private parts: $(cat "$WORK/text")"
+    else
+      pass
+    fi
+    # Errors, said at load.
+    expect_load_error() {  # WHAT PATTERN URI
+      local out rc=0
+      out=$(eng dgst -sha256 -engine accelcrypt -keyform engine -sign "$3" \
+        -out "$WORK/bad.sig" "$WORK/msg" 2>&1) || rc=$?
+      if [ "$rc" -ne 0 ] && grep -q -- "$2" <<<"$out"; then
+        echo "ok: $1: $(grep -m1 -o -- "$2.*" <<<"$out" | cut -c1-160)"
+        pass
+      else
+        fail "$1: no '$2' in: $out"
+      fi
+    }
+    expect_load_error "not a pkcs11: URI" "is not an RFC 7512 pkcs11: URI" "$WORK/pub.pem"
+    expect_load_error "no such object" "no backend holds the key" \
+      'pkcs11:token=accelcrypt-key;object=nosuch;type=private'
+    grep -v pin_file "$WORK/accelcrypt.conf" >"$WORK/nopin.conf"
+    conf=$WORK/nopin.conf expect_load_error "no PIN source: never a prompt" \
+      "no PIN source is configured: the accelcrypt engine never prompts" "$uri"
+    printf '9999\n' >"$WORK/badpin"
+    sed "s#$WORK/pin#$WORK/badpin#" "$WORK/accelcrypt.conf" >"$WORK/badpin.conf"
+    conf=$WORK/badpin.conf expect_load_error "a wrong PIN, said at load" "CKR_PIN_INCORRECT" "$uri"
+    # ALIAS = pkcs11 in the openssl.cnf engine section: the engine answers
+    # to `pkcs11` too (as mod_ssl looks a pkcs11: key's engine up), before
+    # libp11's pkcs11.so on disk.
+    rm -rf "$WORK/stats" && mkdir "$WORK/stats"
+    engine_cnf "$WORK/alias.cnf" "CONF = $WORK/accelcrypt.conf" \
+      "STATS_DIR = $WORK/stats" "ALIAS = pkcs11"
+    out=$(OPENSSL_CONF="$WORK/alias.cnf" "$OPENSSL" engine -t pkcs11 2>&1)
+    check "the alias is listed as accelcrypt's" grep -q \
+      '^(pkcs11) accelcrypt: .*an alias of the accelcrypt engine' <<<"$out"
+    check "dgst -engine pkcs11 signs through accelcrypt" \
+      env OPENSSL_CONF="$WORK/alias.cnf" timeout 60 "$OPENSSL" dgst -sha256 \
+      -engine pkcs11 -keyform engine -sign "$uri" -out "$WORK/sig.alias" "$WORK/msg"
+    check "and the signature verifies" \
+      env OPENSSL_CONF=/dev/null "$OPENSSL" dgst -sha256 -verify "$WORK/pub.pem" \
+      -signature "$WORK/sig.alias" "$WORK/msg"
+    n=$(stats_ops "$WORK/stats" RSA-SIGN pkcs11)
+    check "the alias's signatures are the token's (pkcs11 RSA-SIGN $n)" [ "$n" -eq 2 ]
+    ;;
+
+  both)
+    # The provider and the engine in one process (openssl.cnf loads both,
+    # the engine as the default RSA method; a token gives the provider RSA
+    # keys of its own): every signature and verification `openssl speed`
+    # reports is counted once, by the core that served it. The provider's
+    # software backend used the default RSA engine for its keys, so the
+    # engine's core routed and counted each of its operations again.
+    [ -f "${ACCELCRYPT_PROVIDER:-}" ] || { fail "provider not built"; finish; }
+    softhsm_token accelcrypt-both "pkcs11.pin_file = $WORK/pin" \
+      "backends = pkcs11, software"
+    {
+      printf 'openssl_conf = openssl_init\n\n[openssl_init]\nproviders = provider_sect\n'
+      printf 'alg_section = algorithm_sect\nengines = engine_section\n\n'
+      printf '[provider_sect]\ndefault = default_sect\naccelcrypt = accelcrypt_sect\n\n'
+      printf '[default_sect]\nactivate = 1\n\n'
+      printf '[accelcrypt_sect]\nmodule = %s\nactivate = 1\nconf = %s\n\n' \
+        "$ACCELCRYPT_PROVIDER" "$WORK/accelcrypt.conf"
+      printf '[algorithm_sect]\ndefault_properties = ?provider=accelcrypt\n\n'
+      printf '[engine_section]\naccelcrypt = accelcrypt_esect\n\n'
+      printf '[accelcrypt_esect]\nengine_id = accelcrypt\ndynamic_path = %s\n' "$ENGINE_SO"
+      printf 'CONF = %s\ndefault_algorithms = RSA,DSA\ninit = 1\n' "$WORK/accelcrypt.conf"
+    } >"$WORK/openssl.cnf"
+    OPENSSL_CONF="$WORK/openssl.cnf" "$CLI" trace --json -o "$WORK/trace.json" -- \
+      "$OPENSSL" speed -seconds 1 rsa2048 >"$WORK/speed.out" 2>&1
+    rc=$?
+    OPENSSL_CONF="$WORK/openssl.cnf" "$CLI" trace -- "$OPENSSL" version >"$WORK/trace.txt" 2>&1
+    grep -E "private|public" "$WORK/speed.out"
+    check "openssl speed rsa2048 with provider and engine exits 0" [ "$rc" -eq 0 ]
+    signs=$(sed -n "s/.*: \([0-9]*\) 2048 bits private RSA's.*/\1/p" "$WORK/speed.out")
+    verifies=$(sed -n "s/.*: \([0-9]*\) 2048 bits public RSA's.*/\1/p" "$WORK/speed.out")
+    check "speed reported its signatures and verifications" test -n "$signs" -a -n "$verifies"
+    read -r cores sign_ops crypt_ops token_ops <<<"$(python3 -c '
+import json, sys
+doc = json.load(open(sys.argv[1]))
+cells = doc["cells"]
+ops = lambda alg, b=None: sum(int(c["ops"]) for c in cells
+                              if c["algorithm"] == alg and b in (None, c["backend"]))
+print(len(doc["per_process"]), ops("RSA-SIGN"), ops("RSA-CRYPT"), ops("RSA-SIGN", "pkcs11"))
+' "$WORK/trace.json")"
+    echo "signatures ${signs:-?}, verifications ${verifies:-?}; counted: RSA-SIGN $sign_ops (pkcs11 $token_ops), RSA-CRYPT $crypt_ops, in $cores cores"
+    check "both cores wrote statistics" [ "$cores" -eq 2 ]
+    # speed signs and verifies once more before timing each.
+    want=$(( ${signs:-0} + ${verifies:-0} ))
+    total=$((sign_ops + crypt_ops))
+    check "one RSA count per signature and verification ($total for $want)" \
+      test "$total" -ge "$want" -a "$total" -le $((want + 4))
+    check "no operation counted again as RSA-CRYPT ($crypt_ops)" [ "$crypt_ops" -eq 0 ]
+    check "the token made the signatures ($token_ops for $signs)" \
+      test "$token_ops" -ge "${signs:-1}" -a "$token_ops" -le $((${signs:-0} + 4))
+    grep "loaded accelcrypt" "$WORK/trace.txt"
+    check "trace counts one process with two cores" \
+      grep -q "^accelcrypt trace: 1 process loaded accelcrypt (pid [0-9]* openssl with 2 cores)" "$WORK/trace.txt"
+    ;;
+
+  uid)
+    # A process that changes user after loading accelcrypt (as a daemon's
+    # worker, forked as root, drops privileges) is shown as that user: the
+    # uid its statistics record is refreshed at each public-key operation
+    # and at its end, and a running process's is read from /proc.
+    [ -x "${UID_CHANGE:-}" ] || { fail "uid_change not built"; finish; }
+    [ "$(id -u)" -eq 0 ] || skip "changing user needs root"
+    nobody=$(id -u nobody 2>/dev/null || echo 65534)
+    mkdir "$WORK/stats"
+    chmod 755 "$WORK/stats"
+    engine_cnf "$WORK/openssl.cnf" "STATS_DIR = $WORK/stats" "BACKENDS = software"
+    # run_uid MODE: starts uid_change MODE with its stdin on a fifo held
+    # open on fd 9; sets pid.
+    run_uid() {
+      rm -f "$WORK/fifo" "$WORK/out"
+      mkfifo "$WORK/fifo"
+      OPENSSL_CONF="$WORK/openssl.cnf" "$UID_CHANGE" "$nobody" "$1" \
+        <"$WORK/fifo" >"$WORK/out" 2>&1 &
+      pid=$!
+      exec 9>"$WORK/fifo"
+      for _ in $(seq 1 100); do grep -q '^ready' "$WORK/out" && break; sleep 0.1; done
+      grep -q '^ready' "$WORK/out" || { cat "$WORK/out" >&2; fail "uid_change $1 did not start"; finish; }
+    }
+    # state_uid PID: "STATE UID" of PID's statistics.
+    state_uid() {
+      "$CLI" stats --json --all "$WORK/stats" | python3 -c '
+import json, sys
+for p in json.load(sys.stdin)["per_process"]:
+    if p["pid"] == int(sys.argv[1]):
+        print(p["state"], p["uid"])
+' "$1"
+    }
+    # Signed after the change, then killed (no teardown): the file itself
+    # says the new user.
+    run_uid sign
+    got=$(state_uid "$pid")
+    check "signed as uid $nobody while running: stats say '$got'" [ "$got" = "live $nobody" ]
+    kill -KILL "$pid"
+    wait "$pid" 2>/dev/null
+    exec 9>&-
+    got=$(state_uid "$pid")
+    check "killed after signing as uid $nobody: the file says '$got'" [ "$got" = "gone $nobody" ]
+    # No operation after the change: shown as the user it runs as while it
+    # runs, and recorded as that user when it ends.
+    run_uid quiet
+    got=$(state_uid "$pid")
+    check "running as uid $nobody (nothing counted since): stats say '$got'" [ "$got" = "live $nobody" ]
+    exec 9>&-
+    wait "$pid"
+    check "uid_change exits 0" [ $? -eq 0 ]
+    got=$(state_uid "$pid")
+    check "ended as uid $nobody: stats say '$got'" [ "$got" = "ended $nobody" ]
     ;;
 
   bad_config)
@@ -214,6 +423,11 @@ print(sum(int(c["ops"]) for c in json.load(open(sys.argv[1]))["cells"]
       "$OPENSSL" engine -pre LOG_LEVEL:nine accelcrypt
     expect_error "SET with an unknown key" 0 "unknown accelcrypt setting 'colour'" \
       "$OPENSSL" engine -pre SET:colour=blue accelcrypt
+    expect_error "ALIAS with a bad id" 0 "ALIAS 'Bad.Id': want an engine id" \
+      "$OPENSSL" engine -pre ALIAS:Bad.Id accelcrypt
+    expect_error "ALIAS naming a loaded engine" 0 \
+      "ALIAS dynamic: an engine with this id is already loaded" \
+      "$OPENSSL" engine -pre ALIAS:dynamic accelcrypt
     expect_error "CONF naming a missing file" 0 "CONF $WORK/missing.conf: cannot read" \
       "$OPENSSL" engine -pre CONF:"$WORK/missing.conf" accelcrypt
     # An openssl.cnf engine section with a bad value: the application's

@@ -50,86 +50,13 @@ server_name=apache2
 . "$(dirname "$0")/web_common.sh"
 
 web_setup
-user_lines=
-if [ "$(id -u)" -eq 0 ]; then
-  # Children drop root as a packaged Apache's do.
-  if id www-data >/dev/null 2>&1; then
-    user_lines=$'User www-data\nGroup www-data'
-  else
-    user_lines=$'User nobody\nGroup nogroup'
-  fi
-fi
-
-# listener_pid PORT: the pid of the process listening on 127.0.0.1:PORT.
-listener_pid() {
-  ss -Hltnp "sport = :$1" 2>/dev/null | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -1
-}
-
-started=0
-for _ in 1 2 3 4 5; do
-  port=$(free_port)
-  cat > "$tmp/httpd.conf" <<CFG
-ServerRoot $tmp
-ServerName 127.0.0.1
-LoadModule mpm_event_module $mods/mod_mpm_event.so
-LoadModule authz_core_module $mods/mod_authz_core.so
-LoadModule mime_module $mods/mod_mime.so
-LoadModule socache_shmcb_module $mods/mod_socache_shmcb.so
-LoadModule ssl_module $mods/mod_ssl.so
-$user_lines
-PidFile $pidfile
-DefaultRuntimeDir $tmp
-Mutex file:$tmp default
-ErrorLog $tmp/error.log
-LogLevel info
-TypesConfig /dev/null
-StartServers 2
-ServerLimit 2
-ThreadLimit 4
-ThreadsPerChild 4
-MaxRequestWorkers 8
-MinSpareThreads 1
-MaxSpareThreads 8
-GracefulShutdownTimeout 10
-Listen 127.0.0.1:$port https
-SSLSessionCache shmcb:$tmp/ssl_scache(512000)
-SSLRandomSeed startup builtin
-DocumentRoot $tmp/www
-<Directory $tmp/www>
-  Require all granted
-</Directory>
-<VirtualHost 127.0.0.1:$port>
-  SSLEngine on
-  SSLCertificateFile $tmp/cert.pem
+apache_vhost_lines="  SSLCertificateFile $tmp/cert.pem
   SSLCertificateKeyFile $tmp/key.pem
   SSLProtocol -all +TLSv1.2 +TLSv1.3
   SSLCipherSuite ECDHE-RSA-AES128-GCM-SHA256
   SSLCipherSuite TLSv1.3 TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384
-  SSLSessionTickets off
-</VirtualHost>
-CFG
-  rm -f "$pidfile"
-  # -k start detaches; the listening socket is opened by the detached
-  # parent, so success is the parent listening on the port.
-  if env -i PATH="$PATH" ${ACCELCRYPT_SANITIZER_ENV:-} OPENSSL_CONF="$tmp/openssl.cnf" \
-       "$apache" -d "$tmp" -f "$tmp/httpd.conf" -k start 2>> "$tmp/error.log"; then
-    for _ in $(seq 1 50); do [ -s "$pidfile" ] && break; sleep 0.1; done
-    if [ -s "$pidfile" ]; then
-      master=$(cat "$pidfile")
-      for _ in $(seq 1 50); do
-        [ "$(listener_pid "$port")" = "$master" ] && { started=1; break; }
-        alive "$master" || break
-        sleep 0.1
-      done
-      [ "$started" = 1 ] && break
-      mapfile -t pids < <(echo "$master"; children_of "$master")
-      stop_pids "${pids[@]}"
-      master=
-    fi
-  fi
-done
-[ "$started" = 1 ] || fail "apache2 did not start"
-for _ in $(seq 1 50); do [ -n "$(children_of "$master")" ] && break; sleep 0.1; done
+  SSLSessionTickets off"
+start_apache
 
 fetch "$port" 1.2 ECDHE-RSA-AES128-GCM-SHA256 AES-128-GCM
 fetch "$port" 1.3 TLS_AES_128_GCM_SHA256 AES-128-GCM
@@ -138,12 +65,6 @@ check_workers "$master"
 
 # Graceful stop (what apache2 -k graceful-stop sends): the children finish
 # and exit, the parent follows.
-mapfile -t workers < <(children_of "$master")
-kill -WINCH "$master"
-wait_gone "$master" 30 || fail "apache2 parent $master did not stop on SIGWINCH"
-for w in "${workers[@]}"; do
-  wait_gone "$w" 5 || fail "apache2 child $w still runs after the parent stopped"
-done
-master=
-check_final "${workers[@]}"
+stop_server WINCH
+check_final "${stopped_workers[@]}"
 echo "ok: apache2 stopped gracefully"

@@ -45,53 +45,14 @@ server_name=nginx
 . "$(dirname "$0")/web_common.sh"
 
 web_setup
-user_line=
-if [ "$(id -u)" -eq 0 ]; then
-  # Workers drop root as a packaged nginx's do.
-  if id www-data >/dev/null 2>&1; then user_line="user www-data;"; else user_line="user nobody;"; fi
-fi
-
-started=0
-for _ in 1 2 3 4 5; do
-  port=$(free_port)
-  cat > "$tmp/nginx.conf" <<CFG
-$user_line
-worker_processes 2;
-pid $pidfile;
-lock_file $tmp/nginx.lock;
-error_log $tmp/error.log info;
-events { worker_connections 64; }
-http {
-  access_log $tmp/access.log;
-  client_body_temp_path $tmp/body;
-  proxy_temp_path $tmp/proxy;
-  fastcgi_temp_path $tmp/fastcgi;
-  uwsgi_temp_path $tmp/uwsgi;
-  scgi_temp_path $tmp/scgi;
-  default_type application/octet-stream;
-  server {
-    listen 127.0.0.1:$port ssl;
-    ssl_certificate $tmp/cert.pem;
+nginx_server_lines="    ssl_certificate $tmp/cert.pem;
     ssl_certificate_key $tmp/key.pem;
     ssl_protocols TLSv1.2 TLSv1.3;
     ssl_ciphers ECDHE-RSA-AES128-GCM-SHA256;
     ssl_conf_command Ciphersuites TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384;
     ssl_session_cache off;
-    ssl_session_tickets off;
-    root $tmp/www;
-  }
-}
-CFG
-  rm -f "$pidfile"
-  # -e: the startup error log too (the built-in default is stderr).
-  if env -i PATH="$PATH" ${ACCELCRYPT_SANITIZER_ENV:-} OPENSSL_CONF="$tmp/openssl.cnf" \
-       "$nginx" -p "$tmp" -c "$tmp/nginx.conf" -e "$tmp/error.log" 2>> "$tmp/error.log"; then
-    for _ in $(seq 1 50); do [ -s "$pidfile" ] && break; sleep 0.1; done
-    if [ -s "$pidfile" ]; then master=$(cat "$pidfile"); started=1; break; fi
-  fi
-done
-[ "$started" = 1 ] || fail "nginx did not start"
-for _ in $(seq 1 50); do [ -n "$(children_of "$master")" ] && break; sleep 0.1; done
+    ssl_session_tickets off;"
+start_nginx
 
 fetch "$port" 1.2 ECDHE-RSA-AES128-GCM-SHA256 AES-128-GCM
 fetch "$port" 1.3 TLS_AES_128_GCM_SHA256 AES-128-GCM
@@ -99,12 +60,6 @@ fetch "$port" 1.3 TLS_AES_256_GCM_SHA384 AES-256-GCM
 check_workers "$master"
 
 # Graceful stop: the workers finish and exit, the master follows.
-mapfile -t workers < <(children_of "$master")
-kill -QUIT "$master"
-wait_gone "$master" 20 || fail "nginx master $master did not stop on SIGQUIT"
-for w in "${workers[@]}"; do
-  wait_gone "$w" 5 || fail "nginx worker $w still runs after the master stopped"
-done
-master=
-check_final "${workers[@]}"
+stop_server QUIT
+check_final "${stopped_workers[@]}"
 echo "ok: nginx stopped gracefully"

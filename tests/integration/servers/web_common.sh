@@ -176,21 +176,16 @@ check_workers() {
   local -a workers
   mapfile -t workers < <(children_of "$master")
   [ "${#workers[@]}" -gt 0 ] || fail "$server_name master $master has no worker processes"
-  local json
-  json=$("$cli" stats --json --all "$tmp/stats")
+  # One line per statistics file: "PID PPID PROCESS STATE UID".
+  local table
+  table=$(stats_table)
   for w in "${workers[@]}"; do
-    local comm euid line
+    local comm euid line ppid name state uid
     comm=$(cat "/proc/$w/comm" 2>/dev/null || true)
     euid=$(awk '/^Uid:/ { print $3 }' "/proc/$w/status" 2>/dev/null || true)
-    line=$(python3 -c '
-import json, sys
-doc = json.loads(sys.argv[1])
-for p in doc["per_process"]:
-    if p["pid"] == int(sys.argv[2]):
-        print(p["ppid"], p["process"], p["state"], p["uid"])
-' "$json" "$w")
+    line=$(awk -v p="$w" '$1 == p { print; exit }' <<< "$table")
     [ -n "$line" ] || continue
-    read -r ppid name state uid <<< "$line"
+    read -r _ ppid name state uid <<< "$line"
     [ "$ppid" = "$master" ] && [ "$name" = "$server_name" ] ||
       fail "worker $w: statistics say ppid $ppid, process $name"
     # A running worker's file must say live, also when its parent exited
@@ -199,15 +194,25 @@ for p in doc["per_process"]:
     [ "$state" = live ] || fail "worker $w: statistics say state $state while it runs"
     [ "$comm" = "$server_name" ] || fail "worker $w: /proc comm is $comm"
     worker_euid[$w]=$euid
-    echo "ok: worker $w (comm $comm, parent $master, runs as uid $euid) has a statistics file (file uid $uid)"
-    if [ "$uid" != "$euid" ]; then
-      # Documented: the file is made in the fork handler, before the worker
-      # drops privileges, so it stays in the forking user's directory.
-      echo "ok: worker $w's statistics file was made as uid $uid (forked before it became uid $euid)"
-    fi
+    # The file is made in the fork handler, before the worker drops
+    # privileges (it stays in the forking user's directory); the statistics
+    # show the user the worker runs as.
+    [ "$uid" = "$euid" ] ||
+      fail "worker $w runs as uid $euid; its statistics say uid $uid"
+    echo "ok: worker $w (comm $comm, parent $master, runs as uid $euid) has a statistics file, shown as uid $uid"
     found=$((found + 1))
   done
   [ "$found" -gt 0 ] || fail "none of the workers ${workers[*]} has a statistics file"
+}
+
+# stats_table: "PID PPID PROCESS STATE UID" per statistics file in
+# $tmp/stats (every file: --all), from `accelcrypt stats --json`.
+stats_table() {
+  "$cli" stats --json --all "$tmp/stats" | python3 -c '
+import json, sys
+for p in json.load(sys.stdin)["per_process"]:
+    print(p["pid"], p["ppid"], p["process"], p["state"], p["uid"])
+'
 }
 
 # check_final PIDS...: after a graceful stop, the statistics of each worker
@@ -215,25 +220,174 @@ for p in doc["per_process"]:
 # made as another user than it ended as cannot write the final JSON into
 # that user's 0700 directory; its live file then records the end itself.
 check_final() {
-  local json w line
-  json=$("$cli" stats --json --all "$tmp/stats")
+  local table w line state uid
+  table=$(stats_table)
   for w in "$@"; do
     [ -n "${worker_euid[$w]:-}" ] || continue
-    line=$(python3 -c '
-import json, sys
-doc = json.loads(sys.argv[1])
-for p in doc["per_process"]:
-    if p["pid"] == int(sys.argv[2]):
-        print(p["state"], p["uid"])
-' "$json" "$w")
+    line=$(awk -v p="$w" '$1 == p { print $4, $5; exit }' <<< "$table")
     read -r state uid <<< "$line"
+    [ "$uid" = "${worker_euid[$w]}" ] ||
+      fail "worker $w ran as uid ${worker_euid[$w]}; its final statistics say uid $uid"
     if [ "$state" = ended ]; then
-      echo "ok: worker $w's statistics are final (its teardown recorded them)"
+      echo "ok: worker $w's statistics are final (its teardown recorded them, as uid $uid)"
     else
       "$cli" stats --all "$tmp/stats" >&2
       fail "worker $w after the graceful stop: state '$state', expected ended"
     fi
   done
+}
+
+# worker_user: the user packaged servers run their workers as ("www-data",
+# else "nobody") when the test runs as root; empty otherwise (the workers
+# keep the test's user).
+worker_user() {
+  [ "$(id -u)" -eq 0 ] || return 0
+  if id www-data >/dev/null 2>&1; then echo www-data; else echo nobody; fi
+}
+
+# start_nginx: nginx with $tmp/nginx.conf on a free 127.0.0.1 port (sets
+# port and master): the main context's $nginx_main_lines, a server block
+# with $nginx_server_lines serving $tmp/www, own pid, lock, log and temp
+# files. The master's environment is OPENSSL_CONF=$tmp/openssl.cnf and the
+# NAME=VALUE words of $server_env (nginx clears its workers' environment
+# but for its `env` directives). As root the workers run as worker_user.
+start_nginx() {
+  local user started=0
+  user=$(worker_user)
+  for _ in 1 2 3 4 5; do
+    port=$(free_port)
+    cat > "$tmp/nginx.conf" <<CFG
+${user:+user $user;}
+worker_processes 2;
+pid $pidfile;
+lock_file $tmp/nginx.lock;
+error_log $tmp/error.log info;
+${nginx_main_lines:-}
+events { worker_connections 64; }
+http {
+  access_log $tmp/access.log;
+  client_body_temp_path $tmp/body;
+  proxy_temp_path $tmp/proxy;
+  fastcgi_temp_path $tmp/fastcgi;
+  uwsgi_temp_path $tmp/uwsgi;
+  scgi_temp_path $tmp/scgi;
+  default_type application/octet-stream;
+  server {
+    listen 127.0.0.1:$port ssl;
+${nginx_server_lines:-}
+    root $tmp/www;
+  }
+}
+CFG
+    rm -f "$pidfile"
+    # -e: the startup error log too (the built-in default is stderr).
+    # shellcheck disable=SC2086  # word lists on purpose
+    if env -i PATH="$PATH" ${ACCELCRYPT_SANITIZER_ENV:-} OPENSSL_CONF="$tmp/openssl.cnf" \
+         ${server_env:-} "$nginx" -p "$tmp" -c "$tmp/nginx.conf" -e "$tmp/error.log" \
+         2>> "$tmp/error.log"; then
+      for _ in $(seq 1 50); do [ -s "$pidfile" ] && break; sleep 0.1; done
+      if [ -s "$pidfile" ]; then master=$(cat "$pidfile"); started=1; break; fi
+    fi
+    # A failure that is not the port's: no second try.
+    grep -q "Address already in use" "$tmp/error.log" 2>/dev/null || break
+  done
+  [ "$started" = 1 ] || fail "nginx did not start"
+  for _ in $(seq 1 50); do [ -n "$(children_of "$master")" ] && break; sleep 0.1; done
+}
+
+# listener_pid PORT: the pid of the process listening on 127.0.0.1:PORT.
+listener_pid() {
+  ss -Hltnp "sport = :$1" 2>/dev/null | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -1
+}
+
+# start_apache: Apache httpd (mpm_event, mod_ssl) with $tmp/httpd.conf on a
+# free 127.0.0.1 port (sets port and master): a minimal configuration of our
+# own loading only the modules needed, $apache_main_lines in the server
+# context, $apache_vhost_lines in the TLS virtual host serving $tmp/www. Environment as start_nginx's (Apache's
+# children inherit it). As root the children run as worker_user.
+start_apache() {
+  local mods=/usr/lib/apache2/modules user user_lines= started=0
+  user=$(worker_user)
+  if [ -n "$user" ]; then
+    user_lines="User $user"$'\n'"Group $(id -gn "$user")"
+  fi
+  for _ in 1 2 3 4 5; do
+    port=$(free_port)
+    cat > "$tmp/httpd.conf" <<CFG
+ServerRoot $tmp
+ServerName 127.0.0.1
+LoadModule mpm_event_module $mods/mod_mpm_event.so
+LoadModule authz_core_module $mods/mod_authz_core.so
+LoadModule mime_module $mods/mod_mime.so
+LoadModule socache_shmcb_module $mods/mod_socache_shmcb.so
+LoadModule ssl_module $mods/mod_ssl.so
+$user_lines
+${apache_main_lines:-}
+PidFile $pidfile
+DefaultRuntimeDir $tmp
+Mutex file:$tmp default
+ErrorLog $tmp/error.log
+LogLevel info
+TypesConfig /dev/null
+StartServers 2
+ServerLimit 2
+ThreadLimit 4
+ThreadsPerChild 4
+MaxRequestWorkers 8
+MinSpareThreads 1
+MaxSpareThreads 8
+GracefulShutdownTimeout 10
+Listen 127.0.0.1:$port https
+SSLSessionCache shmcb:$tmp/ssl_scache(512000)
+SSLRandomSeed startup builtin
+DocumentRoot $tmp/www
+<Directory $tmp/www>
+  Require all granted
+</Directory>
+<VirtualHost 127.0.0.1:$port>
+  SSLEngine on
+${apache_vhost_lines:-}
+</VirtualHost>
+CFG
+    rm -f "$pidfile"
+    # -k start detaches; the listening socket is opened by the detached
+    # parent, so success is the parent listening on the port.
+    # shellcheck disable=SC2086  # word lists on purpose
+    if env -i PATH="$PATH" ${ACCELCRYPT_SANITIZER_ENV:-} OPENSSL_CONF="$tmp/openssl.cnf" \
+         ${server_env:-} "$apache" -d "$tmp" -f "$tmp/httpd.conf" -k start 2>> "$tmp/error.log"; then
+      for _ in $(seq 1 50); do [ -s "$pidfile" ] && break; sleep 0.1; done
+      if [ -s "$pidfile" ]; then
+        master=$(cat "$pidfile")
+        for _ in $(seq 1 50); do
+          [ "$(listener_pid "$port")" = "$master" ] && { started=1; break; }
+          alive "$master" || break
+          sleep 0.1
+        done
+        [ "$started" = 1 ] && break
+        local -a pids
+        mapfile -t pids < <(echo "$master"; children_of "$master")
+        stop_pids "${pids[@]}"
+        master=
+      fi
+    fi
+    grep -q "Address already in use" "$tmp/error.log" 2>/dev/null || break
+  done
+  [ "$started" = 1 ] || fail "apache2 did not start"
+  for _ in $(seq 1 50); do [ -n "$(children_of "$master")" ] && break; sleep 0.1; done
+}
+
+# stop_server SIGNAL: graceful stop of the master (nginx: QUIT, Apache:
+# WINCH), waits for it and its children; prints the children's pids first.
+stop_server() {
+  local -a workers
+  mapfile -t workers < <(children_of "$master")
+  kill "-$1" "$master"
+  wait_gone "$master" 30 || fail "$server_name master $master did not stop on SIG$1"
+  for w in "${workers[@]}"; do
+    wait_gone "$w" 5 || fail "$server_name worker $w still runs after the master stopped"
+  done
+  master=
+  stopped_workers=("${workers[@]}")
 }
 
 # wait_gone PID SECONDS: true once PID has ended.
