@@ -167,14 +167,26 @@ void Router::LoadCalibration(
       calibration_status_.declared.emplace_back(alg.name);
       continue;
     }
-    // NsAt is the measured time of the route member `slot` in a cell, or
-    // < 0 when the calibration has none.
-    auto ns_at = [&](int dir, size_t b, size_t slot) -> double {
-      if (entries[dir] == nullptr) return -1;
-      auto cells = entries[dir]->find(buckets[b]);
-      if (cells == entries[dir]->end()) return -1;
-      auto v = cells->second.find(slots_[slot]->backend->name());
-      return v == cells->second.end() ? -1 : v->second;
+    // The measured time of each route member in each cell (one lookup
+    // each: this runs in every process that loads a calibration), < 0
+    // where the calibration has none.
+    std::vector<double> measured(n_dirs * buckets.size() * slots_.size(), -1);
+    for (int dir = 0; dir < n_dirs; ++dir) {
+      if (entries[dir] == nullptr) continue;
+      for (size_t b = 0; b < buckets.size(); ++b) {
+        auto cells = entries[dir]->find(buckets[b]);
+        if (cells == entries[dir]->end()) continue;
+        for (size_t i : route) {
+          auto v = cells->second.find(slots_[i]->backend->name());
+          if (v != cells->second.end()) {
+            measured[(dir * buckets.size() + b) * slots_.size() + i] =
+                v->second;
+          }
+        }
+      }
+    }
+    auto ns_at = [&](int dir, size_t b, size_t slot) {
+      return measured[(dir * buckets.size() + b) * slots_.size() + slot];
     };
     // The calibration decides a cell only where it measured the route's
     // first backend: a backend it did not measure keeps its declared place
