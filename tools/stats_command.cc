@@ -59,13 +59,14 @@ void PrintStats(std::ostream& out, const std::string& dir,
       ++idle;
       continue;
     }
+    // The file says "live"; the table says what an operator reads
+    // (docs/sysadmin.md).
+    const std::string state = p.state == "live" ? "running" : p.state;
     std::vector<std::string> row = {std::to_string(p.pid),
                                     std::to_string(p.ppid),
                                     std::to_string(p.uid),
                                     p.name,
-                                    // The file says "live"; the table says
-                                    // what an operator reads (docs/sysadmin.md).
-                                    p.state == "live" ? "running" : p.state,
+                                    state,
                                     StartedAt(p.created_unix_ms),
                                     std::to_string(p.total.ops),
                                     std::to_string(p.total.bytes)};

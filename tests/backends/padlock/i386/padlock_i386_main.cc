@@ -26,8 +26,8 @@ int main(int argc, char** argv) {
   const std::string dir = argv[1];
   const std::string profile = accelcrypt_padlock_emu_profile();
   const std::vector<std::string> files = padlock_test::ListRspFiles(dir);
-  printf("i386 %s: %zu vector files under %s\n", profile.c_str(),
-         files.size(), dir.c_str());
+  printf("i386 %s: %zu vector files under %s\n", profile.c_str(), files.size(),
+         dir.c_str());
   if (files.empty()) {
     fprintf(stderr, "i386 %s: no .rsp vector file found under %s\n",
             profile.c_str(), dir.c_str());
