@@ -64,6 +64,25 @@ absl::StatusOr<Calibration> ParseJson(const std::string& text,
       if (version.is_string()) cal.backend_versions[name] = version;
     }
   }
+  if (doc.contains("declared") && doc["declared"].is_array()) {
+    for (const auto& key : doc["declared"]) {
+      if (key.is_string()) cal.declared.insert(key.get<std::string>());
+    }
+  }
+  if (doc.contains("through_provider") && doc["through_provider"].is_object()) {
+    for (const auto& [entry, buckets] : doc["through_provider"].items()) {
+      if (!buckets.is_object()) continue;
+      for (const auto& [bucket, routes] : buckets.items()) {
+        uint64_t b;
+        if (!absl::SimpleAtoi(bucket, &b) || !routes.is_object()) continue;
+        for (const auto& [route, value] : routes.items()) {
+          if (value.is_number() && value.get<double>() > 0) {
+            cal.through_provider[entry][b][route] = value.get<double>();
+          }
+        }
+      }
+    }
+  }
   for (const auto& [entry, buckets] : doc["algorithms"].items()) {
     if (!buckets.is_object()) continue;
     const std::vector<std::string> keys = LoadedKeys(entry);
@@ -88,7 +107,9 @@ absl::StatusOr<Calibration> ParseJson(const std::string& text,
 
 // The load cache (calibration.h, "Load cache"): its first line, then
 // "source <length> <fnv1a-64 hex>" of the JSON text it was made from.
-constexpr absl::string_view kCacheMagic = "accelcrypt-calibration-cache 1";
+// Version 2 added the "declared" lines (a version-1 cache is not taken:
+// the JSON is parsed).
+constexpr absl::string_view kCacheMagic = "accelcrypt-calibration-cache 2";
 
 // Fnv1a64 identifies the JSON text a cache was made from (not a security
 // check: both files have the same owner and directory).
@@ -171,6 +192,8 @@ std::optional<Calibration> FromCache(absl::string_view cache, size_t length,
       have_cpu = true;
     } else if (f[0] == "backend" && n == 3) {
       cal.backend_versions[std::string(f[1])] = std::string(f[2]);
+    } else if (f[0] == "declared" && n == 2) {
+      cal.declared.insert(std::string(f[1]));
     } else {
       return std::nullopt;
     }
@@ -190,6 +213,7 @@ std::string ToCache(const Calibration& cal, size_t length, uint64_t hash) {
   for (const auto& [name, version] : cal.backend_versions) {
     ok = ok && plain(name) && plain(version);
   }
+  for (const std::string& key : cal.declared) ok = ok && plain(key);
   for (const auto& [key, buckets] : cal.ns) {
     ok = ok && plain(key);
     for (const auto& [bucket, backends] : buckets) {
@@ -201,6 +225,9 @@ std::string ToCache(const Calibration& cal, size_t length, uint64_t hash) {
                                     kCacheMagic, length, hash, cal.cpu);
   for (const auto& [name, version] : cal.backend_versions) {
     absl::StrAppendFormat(&out, "backend\t%s\t%s\n", name, version);
+  }
+  for (const std::string& key : cal.declared) {
+    absl::StrAppendFormat(&out, "declared\t%s\n", key);
   }
   for (const auto& [key, buckets] : cal.ns) {
     for (const auto& [bucket, backends] : buckets) {
@@ -309,6 +336,23 @@ std::string Calibration::ToJson() const {
                         {"cpu", cpu},
                         {"backends", backend_versions},
                         {"algorithms", std::move(algs)}};
+  if (!declared.empty()) {
+    doc["declared"] = nlohmann::json::array();
+    for (const std::string& key : declared) doc["declared"].push_back(key);
+  }
+  if (!through_provider.empty()) {
+    nlohmann::json tp = nlohmann::json::object();
+    for (const auto& [key, buckets] : through_provider) {
+      nlohmann::json jb = nlohmann::json::object();
+      for (const auto& [bucket, routes] : buckets) {
+        nlohmann::json jv = nlohmann::json::object();
+        for (const auto& [route, value] : routes) jv[route] = value;
+        jb[std::to_string(bucket)] = std::move(jv);
+      }
+      tp[key] = std::move(jb);
+    }
+    doc["through_provider"] = std::move(tp);
+  }
   return doc.dump(1);
 }
 

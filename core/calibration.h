@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,17 @@ namespace accelcrypt {
 // signature or verification for RSA/DSA (bucket = key bits). Files of
 // format 1 (one entry per cipher for both directions, "rsa"/"dsa" for
 // signing) are read with their entries under the new keys.
+//
+// Optional (written by `calibrate` since its provider check, ignored by
+// older readers):
+//   "declared": ["aes-128-ctr", ...]  algorithm keys whose measured route
+//       was slower through the provider (as OpenSSL calls it) than the
+//       declared one: the router keeps the declared route for them.
+//   "through_provider": {"aes-128-ctr/encrypt": {"16": {"declared": 41.0,
+//       "calibrated": 44.3, "default": 38.9}}}  ns per operation through
+//       OpenSSL's EVP API: accelcrypt with the declared route, with the
+//       measured route, and OpenSSL's default provider alone (the evidence
+//       for "declared"; not read by the router).
 struct Calibration {
   // Input-size buckets for ciphers and digests, in bytes. An operation of n
   // bytes uses the smallest bucket >= n (the largest for bigger inputs).
@@ -56,6 +68,12 @@ struct Calibration {
   using Cells = std::map<std::string, double, std::less<>>;
   // algorithm key (AlgorithmInfo::key) -> bucket -> backend -> ns per op.
   std::map<std::string, std::map<uint64_t, Cells>> ns;
+  // Algorithm keys (AlgorithmInfo::key) that keep the declared route.
+  std::set<std::string, std::less<>> declared;
+  // Operation key -> bucket -> "declared"/"calibrated"/"default" -> ns per
+  // operation through the provider (JSON only: the load cache leaves it
+  // out, the router does not need it).
+  std::map<std::string, std::map<uint64_t, Cells>> through_provider;
   // from_cache says Load took the load cache (not saved).
   bool from_cache = false;
 

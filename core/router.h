@@ -189,6 +189,24 @@ class Router {
   // calibrated is true when a calibration for this CPU and these backend
   // versions is in use (policy auto or fastest).
   bool calibrated() const { return calibrated_; }
+  // CalibrationStatus says which calibration is in use and how much of this
+  // process's routing it covers, for `accelcrypt list`. state: "none" (no
+  // file, or policy = priority), "stale" (made on another CPU or with
+  // another version of a loaded backend: not used), "partial" (used, but
+  // it did not measure the `unmeasured` backends loaded now: their places
+  // in every route stay as declared), "current" (used, every loaded
+  // backend measured). `declared` lists the algorithms the file keeps on
+  // the declared route (measured slower through the provider).
+  struct CalibrationStatus {
+    std::string state = "none";
+    std::string path;
+    std::string why;  // for "none" and "stale"
+    std::vector<std::string> unmeasured;
+    std::vector<std::string> declared;
+  };
+  const CalibrationStatus& calibration_status() const {
+    return calibration_status_;
+  }
   // RouteChoice is the backend that serves `alg` at a size bucket and why:
   // "configured" (route.<alg>), "calibrated" (measured fastest, or within
   // route_margin_pct of it and earlier in priority order), "declared" (no
@@ -255,17 +273,16 @@ class Router {
   // (`from_uri`: the key is a token reference), in routing order, skipping
   // open breakers as Order does. For PublicKeyOps and `accelcrypt list`.
   // `public_op`: the operation uses only the public key (verify, encrypt).
-  // With a calibration covering the family's operation ("rsa/sign",
-  // "rsa/verify", ...; policy auto or fastest), the backend measured
-  // fastest for the key's bits comes first (a configured per-size route
-  // keeps precedence). Without one, under policy auto or fastest, a public
-  // operation on key material runs on CPU backends first (not offload or
-  // hardware ones) unless `route.rsa`/`route.rsa-crypt`/`route.dsa` is
-  // configured: a token verifies far slower than the CPU, and nothing
-  // secret needs it. A key smaller than the family's `offload_min_bits`
-  // skips offload backends (CAP_OFFLOAD or CAP_HARDWARE) unless a per-size
-  // route names them, the key is a token reference, or no other backend
-  // takes it.
+  // The declared order: under policy auto or fastest, a public operation
+  // on key material runs on CPU backends first (not offload or hardware
+  // ones) unless `route.rsa`/`route.rsa-crypt`/`route.dsa` is configured:
+  // a token verifies far slower than the CPU, and nothing secret needs it.
+  // A calibration covering the family's operation ("rsa/sign",
+  // "rsa/verify", ...) then puts first the backend PkeyFastest chooses for
+  // the key's bits (a configured per-size route keeps precedence). A key
+  // smaller than the family's `offload_min_bits` skips offload backends
+  // (CAP_OFFLOAD or CAP_HARDWARE) unless a per-size route names them, the key
+  // is a token reference, or no other backend takes it.
   void PkeyOrder(const AlgorithmInfo& alg, size_t key_bits, bool from_uri,
                  SlotList* out, bool public_op = false) const;
   // OrderFor is Order with, when a calibration routes `alg` by size, the
@@ -345,12 +362,18 @@ class Router {
   // ciphers and digests in use, for Measured().
   std::shared_ptr<const Calibration> calibration_;
   std::vector<std::string> measured_keys_;
-  // PkeyFastest returns the backend measured fastest for operation `op`
-  // ("rsa/sign", ...) with keys of `key_bits` (the nearest bucket >=
-  // key_bits, else the largest), among the names in `candidates` order;
-  // empty when nothing was measured.
-  std::string PkeyFastest(const std::string& op, size_t key_bits,
-                          const SlotList& candidates) const;
+  // PkeyFastest returns the backend the calibration puts first for
+  // operation `op` ("rsa/sign", ...) of `alg` with keys of `key_bits` (the
+  // nearest measured bucket >= key_bits, else the largest), `candidates`
+  // being the declared order; empty when the calibration does not decide:
+  // nothing measured, or the declared first backend not measured (it keeps
+  // its place). The declared first backend stays when it is within the
+  // tie band of the fastest (5 %, or route_margin_pct when larger); else
+  // the first CPU backend (no CAP_OFFLOAD or CAP_HARDWARE) within the band
+  // in declared order, else the first within the band.
+  std::string PkeyFastest(const AlgorithmInfo& alg, const std::string& op,
+                          size_t key_bits, const SlotList& candidates) const;
+  CalibrationStatus calibration_status_;
   std::vector<std::string> notes_;
   Stats* stats_ = nullptr;
   uint64_t breaker_threshold_ = 5;

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "core/calibration.h"
 #include "core/router.h"
 
@@ -30,6 +31,26 @@ absl::StatusOr<std::pair<Calibration, std::string>> FirstFound(
   return last;
 }
 
+// HeadWhy is why `head` serves `alg` without a calibration (RouteChoice):
+// "configured", "declared" (a hardware backend) or "priority".
+std::string HeadWhy(bool configured, const Backend* head,
+                    const AlgorithmInfo& alg) {
+  if (configured) return "configured";
+  const accelcrypt_capability* cap =
+      head == nullptr ? nullptr : head->Capability(alg.id);
+  if (cap != nullptr && (cap->flags & ACCELCRYPT_CAP_HARDWARE) != 0) {
+    return "declared";
+  }
+  return "priority";
+}
+
+// kPkeyTiePct: RSA/DSA backends measured within this many percent of the
+// fastest tie (or within route_margin_pct when that is larger): signatures
+// are timed by the wall clock, and a token's figure is one caller's (it
+// serialises many). A tie keeps the declared backend (the CPU for public
+// operations), else goes to the CPU.
+constexpr uint64_t kPkeyTiePct = 5;
+
 }  // namespace
 
 void Router::LoadCalibration(
@@ -41,20 +62,18 @@ void Router::LoadCalibration(
   pkey_fastest_.clear();
   measured_keys_.clear();
   calibration_.reset();
+  calibration_status_ = {};
   calibrated_ = false;
   for (const AlgorithmInfo& alg : AllAlgorithms()) {
     const std::vector<size_t>& route = routes_[alg.index];
-    if (configured_[alg.index]) {
-      route_why_[alg.index] = "configured";
-    } else if (!route.empty()) {
-      const accelcrypt_capability* cap =
-          slots_[route[0]]->backend->Capability(alg.id);
-      if (cap != nullptr && (cap->flags & ACCELCRYPT_CAP_HARDWARE) != 0) {
-        route_why_[alg.index] = "declared";
-      }
-    }
+    route_why_[alg.index] =
+        HeadWhy(configured_[alg.index],
+                route.empty() ? nullptr : slots_[route[0]]->backend, alg);
   }
-  if (policy_ == "priority") return;
+  if (policy_ == "priority") {
+    calibration_status_.why = "policy = priority reads no calibration";
+    return;
+  }
   const std::vector<std::string> paths =
       calibration_file.has_value() ? std::vector<std::string>{*calibration_file}
                                    : CalibrationSearchPath();
@@ -65,38 +84,57 @@ void Router::LoadCalibration(
           : "using priority order";
   auto found = FirstFound(paths);
   if (!found.ok()) {
+    calibration_status_.why = std::string(found.status().message());
     notes_.push_back(absl::StrFormat("policy = %s, but %s; %s", policy_,
-                                     std::string(found.status().message()),
-                                     uncalibrated));
+                                     calibration_status_.why, uncalibrated));
     return;
   }
   calibration_ = std::make_shared<const Calibration>(std::move(found->first));
   const Calibration& cal = *calibration_;
   const std::string& path = found->second;
+  calibration_status_.path = path;
   const std::string cpu = CpuSignature();
   if (cal.cpu != cpu) {
+    calibration_status_.state = "stale";
+    calibration_status_.why = absl::StrFormat(
+        "measured on another CPU (%s, this is %s)", cal.cpu, cpu);
     notes_.push_back(absl::StrFormat(
-        "policy = %s, but %s was measured on another CPU (%s, this is "
-        "%s); %s until `accelcrypt calibrate` runs here",
-        policy_, path, cal.cpu, cpu, uncalibrated));
+        "policy = %s, but calibration %s is stale: %s; %s until `accelcrypt "
+        "calibrate` runs here",
+        policy_, path, calibration_status_.why, uncalibrated));
     return;
   }
   for (const auto& slot : slots_) {
     std::string name(slot->backend->name());
     auto it = cal.backend_versions.find(name);
-    if (it != cal.backend_versions.end() &&
-        it->second != slot->backend->version()) {
+    if (it == cal.backend_versions.end()) {
+      calibration_status_.unmeasured.push_back(name);
+    } else if (it->second != slot->backend->version()) {
+      calibration_status_.state = "stale";
+      calibration_status_.unmeasured.clear();
+      calibration_status_.why =
+          absl::StrFormat("it measured %s %s and %s is loaded", name,
+                          it->second, slot->backend->version());
       notes_.push_back(absl::StrFormat(
-          "policy = %s, but %s measured %s %s and %s is loaded; %s until "
+          "policy = %s, but calibration %s is stale: %s; %s until "
           "`accelcrypt calibrate` runs again",
-          policy_, path, name, it->second, slot->backend->version(),
-          uncalibrated));
+          policy_, path, calibration_status_.why, uncalibrated));
       return;
     }
   }
   calibrated_ = true;
+  calibration_status_.state =
+      calibration_status_.unmeasured.empty() ? "current" : "partial";
+  if (!calibration_status_.unmeasured.empty()) {
+    notes_.push_back(absl::StrFormat(
+        "calibration %s is partial: it did not measure %s (loaded now), "
+        "whose places in every route stay as declared; `accelcrypt "
+        "calibrate` with them loaded measures them",
+        path, absl::StrJoin(calibration_status_.unmeasured, ", ")));
+  }
   const absl::Span<const uint64_t> buckets = Calibration::SizeBuckets();
   const double margin = 1.0 + static_cast<double>(margin_pct_) / 100.0;
+  constexpr size_t kNone = std::numeric_limits<size_t>::max();
   size_t covered = 0;
   for (const AlgorithmInfo& alg : AllAlgorithms()) {
     if (alg.family != Family::kCipher && alg.family != Family::kDigest) {
@@ -106,124 +144,154 @@ void Router::LoadCalibration(
     if (configured_[alg.index]) continue;
     std::vector<size_t>& route = routes_[alg.index];
     const int n_dirs = alg.family == Family::kCipher ? 2 : 1;
-    // One backend within the margin of the fastest at every measured size
-    // and direction serves them all (the earliest such in priority order):
-    // a route split by size costs a decision per operation, and a switch
-    // of backend after a cipher's init.
-    std::vector<bool> everywhere(slots_.size(), true);
-    for (int dir = 0; dir < n_dirs; ++dir) {
-      auto entry = cal.ns.find(
-          Calibration::OpKey(alg.key, alg.family == Family::kDigest ? ""
-                                      : dir == 0                    ? "encrypt"
-                                                 : "decrypt"));
-      for (size_t i = 0; i < slots_.size(); ++i) {
-        if (entry == cal.ns.end()) everywhere[i] = false;
-      }
-      if (entry == cal.ns.end()) continue;
-      for (uint64_t bucket : buckets) {
-        auto cells = entry->second.find(bucket);
-        double best = std::numeric_limits<double>::infinity();
-        if (cells != entry->second.end()) {
-          for (size_t i : route) {
-            auto v = cells->second.find(slots_[i]->backend->name());
-            if (v != cells->second.end()) best = std::min(best, v->second);
-          }
-        }
-        for (size_t i = 0; i < slots_.size(); ++i) {
-          if (cells == entry->second.end()) {
-            everywhere[i] = false;
-            continue;
-          }
-          auto v = cells->second.find(slots_[i]->backend->name());
-          if (v == cells->second.end() || v->second > best * margin) {
-            everywhere[i] = false;
-          }
-        }
-      }
-    }
-    size_t overall = std::numeric_limits<size_t>::max();
-    for (size_t i : route) {
-      if (everywhere[i]) {
-        overall = i;
-        break;
-      }
-    }
-    bool any = false;
-    bool uniform = true;
-    size_t common = std::numeric_limits<size_t>::max();
+    const std::map<uint64_t, Calibration::Cells>* entries[2] = {nullptr,
+                                                                nullptr};
     for (int dir = 0; dir < n_dirs; ++dir) {
       const std::string key =
           Calibration::OpKey(alg.key, alg.family == Family::kDigest ? ""
                                       : dir == 0                    ? "encrypt"
                                                  : "decrypt");
       auto entry = cal.ns.find(key);
+      if (entry == cal.ns.end()) continue;
+      entries[dir] = &entry->second;
       // Measured() ranks these from the calibration when asked (`accelcrypt
       // list`), not at every load.
-      if (entry != cal.ns.end()) measured_keys_.push_back(key);
+      measured_keys_.push_back(key);
+    }
+    if (route.empty() || (entries[0] == nullptr && entries[1] == nullptr)) {
+      continue;
+    }
+    // Measured slower through the provider than the declared route (the
+    // `calibrate` check): the declared route stays.
+    if (cal.declared.count(alg.key) != 0) {
+      calibration_status_.declared.emplace_back(alg.name);
+      continue;
+    }
+    // The measured time of each route member in each cell (one lookup
+    // each: this runs in every process that loads a calibration), < 0
+    // where the calibration has none.
+    std::vector<double> measured(n_dirs * buckets.size() * slots_.size(), -1);
+    for (int dir = 0; dir < n_dirs; ++dir) {
+      if (entries[dir] == nullptr) continue;
+      for (size_t b = 0; b < buckets.size(); ++b) {
+        auto cells = entries[dir]->find(buckets[b]);
+        if (cells == entries[dir]->end()) continue;
+        for (size_t i : route) {
+          auto v = cells->second.find(slots_[i]->backend->name());
+          if (v != cells->second.end()) {
+            measured[(dir * buckets.size() + b) * slots_.size() + i] =
+                v->second;
+          }
+        }
+      }
+    }
+    auto ns_at = [&](int dir, size_t b, size_t slot) {
+      return measured[(dir * buckets.size() + b) * slots_.size() + slot];
+    };
+    // The calibration decides a cell only where it measured the route's
+    // first backend: a backend it did not measure keeps its declared place
+    // (a calibration made with fewer backends loaded never moves work away
+    // from one it knows nothing about), and one it measured is replaced
+    // only by one measured faster.
+    std::vector<bool> everywhere(slots_.size(), true);
+    bool any = false;
+    for (int dir = 0; dir < n_dirs; ++dir) {
+      for (size_t b = 0; b < buckets.size(); ++b) {
+        if (ns_at(dir, b, route[0]) < 0) continue;
+        any = true;
+        double best = std::numeric_limits<double>::infinity();
+        for (size_t i : route) {
+          const double v = ns_at(dir, b, i);
+          if (v >= 0) best = std::min(best, v);
+        }
+        for (size_t i : route) {
+          const double v = ns_at(dir, b, i);
+          if (v < 0 || v > best * margin) everywhere[i] = false;
+        }
+      }
+    }
+    if (!any) continue;  // the declared first backend was not measured
+    // One backend within the margin of the fastest in every decided cell
+    // serves them all (the earliest such in priority order): a route split
+    // by size costs a decision per operation, and a switch of backend after
+    // a cipher's init.
+    size_t overall = kNone;
+    for (size_t i : route) {
+      if (everywhere[i]) {
+        overall = i;
+        break;
+      }
+    }
+    bool uniform = true;
+    size_t common = kNone;
+    std::vector<bool> moved(slots_.size(), false);
+    for (int dir = 0; dir < n_dirs; ++dir) {
       BucketRoutes& by_bucket = size_routes_[alg.index][dir];
       by_bucket.assign(buckets.size(), {});
       for (size_t b = 0; b < buckets.size(); ++b) {
-        if (entry == cal.ns.end()) {
-          uniform = false;
-          continue;
-        }
-        auto cells = entry->second.find(buckets[b]);
-        if (cells == entry->second.end()) {
-          uniform = false;
-          continue;
-        }
-        // Measured route members, fastest first.
-        std::vector<std::pair<double, size_t>> ranked;
-        for (size_t i : route) {
-          auto v = cells->second.find(slots_[i]->backend->name());
-          if (v != cells->second.end()) ranked.push_back({v->second, i});
-        }
-        if (ranked.empty()) {
-          uniform = false;
-          continue;
-        }
-        std::stable_sort(ranked.begin(), ranked.end());
-        // The earliest backend in priority order within the margin of the
-        // fastest: measurement noise between near-equal backends does not
-        // split a route by size (which costs a decision per operation).
-        size_t chosen = ranked[0].second;
-        for (size_t i : route) {
-          if (overall != std::numeric_limits<size_t>::max()) {
-            chosen = overall;
-            break;
+        size_t chosen = route[0];
+        if (ns_at(dir, b, route[0]) >= 0) {
+          // Measured route members, fastest first; the chosen one first.
+          std::vector<std::pair<double, size_t>> ranked;
+          for (size_t i : route) {
+            const double v = ns_at(dir, b, i);
+            if (v >= 0) ranked.push_back({v, i});
           }
-          auto it = std::find_if(ranked.begin(), ranked.end(),
-                                 [&](const auto& r) { return r.second == i; });
-          if (it != ranked.end() && it->first <= ranked[0].first * margin) {
-            chosen = i;
-            break;
+          std::stable_sort(ranked.begin(), ranked.end());
+          chosen = overall;
+          for (size_t i = 0; chosen == kNone && i < route.size(); ++i) {
+            const double v = ns_at(dir, b, route[i]);
+            // The earliest in priority order within the margin of the
+            // fastest: noise between near-equal backends does not split a
+            // route by size.
+            if (v >= 0 && v <= ranked[0].first * margin) chosen = route[i];
+          }
+          std::vector<size_t> picks = {chosen};
+          for (const auto& r : ranked) {
+            if (r.second != chosen) picks.push_back(r.second);
+          }
+          // The measured members take the places measured members held;
+          // the others keep theirs.
+          std::vector<size_t>& list = by_bucket[b];
+          size_t next = 0;
+          for (size_t i : route) {
+            if (ns_at(dir, b, i) >= 0) {
+              moved[i] = true;
+              list.push_back(picks[next++]);
+            } else {
+              list.push_back(i);
+            }
           }
         }
-        std::vector<size_t>& list = by_bucket[b];
-        list.push_back(chosen);
-        for (const auto& r : ranked) {
-          if (r.second != chosen) list.push_back(r.second);
-        }
-        any = true;
-        if (common == std::numeric_limits<size_t>::max()) common = chosen;
+        if (common == kNone) common = chosen;
         if (chosen != common) uniform = false;
       }
-    }
-    if (!any) {
-      size_routes_[alg.index] = {};
-      continue;
     }
     ++covered;
     route_why_[alg.index] = "calibrated";
     if (uniform) {
-      // One backend for every size and direction: put it first and decide
-      // nothing per operation (the fast paths stay open).
-      auto it = std::find(route.begin(), route.end(), common);
-      if (it != route.end()) std::rotate(route.begin(), it, it + 1);
+      // One backend for every size and direction: it takes the first place
+      // (measured members keep their declared order behind it, in the
+      // places measured members held) and nothing is decided per operation
+      // (the fast paths stay open).
+      std::vector<size_t> order = {common};
+      for (size_t i : route) {
+        if (moved[i] && i != common) order.push_back(i);
+      }
+      size_t next = 0;
+      for (size_t& i : route) {
+        if (moved[i]) i = order[next++];
+      }
       size_routes_[alg.index] = {};
     } else {
       size_routed_[alg.index] = true;
     }
+  }
+  if (!calibration_status_.declared.empty()) {
+    notes_.push_back(absl::StrFormat(
+        "calibration %s keeps the declared route for %s: the measured one "
+        "was slower through the provider",
+        path, absl::StrJoin(calibration_status_.declared, ", ")));
   }
   // RSA and DSA: bucket = key bits, value = ns per signature or
   // verification.
@@ -289,17 +357,46 @@ void Router::OrderFor(const AlgorithmInfo& alg, uint64_t size, SlotList* out,
   if (it != out->end()) std::rotate(out->begin(), it, it + 1);
 }
 
-std::string Router::PkeyFastest(const std::string& op, size_t key_bits,
+std::string Router::PkeyFastest(const AlgorithmInfo& alg, const std::string& op,
+                                size_t key_bits,
                                 const SlotList& candidates) const {
-  auto f = pkey_fastest_.find(op);
-  if (key_bits == 0 || f == pkey_fastest_.end() || f->second.empty()) {
+  if (!calibrated_ || calibration_ == nullptr || key_bits == 0 ||
+      candidates.empty()) {
     return "";  // size unknown (a token key without its public part)
   }
-  auto b = f->second.lower_bound(key_bits);
-  if (b == f->second.end()) b = std::prev(f->second.end());
-  for (const std::string& name : b->second) {
+  auto entry = calibration_->ns.find(op);
+  if (entry == calibration_->ns.end() || entry->second.empty()) return "";
+  auto b = entry->second.lower_bound(key_bits);
+  if (b == entry->second.end()) b = std::prev(entry->second.end());
+  const Calibration::Cells& cells = b->second;
+  auto ns_of = [&](const Slot* slot) -> double {
+    auto v = cells.find(slot->backend->name());
+    return v == cells.end() ? -1 : v->second;
+  };
+  // The declared first backend not measured: it keeps its place.
+  if (ns_of(candidates[0]) < 0) return "";
+  double best = std::numeric_limits<double>::infinity();
+  for (const Slot* slot : candidates) {
+    if (ns_of(slot) >= 0) best = std::min(best, ns_of(slot));
+  }
+  const double band =
+      1.0 + static_cast<double>(std::max(kPkeyTiePct, margin_pct_)) / 100.0;
+  auto offload = [&](const Slot* slot) {
+    const accelcrypt_capability* cap = slot->backend->Capability(alg.id);
+    return cap != nullptr && (cap->flags & (ACCELCRYPT_CAP_OFFLOAD |
+                                            ACCELCRYPT_CAP_HARDWARE)) != 0;
+  };
+  // A tie keeps the declared first backend; among others tied for the
+  // fastest, a CPU backend first, then the declared order.
+  if (ns_of(candidates[0]) <= best * band) {
+    return std::string(candidates[0]->backend->name());
+  }
+  for (bool cpu_only : {true, false}) {
     for (const Slot* slot : candidates) {
-      if (slot->backend->name() == name) return name;
+      const double v = ns_of(slot);
+      if (v >= 0 && v <= best * band && (!cpu_only || !offload(slot))) {
+        return std::string(slot->backend->name());
+      }
     }
   }
   return "";
@@ -326,7 +423,13 @@ Router::RouteChoice Router::Chosen(const AlgorithmInfo& alg, uint64_t bucket,
   if (!sized.empty()) return {sized[0], "calibrated"};
   for (size_t i : routes_[alg.index]) {
     if (SelfTestStateOf(i, alg) == SelfTestState::kFailed) continue;
-    return {std::string(slots_[i]->backend->name()), route_why_[alg.index]};
+    // A size the calibration left undecided (it did not measure the
+    // declared first backend there) keeps the declared route.
+    return {std::string(slots_[i]->backend->name()),
+            SizeRouted(alg)
+                ? HeadWhy(configured_[alg.index],
+                          slots_[routes_[alg.index][0]]->backend, alg)
+                : route_why_[alg.index]};
   }
   return c;
 }
@@ -348,7 +451,7 @@ Router::RouteChoice Router::PkeyChosen(const AlgorithmInfo& alg,
       (cap->flags & (ACCELCRYPT_CAP_OFFLOAD | ACCELCRYPT_CAP_HARDWARE)) != 0;
   if (pkey_routes_.count(sized_route) != 0 || configured_[alg.index]) {
     c.why = "configured";
-  } else if (!PkeyFastest(op, key_bits, order).empty()) {
+  } else if (!PkeyFastest(alg, op, key_bits, order).empty()) {
     c.why = "calibrated";
   } else if (public_op && policy_ != "priority" && !offload) {
     c.why = "cpu";

@@ -21,6 +21,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/types/span.h"
 #include "core/algorithms.h"
 #include "core/backend.h"
@@ -33,6 +34,7 @@
 #include "openssl/dsa.h"
 #include "openssl/evp.h"
 #include "openssl/rsa.h"
+#include "tools/calibrate_provider.h"
 #include "tools/commands.h"
 
 namespace accelcrypt::tools {
@@ -415,6 +417,49 @@ int CalibratePkey(bool rsa, const Registry& registry,
   return failures;
 }
 
+// SystemBackends names the backends the system configuration (the one
+// `accelcrypt list` reads without --config: $ACCELCRYPT_CONF, else the
+// defaults) loads, when this run reads another one (else, or when it
+// cannot be read, none). Its core is gone before the measured one is made.
+std::vector<std::string> SystemBackends(const CoreOptions& options) {
+  std::vector<std::string> names;
+  if (options.config_file.empty() && options.backends.empty() &&
+      options.backend_dir.empty()) {
+    return names;  // this run reads the system configuration
+  }
+  auto system = CreateCore(CoreOptions());
+  if (!system.ok()) return names;
+  for (const auto& backend : (*system)->registry().backends()) {
+    names.emplace_back(backend->name());
+  }
+  return names;
+}
+
+// WarnIfNarrower says which of the system configuration's backends this
+// run does not load: the file serves every process, and they will not be
+// in it.
+void WarnIfNarrower(const std::vector<std::string>& system,
+                    const Registry& registry) {
+  std::vector<std::string> missing, loaded;
+  for (const auto& backend : registry.backends()) {
+    loaded.emplace_back(backend->name());
+  }
+  for (const std::string& name : system) {
+    if (registry.Find(name) == nullptr) missing.push_back(name);
+  }
+  if (missing.empty()) return;
+  std::cerr << "accelcrypt calibrate: WARNING: this configuration loads "
+            << absl::StrJoin(loaded, ", ")
+            << "; the system configuration also loads "
+            << absl::StrJoin(missing, ", ")
+            << ", which this run does not measure. Processes that load "
+               "them keep their places in every route as declared (a "
+               "calibration never moves work away from a backend it did not "
+               "measure), and `accelcrypt list` calls the calibration "
+               "partial; run `accelcrypt calibrate` with them loaded to "
+               "measure them.\n";
+}
+
 }  // namespace
 
 int RunCalibrate(const CalibrateOptions& options) {
@@ -444,6 +489,7 @@ int RunCalibrate(const CalibrateOptions& options) {
     filter.push_back(info);
   }
 
+  const std::vector<std::string> system_backends = SystemBackends(options.core);
   CoreOptions core_options = options.core;
   core_options.selftest_at_load = true;  // measure only what passed
   auto core_or = CreateCore(core_options);
@@ -460,6 +506,7 @@ int RunCalibrate(const CalibrateOptions& options) {
   }
   const std::string output =
       options.output.empty() ? DefaultCalibrationPath() : options.output;
+  WarnIfNarrower(system_backends, registry);
 
   Calibration cal;
   cal.cpu = CpuSignature();
@@ -474,6 +521,8 @@ int RunCalibrate(const CalibrateOptions& options) {
     if (old.ok() && old->cpu == cal.cpu &&
         old->backend_versions == cal.backend_versions) {
       cal.ns = std::move(old->ns);
+      cal.declared = std::move(old->declared);
+      cal.through_provider = std::move(old->through_provider);
       std::cerr << "accelcrypt calibrate: keeping the other algorithms' "
                    "entries of "
                 << output << "\n";
@@ -615,6 +664,30 @@ int RunCalibrate(const CalibrateOptions& options) {
                               FormatNs(m.best_ns[0][buckets.size() - 1]));
     }
     std::cerr << line << std::endl;
+  }
+
+  // Each route the measurements change, timed as the application sees it.
+  if (!work.empty()) {
+    ProviderCheck check;
+    check.config = &core.config();
+    for (const auto& backend : registry.backends()) {
+      for (const AlgorithmInfo* alg : work) {
+        if (backend->Capability(alg->id) != nullptr) {
+          check.backends.emplace_back(backend->name());
+          break;
+        }
+      }
+    }
+    check.backend_dirs.assign(registry.backend_dirs().begin(),
+                              registry.backend_dirs().end());
+    check.module = DefaultModulePath();
+    check.seconds_per_cell = options.seconds_per_cell;
+    check.algorithms = work;
+    absl::Status checked = CheckThroughProvider(check, &cal);
+    if (!checked.ok()) {
+      std::cerr << "accelcrypt calibrate: WARNING: " << checked.message()
+                << "\n";
+    }
   }
 
   // The table: one column per backend (ns per operation), the fastest, and

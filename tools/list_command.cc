@@ -119,6 +119,35 @@ void PrintOpensslCnf(const nlohmann::json& j) {
   }
 }
 
+// CalibrationJson / PrintCalibration: the calibration in use and how much
+// of the routing it covers (Router::CalibrationStatus).
+nlohmann::json CalibrationJson(const Router& router) {
+  const Router::CalibrationStatus& c = router.calibration_status();
+  return {{"state", c.state},
+          {"file", c.path},
+          {"why", c.why},
+          {"unmeasured", c.unmeasured},
+          {"declared", c.declared}};
+}
+
+void PrintCalibration(const Router& router) {
+  const Router::CalibrationStatus& c = router.calibration_status();
+  std::cout << "\nCalibration: " << c.state;
+  if (!c.path.empty()) std::cout << " (" << c.path << ")";
+  if (c.state == "none" || c.state == "stale") {
+    std::cout << ": " << c.why << "; routes as declared";
+  } else if (c.state == "partial") {
+    std::cout << ": it did not measure " << absl::StrJoin(c.unmeasured, ", ")
+              << " (loaded now), whose places stay as declared";
+  }
+  std::cout << "\n";
+  if (!c.declared.empty()) {
+    std::cout << "  declared route kept (measured slower through the "
+                 "provider): "
+              << absl::StrJoin(c.declared, ", ") << "\n";
+  }
+}
+
 }  // namespace
 
 int RunList(const ListOptions& options) {
@@ -184,6 +213,7 @@ int RunList(const ListOptions& options) {
       out["routes"][std::string(alg.name)] = router.Candidates(alg.id);
     }
     out["routing"] = RoutingPolicyJson(router);
+    out["calibration"] = CalibrationJson(router);
     out["cpu"] = CpuJson(cpu);
     out["openssl_cnf"] = OpensslCnfJson();
     std::cout << out.dump(2) << "\n";
@@ -284,6 +314,7 @@ int RunList(const ListOptions& options) {
     std::cout << "  " << line << "\n";
   }
   PrintRoutingPolicy(std::cout, router);
+  PrintCalibration(router);
 
   PrintOpensslCnf(OpensslCnfJson());
   PrintCpu(cpu);

@@ -45,7 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string text(kJson);
     char line[128];
     std::snprintf(line, sizeof(line),
-                  "accelcrypt-calibration-cache 1\nsource %zu %016llx\n",
+                  "accelcrypt-calibration-cache 2\nsource %zu %016llx\n",
                   text.size(), static_cast<unsigned long long>(Fnv1a64(text)));
     return std::string(line);
   }();

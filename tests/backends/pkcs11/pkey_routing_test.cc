@@ -334,5 +334,82 @@ TEST(PkeyRoutingTest, AutoVerifiesOnTheCpuUnlessCalibratedOtherwise) {
             std::make_pair(std::string("pkcs11"), std::string("software")));
 }
 
+// Ties and unmeasured backends (issue 30): a token measured within the tie
+// band (5 %) of the CPU does not take verification from it (it did for
+// DSA-2048 at 1.00x), and does not lose signing, which it holds as
+// declared; a calibration that did not measure the token leaves it its
+// declared place (signing) rather than moving work to the only backend it
+// measured.
+TEST(PkeyRoutingTest, TiesAndUnmeasuredBackendsKeepTheDeclaredRoute) {
+  auto hsm = SoftHsm::Create();
+  if (!hsm.ok()) GTEST_SKIP() << hsm.status().message();
+  auto overrides = (*hsm)->Overrides();  // backends = pkcs11, software
+  overrides["policy"] = "auto";
+  overrides["calibration_file"] = (*hsm)->dir() + "/calibration.json";
+  Calibration cal;
+  cal.cpu = CpuSignature();
+  {
+    auto core = MakeCore(overrides);
+    ASSERT_TRUE(core.ok()) << core.status();
+    ASSERT_NE((*core)->registry().Find("pkcs11"), nullptr);
+    for (const auto& b : (*core)->registry().backends()) {
+      cal.backend_versions[std::string(b->name())] = std::string(b->version());
+    }
+  }
+  const AlgorithmInfo& rsa = *FindAlgorithm(ACCELCRYPT_ALG_RSA_SIGN);
+  const AlgorithmInfo& dsa = *FindAlgorithm(ACCELCRYPT_ALG_DSA_SIGN);
+  auto chosen = [&](const AlgorithmInfo& alg, bool public_op) {
+    auto core = MakeCore(overrides);
+    EXPECT_TRUE(core.ok()) << core.status();
+    if (!core.ok()) return Router::RouteChoice();
+    return (*core)->router().PkeyChosen(alg, 2048, public_op);
+  };
+  // The token 1-3 % faster: a tie.
+  cal.ns["rsa/sign"][2048] = {{"pkcs11", 295000}, {"software", 300000}};
+  cal.ns["rsa/verify"][2048] = {{"pkcs11", 19800}, {"software", 20000}};
+  cal.ns["dsa/sign"][2048] = {{"pkcs11", 400000}, {"software", 396000}};
+  cal.ns["dsa/verify"][2048] = {{"pkcs11", 450000}, {"software", 450500}};
+  ASSERT_TRUE(cal.Save(overrides["calibration_file"]).ok());
+  EXPECT_EQ(chosen(rsa, false).backend, "pkcs11");  // declared
+  EXPECT_EQ(chosen(rsa, true).backend, "software");
+  EXPECT_EQ(chosen(rsa, true).why, "calibrated");
+  EXPECT_EQ(chosen(dsa, false).backend, "pkcs11");
+  EXPECT_EQ(chosen(dsa, true).backend, "software");
+  // A real verification follows.
+  {
+    auto core = MakeCore(overrides);
+    ASSERT_TRUE(core.ok()) << core.status();
+    auto ops = (*core)->router().NewPublicKeyOps(RsaKey(2048));
+    ASSERT_TRUE(ops.ok()) << ops.status();
+    const PkeyParams params = Sha256Params();
+    const std::vector<uint8_t> digest = Sha256({'t', 'i', 'e'});
+    std::vector<uint8_t> sig(256);
+    auto len = (*ops)->Sign(params, digest, absl::MakeSpan(sig));
+    ASSERT_TRUE(len.ok()) << len.status();
+    EXPECT_EQ((*ops)->last_backend(), "pkcs11");
+    ASSERT_TRUE(
+        (*ops)
+            ->Verify(params, digest, absl::MakeConstSpan(sig).first(*len))
+            .ok());
+    EXPECT_EQ((*ops)->last_backend(), "software");
+  }
+  // Beyond the band the faster one wins either way.
+  cal.ns["rsa/sign"][2048] = {{"pkcs11", 400000}, {"software", 300000}};
+  cal.ns["rsa/verify"][2048] = {{"pkcs11", 10000}, {"software", 20000}};
+  ASSERT_TRUE(cal.Save(overrides["calibration_file"]).ok());
+  EXPECT_EQ(chosen(rsa, false).backend, "software");
+  EXPECT_EQ(chosen(rsa, true).backend, "pkcs11");
+  // Not measuring the token: signing keeps it, as declared.
+  cal.backend_versions.erase("pkcs11");
+  for (const char* key : {"rsa/sign", "rsa/verify", "dsa/sign", "dsa/verify"}) {
+    cal.ns[key][2048].erase("pkcs11");
+  }
+  ASSERT_TRUE(cal.Save(overrides["calibration_file"]).ok());
+  EXPECT_EQ(chosen(rsa, false).backend, "pkcs11");
+  EXPECT_EQ(chosen(rsa, false).why, "declared");
+  EXPECT_EQ(chosen(rsa, true).backend, "software");
+  EXPECT_EQ(chosen(dsa, false).backend, "pkcs11");
+}
+
 }  // namespace
 }  // namespace accelcrypt::testing

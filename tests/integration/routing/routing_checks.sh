@@ -21,6 +21,20 @@
 #              AES-128-CTR, `openssl enc` is served by software although x86
 #              comes first in priority order; saying x86, by x86
 #   routing_checks.sh provider ACCELCRYPT_BIN BACKEND_DIR PROVIDER_MODULE
+#   narrow     issue 30: `calibrate --config` with `backends = pkcs11,
+#              software` (a SoftHSMv2 token) while the system configuration
+#              also loads x86: calibrate warns naming x86, and in another
+#              process (`openssl speed -evp aes-128-gcm` through the
+#              provider, the system configuration reading that file) AES-GCM
+#              is still served by x86; `list` calls the file partial
+#   checked    issue 29: a calibration that changes a route (failing.so,
+#              declared first, against software, route_margin_pct = 0) is
+#              timed through the provider: the file holds the figures
+#              (declared, calibrated, default) of every cell, and the
+#              algorithm keeps the declared route exactly when the measured
+#              one lost somewhere or won nowhere; `list` agrees
+#   routing_checks.sh narrow|checked ACCELCRYPT_BIN BACKEND_DIR
+#              PROVIDER_MODULE TEST_BACKEND_DIR
 # Exit 77 = skipped, with the reason printed.
 set -euo pipefail
 
@@ -28,6 +42,7 @@ check=$1
 cli=$2
 backend_dir=$3
 module=${4:-}
+test_backend_dir=${5:-}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/accelcrypt-routing-test.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -111,7 +126,10 @@ list)
     > /dev/null 2> "$tmp/err" || { cat "$tmp/err" >&2; fail "calibrate failed"; }
   ACCELCRYPT_CONF=$tmp/fastest.cnf "$cli" list > "$tmp/list.txt" || fail "list failed"
   grep -q '^Routing policy: fastest' "$tmp/list.txt" || { cat "$tmp/list.txt" >&2; fail "list does not show policy = fastest"; }
-  grep -q "calibration $tmp/cal.json covers 3 algorithms" "$tmp/list.txt" ||
+  # Algorithms the provider check kept on the declared route are not
+  # covered.
+  covers=$(python3 -c 'import json,sys; print(3 - len(json.load(open(sys.argv[1])).get("declared", [])))' "$tmp/cal.json")
+  grep -q "calibration $tmp/cal.json covers $covers algorithms" "$tmp/list.txt" ||
     { cat "$tmp/list.txt" >&2; fail "list does not say the calibration is used"; }
   grep -Eq '^  AES-128-CTR +[a-z0-9]+ +[a-z0-9]+ ' "$tmp/list.txt" ||
     { cat "$tmp/list.txt" >&2; fail "no per-size row for AES-128-CTR"; }
@@ -133,8 +151,12 @@ for key, (name, op) in entries.items():
         got = routing["fastest"][key][bucket]
         assert got == want, (key, bucket, got, want)
         # The route: calibrated, and no slower than the fastest by more
-        # than the margin (3 %).
+        # than the margin (3 %); or declared, where the provider check
+        # found the measured route slower as applications call it.
         route = routing["routes"][name][op][bucket]
+        if key.split("/")[0] in cal.get("declared", []):
+            assert route["why"] in ("declared", "priority"), (key, bucket, route)
+            continue
         assert route["why"] == "calibrated", (key, bucket, route)
         assert cells[route["backend"]] <= 1.03 * min(cells.values()) + 1e-9, (key, bucket, route, cells)
 print("rankings match:", {k: routing["fastest"][k]["16384"][0] for k in routing["fastest"]})
@@ -206,6 +228,7 @@ provider)
     python3 - "$tmp/cal.json" "$want" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
+c.pop("declared", None)  # the provider check's verdict: the cells decide here
 for op in ("encrypt", "decrypt"):
     for bucket, cells in c["algorithms"]["aes-128-ctr/" + op].items():
         for backend in cells:
@@ -230,6 +253,127 @@ PY
     [ "$got" = "$want" ] || fail "calibration says $want is fastest, but AES-128-CTR was served by '${got:-nothing}'"
   done
   pass "openssl enc through the provider follows the calibration (software, then x86)"
+  ;;
+narrow)
+  [ -f "$module" ] || fail "provider module $module missing"
+  [ -f "$backend_dir/x86.so" ] || { echo "SKIP: no x86 backend built"; exit 77; }
+  [ -f "$backend_dir/pkcs11.so" ] || { echo "SKIP: no PKCS#11 client backend built"; exit 77; }
+  hsm=/usr/lib/softhsm/libsofthsm2.so
+  [ -r "$hsm" ] || { echo "SKIP: SoftHSMv2 ($hsm) not installed"; exit 77; }
+  command -v softhsm2-util > /dev/null || { echo "SKIP: softhsm2-util not installed"; exit 77; }
+  mkdir -p "$tmp/tokens" "$tmp/state" "$tmp/stats"
+  printf 'directories.tokendir = %s\nobjectstore.backend = file\nlog.level = ERROR\n' \
+    "$tmp/tokens" > "$tmp/softhsm2.conf"
+  export SOFTHSM2_CONF=$tmp/softhsm2.conf
+  softhsm2-util --init-token --free --label calib --so-pin 0000 --pin 1234 > /dev/null ||
+    fail "SoftHSMv2 token init"
+  printf '1234\n' > "$tmp/pin"; chmod 600 "$tmp/pin"
+  # The token setup as docs/sysadmin.md gave it (pkcs11, software), and the
+  # system configuration every process reads: every backend found, the
+  # calibration file the narrow run writes.
+  printf '[accelcrypt]\nbackend_dir = %s\nbackends = pkcs11, software\npkcs11.module = %s\npkcs11.token_label = calib\npkcs11.pin_file = %s\npkcs11.pin_state_dir = %s\n' \
+    "$backend_dir" "$hsm" "$tmp/pin" "$tmp/state" > "$tmp/token.cnf"
+  printf '[accelcrypt]\nbackend_dir = %s\ncalibration_file = %s\n' \
+    "$backend_dir" "$tmp/cal.json" > "$tmp/system.cnf"
+  export ACCELCRYPT_CONF=$tmp/system.cnf
+  "$cli" list --json > "$tmp/list.json" || fail "list failed"
+  python3 - "$tmp/list.json" <<'PY' || { echo "SKIP: the x86 backend does not serve AES-128-GCM here"; exit 77; }
+import json, sys
+assert json.load(open(sys.argv[1]))["routes"]["AES-128-GCM"][0] == "x86"
+PY
+  rc=0
+  "$cli" calibrate --config "$tmp/token.cnf" --alg aes-128-gcm,rsa --pkey-sizes 2048 \
+    --seconds-per-cell 0.002 -o "$tmp/cal.json" > "$tmp/out" 2> "$tmp/err" || rc=$?
+  [ "$rc" -eq 0 ] || { cat "$tmp/out" "$tmp/err" >&2; fail "calibrate --config exited $rc"; }
+  grep -q 'WARNING: this configuration loads pkcs11, software; the system configuration also loads x86' "$tmp/err" ||
+    { cat "$tmp/err" >&2; fail "calibrate did not warn that the system configuration also loads x86"; }
+  python3 - "$tmp/cal.json" <<'PY' || fail "the narrow calibration is not what this check is about"
+import json, sys
+cal = json.load(open(sys.argv[1]))
+assert set(cal["backends"]) == {"pkcs11", "software"}, cal["backends"]
+assert set(cal["algorithms"]["aes-128-gcm/encrypt"]["16384"]) == {"software"}, cal["algorithms"]
+assert "pkcs11" in cal["algorithms"]["rsa/sign"]["2048"], cal["algorithms"]["rsa/sign"]
+PY
+  # Another process, as applications run: AES-128-GCM 16 KiB through the
+  # provider, the system configuration reading the narrow calibration.
+  # shellcheck source=scripts/speed_cnf.sh
+  . "$(dirname "${BASH_SOURCE[0]}")/../../../scripts/speed_cnf.sh"
+  accelcrypt_write_speed_cnfs "$tmp" "$module"
+  OPENSSL_CONF=$tmp/accelcrypt.cnf ACCELCRYPT_STATS_DIR=$tmp/stats \
+    openssl speed -evp aes-128-gcm -bytes 16384 -seconds 1 -mr > "$tmp/speed" 2>&1 ||
+    { cat "$tmp/speed" >&2; fail "openssl speed through the provider failed"; }
+  served=$(python3 - "$tmp/stats" <<'PY'
+import glob, json, sys
+seen = {}
+for f in glob.glob(sys.argv[1] + "/*.json"):
+    for backend, algs in json.load(open(f)).get("backends", {}).items():
+        b = algs.get("AES-128-GCM", {}).get("bytes", 0)
+        if b > 0:
+            seen[backend] = seen.get(backend, 0) + b
+print(",".join(sorted(seen)))
+PY
+)
+  rate=$(awk -F: '/^\+F:/ {printf "%.2f GB/s", $4 / 1e9}' "$tmp/speed")
+  echo "AES-128-GCM 16 KiB in another process after the narrow calibration: $rate, served by ${served:-nothing}"
+  [ "$served" = x86 ] || fail "after calibrate --config with backends = pkcs11, software, AES-128-GCM was served by '${served:-nothing}', not x86"
+  "$cli" list > "$tmp/list.txt" || fail "list failed"
+  grep -q "^Calibration: partial ($tmp/cal.json): it did not measure x86" "$tmp/list.txt" ||
+    { grep -A3 '^Calibration' "$tmp/list.txt" >&2; fail "list does not call the calibration partial, naming x86"; }
+  grep -Eq '^  AES-128-GCM +encrypt +x86 +x86 +x86 +x86 +x86 +x86 +declared' "$tmp/list.txt" ||
+    { grep 'AES-128-GCM' "$tmp/list.txt" >&2; fail "list does not route AES-128-GCM to x86 as declared"; }
+  pass "a calibration made without x86 leaves AES-GCM on x86 in other processes ($rate), warns and is partial"
+  ;;
+checked)
+  [ -f "$module" ] || fail "provider module $module missing"
+  [ -f "$test_backend_dir/failing.so" ] || fail "failing.so missing from $test_backend_dir"
+  printf '[accelcrypt]\nbackend_dir = %s:%s\nbackends = failing, software\nroute_margin_pct = 0\ncalibration_file = %s\n' \
+    "$test_backend_dir" "$backend_dir" "$tmp/cal.json" > "$tmp/checked.cnf"
+  export ACCELCRYPT_CONF=$tmp/checked.cnf
+  rc=0
+  "$cli" calibrate --alg aes-128-ctr,sha256 --seconds-per-cell 0.005 -o "$tmp/cal.json" \
+    > "$tmp/out" 2> "$tmp/err" || rc=$?
+  [ "$rc" -eq 0 ] || { cat "$tmp/out" "$tmp/err" >&2; fail "calibrate exited $rc"; }
+  grep '^through the provider' "$tmp/err" || true
+  "$cli" list --json > "$tmp/list.json" || fail "list --json failed"
+  python3 - "$tmp/cal.json" "$tmp/list.json" <<'PY' || { cat "$tmp/err" >&2; fail "the provider check is missing or inconsistent"; }
+import json, sys
+cal = json.load(open(sys.argv[1]))
+lst = json.load(open(sys.argv[2]))
+declared = set(cal.get("declared", []))
+tp = cal.get("through_provider", {})
+checked = 0
+for alg, name, keys in (("aes-128-ctr", "AES-128-CTR", ("aes-128-ctr/encrypt", "aes-128-ctr/decrypt")),
+                        ("sha256", "SHA2-256", ("sha256",))):
+    # Backend figures: failing.so (declared first) or software, margin 0.
+    # Did they change the route? Then the provider check must have run.
+    changed = any(
+        min(cells, key=cells.get) != "failing"
+        for k in keys for cells in cal["algorithms"][k].values())
+    if not changed:
+        assert alg not in declared and not any(k in tp for k in keys), (alg, tp.keys())
+        continue
+    checked += 1
+    ratios = []
+    for k in keys:
+        assert sorted(map(int, tp[k])) == [16, 64, 256, 1024, 8192, 16384], (k, tp.get(k))
+        for bucket, c in tp[k].items():
+            assert set(c) == {"declared", "calibrated", "default"}, c
+            assert all(v > 0 for v in c.values()), c
+            ratios.append(c["calibrated"] / c["declared"])
+    keep_measured = max(ratios) <= 1.01 and min(ratios) <= 1.0
+    assert (alg in declared) == (not keep_measured), (alg, declared, ratios)
+    routes = lst["routing"]["routes"][name]
+    whys = {c["why"] for op in routes.values() for c in op.values()}
+    if alg in declared:
+        assert whys == {"declared"}, (name, routes)
+        assert name in lst["calibration"]["declared"], lst["calibration"]
+    else:
+        assert "calibrated" in whys, (name, routes)
+    print(f"{alg}: {'declared' if alg in declared else 'measured'} route kept, "
+          f"measured/declared through the provider {min(ratios):.2f}..{max(ratios):.2f}")
+assert checked > 0, "no route changed: nothing was checked (failing.so measured fastest everywhere?)"
+PY
+  pass "routes the measurements change are timed through the provider, and kept only where they win there"
   ;;
 *)
   fail "unknown check '$check'"
