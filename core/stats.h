@@ -42,8 +42,12 @@ inline constexpr uint64_t kStatsFlushBytes = 16384;
 static_assert(std::atomic<uint64_t>::is_always_lock_free,
               "stats cells are shared through a file mapping");
 
+// The name of the column after the algorithms' (Stats::InitCell).
+inline constexpr char kStatsInitColumn[] = "INIT";
+
 // The live stats file, `<dir>/accelcrypt-<pid>-<n>.stats`: this header, the
-// algorithm names (num_algs x kStatsNameLen bytes), then at cells_offset the
+// column names (num_algs x kStatsNameLen bytes: the algorithms of the
+// identity table, then kStatsInitColumn), then at cells_offset the
 // max_backends x num_algs Counter cells (4 x uint64). Native byte order and
 // alignment: it is read on the machine that wrote it. Readers check magic,
 // version and every size before they trust an offset.
@@ -103,6 +107,13 @@ class Stats {
   size_t RegisterBackend(std::string_view name);
   Counter& Cell(size_t backend_slot, const AlgorithmInfo& alg) {
     return cells_[backend_slot * num_algs_ + alg.index];
+  }
+  // InitCell is the backend's column after the algorithms, named
+  // kStatsInitColumn: `errors` counts the times it failed to start (a
+  // token backend that could not initialise its module or find its
+  // token), whatever algorithm it would have served.
+  Counter& InitCell(size_t backend_slot) {
+    return cells_[backend_slot * num_algs_ + num_algs_ - 1];
   }
 
   // ToJson renders every non-zero counter:

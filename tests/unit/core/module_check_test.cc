@@ -240,9 +240,15 @@ TEST_F(ModuleCheckTest, ABackendThatWouldDeclineIsNotLoaded) {
   EXPECT_EQ(reason({}),
             "pkcs11: no module configured (set pkcs11.module); the module "
             "was not loaded [declined]\n");
-  // Configured, it is loaded, and its own init declines (no such module).
+  // Configured, its start is deferred to its first operation (load hint
+  // `defer=`): not loaded here.
+  EXPECT_THAT(reason({{"pkcs11.module", "/nonexistent/module.so"}}),
+              HasSubstr("deferred: starts at its first operation"));
+  // Started at load, it is loaded, and its own init declines (no such
+  // module).
   const std::string configured =
-      reason({{"pkcs11.module", "/nonexistent/module.so"}});
+      reason({{"pkcs11.module", "/nonexistent/module.so"},
+              {"deferred_start", "load"}});
   EXPECT_THAT(configured, HasSubstr("/nonexistent/module.so"));
   EXPECT_THAT(configured, ::testing::Not(HasSubstr("was not loaded")));
   // Excluded by name, from the hints, also without loading it.
