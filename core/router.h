@@ -445,7 +445,8 @@ class Router {
     size_t index = 0;  // in registry_->pending()
     uint32_t families = 0;
     std::string name;
-    size_t stats_slot = 0;
+    static constexpr size_t kNoSlot = ~size_t{0};
+    size_t stats_slot = kNoSlot;    // see StatsSlot
     std::atomic<bool> done{false};  // started, or no more retries
     std::atomic<uint64_t> next_ns{0};
     // The pid that reported the last failure: one line per process
@@ -475,8 +476,11 @@ class Router {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(start_mu_);
   static bool Due(const Pending& p, uint32_t families, uint64_t now);
   // Admit puts a started backend into the slots and routes.
-  void Admit(Backend* backend, const Pending& pending)
+  void Admit(Backend* backend, Pending* pending)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(start_mu_);
+  // StatsSlot is the pending backend's stats row, registered on first use
+  // (under start_mu_, or at Create).
+  size_t StatsSlot(Pending* pending);
   // InsertLate puts slot `index` into `route` (for `alg`) where the
   // configured route, else the registry's priority order, places it; after
   // the measured backends of a calibrated route, and never ahead of a

@@ -50,7 +50,6 @@ void Router::SetUpPending() {
     p->index = i;
     p->families = backend.families;
     p->name = backend.name;
-    p->stats_slot = stats_->RegisterBackend(backend.name);
     if (!backend.load_failure.ok()) {
       // Started at load (`deferred_start = load`) and failed.
       const bool busy =
@@ -111,7 +110,7 @@ size_t Router::StartLocked(uint32_t families, bool force) {
     if (!Due(p, families, force ? ~0ull : now)) continue;
     absl::StatusOr<Backend*> backend = registry_->StartPending(p.index);
     if (backend.ok()) {
-      Admit(*backend, p);
+      Admit(*backend, &p);
       p.done.store(true, std::memory_order_relaxed);
       absl::MutexLock lock(&p.mu);
       p.last_error.clear();
@@ -142,9 +141,18 @@ size_t Router::StartLocked(uint32_t families, bool force) {
   return started;
 }
 
+size_t Router::StatsSlot(Pending* pending) {
+  // Registered at the first failure or the start: a backend that never
+  // starts in a process that never asks for it adds no row.
+  if (pending->stats_slot == Pending::kNoSlot) {
+    pending->stats_slot = stats_->RegisterBackend(pending->name);
+  }
+  return pending->stats_slot;
+}
+
 void Router::ReportStartFailure(Pending* pending, const absl::Status& status,
                                 bool retried) {
-  stats_->InitCell(pending->stats_slot)
+  stats_->InitCell(StatsSlot(pending))
       .errors.fetch_add(1, std::memory_order_relaxed);
   const pid_t pid = getpid();
   if (pending->reported_pid == pid) return;
@@ -160,11 +168,11 @@ void Router::ReportStartFailure(Pending* pending, const absl::Status& status,
           : std::string()));
 }
 
-void Router::Admit(Backend* backend, const Pending& pending) {
+void Router::Admit(Backend* backend, Pending* pending) {
   if (slots_.size() >= slots_.capacity()) return;  // cannot happen
   auto slot = std::make_unique<Slot>();
   slot->backend = backend;
-  slot->stats_slot = pending.stats_slot;
+  slot->stats_slot = StatsSlot(pending);
   const size_t n_algs = AllAlgorithms().size();
   slot->selftest = std::make_unique<std::atomic<uint8_t>[]>(n_algs);
   const SelfTestMode mode = registry_->selftest_mode();

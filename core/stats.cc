@@ -276,6 +276,7 @@ void Stats::FillIdentity() {
 }
 
 size_t Stats::RegisterBackend(std::string_view name) {
+  std::lock_guard<std::mutex> lock(names_mu_);
   for (size_t i = 0; i < names_.size(); ++i) {
     if (names_[i] == name) return i;
   }
@@ -288,8 +289,13 @@ size_t Stats::RegisterBackend(std::string_view name) {
 }
 
 std::string Stats::ToJson() const {
+  std::vector<std::string> names;
+  {
+    std::lock_guard<std::mutex> lock(names_mu_);
+    names = names_;
+  }
   nlohmann::json backends = nlohmann::json::object();
-  for (size_t b = 0; b < names_.size(); ++b) {
+  for (size_t b = 0; b < names.size(); ++b) {
     nlohmann::json algs = nlohmann::json::object();
     for (size_t a = 0; a < num_algs_; ++a) {
       const Counter& c = cells_[b * num_algs_ + a];
@@ -306,7 +312,7 @@ std::string Stats::ToJson() const {
                     {"errors", errors},
                     {"fallbacks", fallbacks}};
     }
-    backends[names_[b]] = std::move(algs);
+    backends[names[b]] = std::move(algs);
   }
   // From the header (set at start and at fork), not from system calls: a
   // sandboxed process (sshd's seccomp preauth child) is killed for calls

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -87,7 +88,8 @@ struct StatsFileHeader {
 
 // Stats holds a dense table of counters, one row per backend slot and one
 // column per algorithm of the identity table. Backend slots are registered
-// at load time (not thread-safe then); Cell is lock-free and allocation-free.
+// at load time, or when a deferred backend starts; Cell is lock-free and
+// allocation-free.
 //
 // The table sits in one memory mapping for the object's life: anonymous
 // until StartLive, then the same addresses backed by a file (counter
@@ -103,7 +105,8 @@ class Stats {
   Stats(const Stats&) = delete;
   Stats& operator=(const Stats&) = delete;
 
-  // RegisterBackend returns the slot for `name` (creating it).
+  // RegisterBackend returns the slot for `name` (creating it). Thread-safe
+  // (a backend that starts late registers while others count).
   size_t RegisterBackend(std::string_view name);
   Counter& Cell(size_t backend_slot, const AlgorithmInfo& alg) {
     return cells_[backend_slot * num_algs_ + alg.index];
@@ -151,7 +154,8 @@ class Stats {
   unsigned char* base_ = nullptr;
   StatsFileHeader* header_ = nullptr;
   Counter* cells_ = nullptr;
-  std::vector<std::string> names_;
+  mutable std::mutex names_mu_;
+  std::vector<std::string> names_;  // under names_mu_
   bool live_ = false;
   bool finished_ = false;
   std::string live_dir_;

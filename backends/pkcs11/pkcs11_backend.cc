@@ -51,15 +51,15 @@ struct Instance {
 // from the token module's own code (a module that uses OpenSSL), and
 // calling the module again from there would re-enter it, or wait on a
 // lock this thread holds.
+constexpr char kNestedMessage[] =
+    "pkcs11: busy: asked from inside a call into a PKCS#11 module on this "
+    "thread (the module uses OpenSSL, which came back into accelcrypt)";
+
 template <typename F>
 accelcrypt_status Guard(accelcrypt_error* err, F&& f) {
   if (TokenCall::Nested()) {
-    return WriteAbiError(
-        ACCELCRYPT_ERR_RESOURCE_EXHAUSTED,
-        "pkcs11: busy: asked from inside a call into a PKCS#11 module on "
-        "this thread (the module uses OpenSSL, which came back into "
-        "accelcrypt)",
-        err);
+    return WriteAbiError(ACCELCRYPT_ERR_RESOURCE_EXHAUSTED, kNestedMessage,
+                         err);
   }
   TokenCall call;
   return kit::Guard("pkcs11", err, std::forward<F>(f));
@@ -142,9 +142,15 @@ accelcrypt_status BackendInit(const accelcrypt_host* host, void** backend_out,
     return WriteAbiError(ACCELCRYPT_ERR_INVALID_ARGUMENT,
                          "pkcs11: backend_out is NULL", err);
   }
+  // The configuration first, nested or not (it calls no module): a
+  // mistake in it (a module that leads back here) is reported as such.
+  absl::StatusOr<TokenConfig> config;
+  accelcrypt_status read = kit::Guard("pkcs11", err, [&]() -> absl::Status {
+    config = ReadConfig(host);
+    return config.status();
+  });
+  if (read != ACCELCRYPT_OK) return read;
   return Guard(err, [&]() -> absl::Status {
-    absl::StatusOr<TokenConfig> config = ReadConfig(host);
-    if (!config.ok()) return config.status();
     auto in = std::make_unique<Instance>();
     in->libctx = OSSL_LIB_CTX_new();
     in->provider = in->libctx != nullptr

@@ -176,7 +176,9 @@ absl::Status RefuseLoop(const accelcrypt_host* host,
         module);
   }
   if (reason.empty()) return absl::OkStatus();
-  return absl::UnavailableError(
+  // A configuration mistake, not a token that may come later: never
+  // retried (FailedPrecondition, not Unavailable).
+  return absl::FailedPreconditionError(
       absl::StrCat(reason, ": PKCS#11 client backend disabled"));
 }
 
