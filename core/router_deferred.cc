@@ -52,6 +52,10 @@ void Router::SetUpPending() {
     p->name = backend.name;
     if (!backend.load_failure.ok()) {
       // Started at load (`deferred_start = load`) and failed.
+      {
+        absl::MutexLock lock(&p->mu);
+        p->last_error = std::string(backend.load_failure.message());
+      }
       const bool busy =
           backend.load_failure.code() == absl::StatusCode::kResourceExhausted;
       if (!busy) ReportStartFailure(p.get(), backend.load_failure, true);
