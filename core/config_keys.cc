@@ -30,6 +30,8 @@ constexpr ConfigKey kKeys[] = {
     {"breaker_cooldown_ms", KeyType::kInt, 0, 86400000},
     {"replay_max", KeyType::kInt, 0, 1LL << 30, "", "digest_replay_max"},
     {"selftest", KeyType::kEnum, 0, 0, "first-use|load|1|0"},
+    {"deferred_start", KeyType::kEnum, 0, 0, "first-use|load"},
+    {"backend_retry_s", KeyType::kInt, 0, 86400},
     {"stats_dir", KeyType::kString},
     {"log_level", KeyType::kInt, 0, 3},
     {"offload_min_bits", KeyType::kInt, 0, kMaxBits},

@@ -4,9 +4,11 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <sys/stat.h>
+#include <syslog.h>
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdio>
 #include <optional>
 #include <string>
 
@@ -45,6 +47,47 @@ std::optional<std::string> MissingSetting(const LoadHints& hints,
     }
   }
   return std::nullopt;
+}
+
+// DeferFamilies reads the `defer=` load hint: the families whose first
+// routed operation starts the backend (0: its start is not deferred).
+uint32_t DeferFamilies(const LoadHints& hints) {
+  uint32_t bits = 0;
+  for (const auto& [key, value] : hints) {
+    if (key != "defer") continue;
+    for (absl::string_view f :
+         absl::StrSplit(value, absl::ByAnyChar(", "), absl::SkipEmpty())) {
+      if (f == "cipher") bits |= FamilyBit(Family::kCipher);
+      if (f == "digest") bits |= FamilyBit(Family::kDigest);
+      if (f == "rsa") bits |= FamilyBit(Family::kRsa);
+      if (f == "dsa") bits |= FamilyBit(Family::kDsa);
+    }
+  }
+  return bits;
+}
+
+// OpenModule dlopens a module that CheckLoadableModule accepted and
+// returns its handle and descriptor (the descriptor may be null or of
+// another ABI version: Backend::Create reports that).
+struct Opened {
+  void* handle = nullptr;
+  const accelcrypt_backend_desc* desc = nullptr;
+};
+absl::StatusOr<Opened> OpenModule(const std::string& path) {
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    return absl::FailedPreconditionError(
+        absl::StrFormat("cannot load: %s", why ? why : "?"));
+  }
+  auto entry = reinterpret_cast<accelcrypt_backend_entry_fn>(
+      dlsym(handle, ACCELCRYPT_BACKEND_ENTRY_SYMBOL));
+  if (entry == nullptr) {
+    dlclose(handle);
+    return absl::FailedPreconditionError(
+        "not a backend: no accelcrypt_backend_entry");
+  }
+  return Opened{handle, entry(ACCELCRYPT_ABI_VERSION)};
 }
 
 bool IsDirectory(const std::string& path) {
@@ -107,14 +150,47 @@ absl::StatusOr<std::unique_ptr<Registry>> Registry::Create(
         "first-use, load, 1, 0)",
         selftest));
   }
+  const std::string start = config.Get("deferred_start").value_or("first-use");
+  if (start == "load") {
+    registry->deferred_start_ = DeferredStartMode::kLoad;
+  } else if (start != "first-use") {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "accelcrypt config: deferred_start = '%s' is not supported (want "
+        "first-use or load)",
+        start));
+  }
+  absl::StatusOr<long long> retry = config.GetInt("backend_retry_s", 30);
+  if (!retry.ok()) return retry.status();
+  if (*retry < 0) {
+    return absl::InvalidArgumentError(
+        "accelcrypt config: backend_retry_s must be >= 0");
+  }
+  registry->retry_interval_s_ = static_cast<uint64_t>(*retry);
+  registry->only_ = only;
+  registry->config_ = config;
   registry->dirs_ = BackendDirs(config);
 
+  // `pending`: the module's hints defer its start (PendingBackend): a
+  // failure to start is an error (the backend is configured: a token that
+  // cannot be used), kept pending for the router's retries, and a busy
+  // backend (kResourceExhausted: asked from inside its own start) is
+  // pending without an error.
   auto add = [&](absl::StatusOr<std::unique_ptr<Backend>> created,
-                 const std::string& origin) {
+                 const std::string& origin,
+                 const PendingBackend* pending = nullptr) {
     if (!created.ok()) {
+      const absl::StatusCode code = created.status().code();
+      const bool retry =
+          pending != nullptr && (code == absl::StatusCode::kUnavailable ||
+                                 code == absl::StatusCode::kResourceExhausted);
       registry->events_.push_back(
           {origin, "", std::string(created.status().message()), false,
-           created.status().code() == absl::StatusCode::kUnavailable});
+           retry ? code == absl::StatusCode::kResourceExhausted
+                 : code == absl::StatusCode::kUnavailable});
+      if (retry) {
+        registry->pending_.push_back(*pending);
+        registry->pending_.back().load_failure = created.status();
+      }
       return;
     }
     std::unique_ptr<Backend> backend = *std::move(created);
@@ -200,7 +276,8 @@ absl::StatusOr<std::unique_ptr<Registry>> Registry::Create(
       // The module's load hints (accelcrypt/backend.h): a backend that is
       // excluded, or would decline for want of a setting, is not loaded at
       // all (mapping and initialising a module costs every process).
-      if (const std::string name = HintedName(hints); !name.empty()) {
+      const std::string name = HintedName(hints);
+      if (!name.empty()) {
         if (excluded_name(name)) continue;
         if (std::optional<std::string> missing =
                 MissingSetting(hints, config, name)) {
@@ -209,42 +286,75 @@ absl::StatusOr<std::unique_ptr<Registry>> Registry::Create(
           continue;
         }
       }
-      void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (handle == nullptr) {
-        const char* why = dlerror();
+      // A deferred start (`defer=`): left to the router's first operation
+      // of those families, outside whatever OpenSSL or the application
+      // holds while the provider or the engine loads.
+      std::optional<PendingBackend> pending;
+      if (const uint32_t defer = DeferFamilies(hints);
+          defer != 0 && !name.empty()) {
+        pending = PendingBackend{path, name, defer, absl::OkStatus()};
+        if (registry->deferred_start_ == DeferredStartMode::kFirstUse) {
+          registry->pending_.push_back(*pending);
+          registry->events_.push_back(
+              {path, "",
+               absl::StrFormat("%s: deferred: starts at its first operation "
+                               "in this process",
+                               name),
+               false, /*declined=*/true, /*excluded=*/false,
+               /*deferred=*/true});
+          continue;
+        }
+      }
+      absl::StatusOr<Opened> opened = OpenModule(path);
+      if (!opened.ok()) {
         registry->events_.push_back(
-            {path, "", absl::StrFormat("cannot load: %s", why ? why : "?"),
-             false});
+            {path, "", std::string(opened.status().message()), false});
         continue;
       }
-      auto entry = reinterpret_cast<accelcrypt_backend_entry_fn>(
-          dlsym(handle, ACCELCRYPT_BACKEND_ENTRY_SYMBOL));
-      if (entry == nullptr) {
-        dlclose(handle);
-        registry->events_.push_back(
-            {path, "", "not a backend: no accelcrypt_backend_entry", false});
+      if (excluded(opened->desc)) {
+        dlclose(opened->handle);
         continue;
       }
-      const accelcrypt_backend_desc* desc = entry(ACCELCRYPT_ABI_VERSION);
-      if (excluded(desc)) {
-        dlclose(handle);
-        continue;
-      }
-      add(Backend::Create(desc, handle, &config, path), path);
+      add(Backend::Create(opened->desc, opened->handle, &config, path), path,
+          pending ? &*pending : nullptr);
     }
   }
 
   // Priority: the configured order, else hardware before software.
   auto rank = [&](const Backend& b) -> size_t {
-    if (!only.empty()) {
-      return std::find(only.begin(), only.end(), b.name()) - only.begin();
-    }
-    return b.hardware() ? 0 : 1;
+    return registry->Rank(b.name(), b.hardware());
   };
   std::stable_sort(
       registry->backends_.begin(), registry->backends_.end(),
       [&](const auto& a, const auto& b) { return rank(*a) < rank(*b); });
   return registry;
+}
+
+absl::StatusOr<Backend*> Registry::StartPending(size_t i) const {
+  const PendingBackend& p = pending_.at(i);
+  if (absl::Status shape = CheckLoadableModule(p.path); !shape.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("%s: not loaded: %s", p.path, shape.message()));
+  }
+  ACCELCRYPT_ASSIGN_OR_RETURN(Opened opened, OpenModule(p.path));
+  ACCELCRYPT_ASSIGN_OR_RETURN(
+      std::unique_ptr<Backend> backend,
+      Backend::Create(opened.desc, opened.handle, &config_, p.path));
+  absl::MutexLock lock(&started_mu_);
+  started_.push_back(std::move(backend));
+  return started_.back().get();
+}
+
+size_t Registry::Rank(std::string_view name, bool hardware) const {
+  if (!only_.empty()) {
+    return std::find(only_.begin(), only_.end(), name) - only_.begin();
+  }
+  return hardware ? 0 : 1;
+}
+
+void ReportToOperator(const std::string& line) {
+  std::fprintf(stderr, "%s\n", line.c_str());
+  syslog(LOG_ERR, "%s", line.c_str());
 }
 
 Backend* Registry::Find(std::string_view name) const {

@@ -65,6 +65,8 @@ absl::StatusOr<std::unique_ptr<Router>> Router::Create(
   router->rsa_offload_min_bits_ = options.rsa_offload_min_bits;
   router->dsa_offload_min_bits_ = options.dsa_offload_min_bits;
   std::vector<const Backend*> backends;
+  router->slots_.Reserve(registry->backends().size() +
+                         registry->pending().size());
   for (const auto& backend : registry->backends()) {
     backends.push_back(backend.get());
     auto slot = std::make_unique<Slot>();
@@ -80,9 +82,18 @@ absl::StatusOr<std::unique_ptr<Router>> Router::Create(
                                        : SelfTestState::kPassed),
           std::memory_order_relaxed);
     }
-    router->slots_.push_back(std::move(slot));
+    router->slots_.Append(std::move(slot));
   }
-  router->routes_ = BuildRoutes(backends, options);
+  router->routes_.Publish(BuildRoutes(backends, options));
+  router->route_names_.resize(AllAlgorithms().size());
+  router->route_exclusive_.assign(AllAlgorithms().size(), false);
+  for (const AlgorithmInfo& alg : AllAlgorithms()) {
+    if (const auto& route = options.RouteFor(alg); route.has_value()) {
+      router->route_names_[alg.index] = route->backends;
+      router->route_exclusive_[alg.index] = route->exclusive;
+    }
+  }
+  router->SetUpPending();
   router->configured_.assign(AllAlgorithms().size(), false);
   for (const AlgorithmInfo& alg : AllAlgorithms()) {
     router->configured_[alg.index] = options.RouteFor(alg).has_value();
@@ -235,17 +246,28 @@ bool Router::RunSelfTest(Slot* slot, const AlgorithmInfo& alg) const {
                 std::memory_order_release);
     return true;
   }
+  if (st.code() == absl::StatusCode::kResourceExhausted) {
+    // Busy (a token asked from inside a call into its own module on this
+    // thread, out of sessions): not a wrong answer. Not used for this
+    // operation; tested again at the next.
+    state.store(static_cast<uint8_t>(SelfTestState::kPending),
+                std::memory_order_release);
+    return false;
+  }
   state.store(static_cast<uint8_t>(SelfTestState::kFailed),
               std::memory_order_release);
   std::string message =
       absl::StrFormat("disabled at first use: %s", st.message());
   // Once per pair and process, whatever the log level: a backend that
-  // computes wrong answers is news for the administrator.
-  fprintf(stderr,
-          "accelcrypt: %s: %s failed its known-answer test and is "
-          "not used in this process (%s)\n",
-          std::string(slot->backend->name()).c_str(),
-          std::string(alg.name).c_str(), std::string(st.message()).c_str());
+  // computes wrong answers, or a token that cannot be used, is news for
+  // the administrator (stderr and syslog: a daemon's log), and an error in
+  // its statistics.
+  stats_->Cell(slot->stats_slot, alg)
+      .errors.fetch_add(1, std::memory_order_relaxed);
+  ReportToOperator(absl::StrFormat(
+      "accelcrypt: %s: %s failed its known-answer test and is not used in "
+      "this process (%s)",
+      slot->backend->name(), alg.name, st.message()));
   selftest_events_.push_back({std::string(slot->backend->name()),
                               std::string(alg.name), std::move(message),
                               false});
@@ -318,6 +340,7 @@ absl::StatusOr<std::unique_ptr<Cipher>> Router::NewCipher(accelcrypt_alg alg) {
   if (info == nullptr || info->family != Family::kCipher) {
     return absl::InvalidArgumentError("not a cipher algorithm");
   }
+  StartDue(Family::kCipher);
   SlotList order;
   Order(*info, &order);
   return routing::OpenRoutedCipher(this, *info, std::move(order), replay_max_);
@@ -328,6 +351,7 @@ absl::StatusOr<std::unique_ptr<Digest>> Router::NewDigest(accelcrypt_alg alg) {
   if (info == nullptr || info->family != Family::kDigest) {
     return absl::InvalidArgumentError("not a digest algorithm");
   }
+  StartDue(Family::kDigest);
   SlotList order;
   Order(*info, &order);
   return routing::OpenRoutedDigest(this, *info, std::move(order), replay_max_);
@@ -540,6 +564,7 @@ absl::StatusOr<std::unique_ptr<PublicKeyOps>> Router::NewPublicKeyOps(
         "%s key has neither its public parameters nor a token URI",
         rsa ? "RSA" : "DSA"));
   }
+  StartDue(rsa ? Family::kRsa : Family::kDsa);
   return routing::NewRoutedPublicKeyOps(this, std::move(key));
 }
 
@@ -591,6 +616,8 @@ absl::StatusOr<KeyMaterial> Router::DescribeTokenKey(std::string_view uri) {
     return absl::InvalidArgumentError(
         absl::StrFormat("'%s' is not a pkcs11: URI", shown));
   }
+  StartDue(Family::kRsa);
+  StartDue(Family::kDsa);
   std::vector<std::string> why;
   absl::Status device, invalid;
   for (const auto& slot : slots_) {
@@ -653,10 +680,13 @@ absl::StatusOr<KeyMaterial> Router::DescribeTokenKey(std::string_view uri) {
   // A backend that did not load may be the one the user meant (a token
   // label mistyped, a token missing for a moment): its reason belongs in
   // this message, not only in `accelcrypt list`.
-  std::vector<std::string> unloaded;
+  std::vector<std::string> unloaded = PendingReasons();
   if (registry_ != nullptr) {
     for (const LoadEvent& event : registry_->events()) {
-      if (event.ok || event.excluded || !event.algorithm.empty()) {
+      // A deferred or failed start of a pending backend: PendingReasons
+      // has its current state.
+      if (event.ok || event.excluded || !event.algorithm.empty() ||
+          IsPending(event.backend)) {
         continue;
       }
       const std::string& origin = event.backend;

@@ -2,6 +2,8 @@
 #ifndef ACCELCRYPT_CORE_ROUTER_H_
 #define ACCELCRYPT_CORE_ROUTER_H_
 
+#include <sys/types.h>
+
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -13,8 +15,10 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "core/backend.h"
 #include "core/cipher.h"
@@ -171,6 +175,27 @@ class Router {
   // SelfTestEvents lists the tests run at first use that failed, as
   // LoadEvents (backend, algorithm, reason).
   std::vector<LoadEvent> SelfTestEvents() const;
+
+  // Deferred backends (Registry::pending(): the PKCS#11 client backend,
+  // whose token module may itself use OpenSSL) start at the first routed
+  // operation of a family they serve (NewCipher, NewDigest,
+  // NewPublicKeyOps, DescribeTokenKey), never on a thread inside one of
+  // this router's backends, and never blocking a call while another thread
+  // starts one. A start that fails counts an error in the backend's INIT
+  // stats column, writes one line for the operator per process (stderr and
+  // syslog) and is tried again at most every `backend_retry_s` seconds at
+  // such an operation; once started, the backend joins the routes where the
+  // configured order puts it and serves from the next operation on (routed
+  // objects already made keep their candidates).
+  // StartDeferred starts every pending backend now, whatever the back-off,
+  // and returns how many started (tests, tools).
+  size_t StartDeferred() { return StartPending(~0u, /*force=*/true); }
+  // Deferred is true while a backend that would serve `family` has not
+  // started and may still start.
+  bool Deferred(Family family) const {
+    return (pending_families_.load(std::memory_order_acquire) &
+            FamilyBit(family)) != 0;
+  }
 
   // PreferredBackend names the backend Preferred (below) chooses for
   // `size`-byte inputs when a calibration routes `alg` by size; "" when it
@@ -378,9 +403,127 @@ class Router {
   Stats* stats_ = nullptr;
   uint64_t breaker_threshold_ = 5;
   uint64_t breaker_cooldown_ns_ = 1000000000ull;
-  std::vector<std::unique_ptr<Slot>> slots_;
-  // Per algorithm (identity-table index): candidate slot indices in order.
-  std::vector<std::vector<size_t>> routes_;
+  // SlotTable holds the slots: the registry's backends', then those of
+  // deferred backends as they start (Admit). The storage is allocated once,
+  // at Create, for every backend that may come, so a slot never moves; the
+  // size is published (release) after the new slot is in place, and a
+  // reader (acquire) sees only complete slots. Appends are serialised by
+  // start_mu_.
+  class SlotTable {
+   public:
+    void Reserve(size_t n);
+    void Append(std::unique_ptr<Slot> slot);
+    size_t size() const { return size_.load(std::memory_order_acquire); }
+    size_t capacity() const { return capacity_; }
+    const std::unique_ptr<Slot>& operator[](size_t i) const {
+      return storage_[i];
+    }
+    const std::unique_ptr<Slot>* begin() const { return storage_.get(); }
+    const std::unique_ptr<Slot>* end() const { return storage_.get() + size(); }
+
+   private:
+    std::unique_ptr<std::unique_ptr<Slot>[]> storage_;
+    size_t capacity_ = 0;
+    std::atomic<size_t> size_{0};
+  };
+  // RouteTable is, per algorithm (identity-table index), the candidate slot
+  // indices in order. A deferred backend's start replaces the whole table
+  // (copy, insert, Publish): a reader sees the old table or the new one,
+  // and every table published stays until the router goes (a reader may
+  // still hold a route of an older one). The non-const operator[] is for
+  // Create (LoadCalibration), before any reader.
+  class RouteTable {
+   public:
+    using Table = std::vector<std::vector<size_t>>;
+    const std::vector<size_t>& operator[](size_t i) const {
+      return (*current_.load(std::memory_order_acquire))[i];
+    }
+    std::vector<size_t>& operator[](size_t i) {
+      return (*current_.load(std::memory_order_acquire))[i];
+    }
+    size_t size() const {
+      return current_.load(std::memory_order_acquire)->size();
+    }
+    const Table& current() const {
+      return *current_.load(std::memory_order_acquire);
+    }
+    void Publish(Table table);
+
+   private:
+    std::atomic<Table*> current_{nullptr};
+    std::vector<std::unique_ptr<Table>> tables_;
+  };
+  SlotTable slots_;
+  RouteTable routes_;
+  // Per algorithm: the backends `route.<alg>` names, in order, and whether
+  // it is exclusive (`only:`), for placing a deferred backend that starts.
+  std::vector<std::vector<std::string>> route_names_;
+  std::vector<bool> route_exclusive_;
+
+  // Pending is one of the registry's pending backends (deferred, or failed
+  // to start) as the router starts it: at the first routed operation of
+  // one of its families, then, after a failure, at most every
+  // `backend_retry_s` seconds.
+  struct Pending {
+    size_t index = 0;  // in registry_->pending()
+    uint32_t families = 0;
+    std::string name;
+    static constexpr size_t kNoSlot = ~size_t{0};
+    size_t stats_slot = kNoSlot;    // see StatsSlot
+    std::atomic<bool> done{false};  // started, or no more retries
+    std::atomic<uint64_t> next_ns{0};
+    // The pid that reported the last failure: one line per process
+    // (written under start_mu_, or at Create).
+    pid_t reported_pid = 0;
+    mutable absl::Mutex mu;
+    std::string last_error ABSL_GUARDED_BY(mu);
+  };
+  std::vector<std::unique_ptr<Pending>> pending_;
+  // The families some pending backend not done yet would serve: one
+  // relaxed load on the routed call path while none is pending.
+  std::atomic<uint32_t> pending_families_{0};
+  absl::Mutex start_mu_;
+  uint64_t retry_ns_ = 0;
+  // StartDue starts the pending backends of `family` that are due, unless
+  // another thread is starting one (the call goes on without waiting).
+  void StartDue(Family family) {
+    if ((pending_families_.load(std::memory_order_relaxed) &
+         FamilyBit(family)) != 0) [[unlikely]] {
+      StartPending(FamilyBit(family), /*force=*/false);
+    }
+  }
+  size_t StartPending(uint32_t families, bool force);
+  // StartLocked tries the pending backends of `families` that are due
+  // (all of them with `force`).
+  size_t StartLocked(uint32_t families, bool force)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(start_mu_);
+  static bool Due(const Pending& p, uint32_t families, uint64_t now);
+  // Admit puts a started backend into the slots and routes.
+  void Admit(Backend* backend, Pending* pending)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(start_mu_);
+  // StatsSlot is the pending backend's stats row, registered on first use
+  // (under start_mu_, or at Create).
+  size_t StatsSlot(Pending* pending);
+  // InsertLate puts slot `index` into `route` (for `alg`) where the
+  // configured route, else the registry's priority order, places it; after
+  // the measured backends of a calibrated route, and never ahead of a
+  // direct digest.
+  void InsertLate(std::vector<size_t>* route, size_t index,
+                  const AlgorithmInfo& alg) const;
+  // ReportStartFailure counts a failed start in the backend's INIT stats
+  // column and, once per process, tells the operator (ReportToOperator);
+  // `retried`: it will be tried again.
+  void ReportStartFailure(Pending* pending, const absl::Status& status,
+                          bool retried);
+  void UpdatePendingFamilies();
+  // SetUpPending makes the Pending entries at Create (a start that failed
+  // at load is reported and waits for its retry).
+  void SetUpPending();
+  // PendingReasons names the pending backends not started, with the reason
+  // (for "no backend holds the key"); IsPending is true for a pending
+  // module's path.
+  std::vector<std::string> PendingReasons() const;
+  bool IsPending(const std::string& path) const;
   // Per algorithm (identity-table index): the direct digest of the route's
   // first backend (fn null when none), its slot and stats cell.
   struct DirectEntry {

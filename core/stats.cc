@@ -224,7 +224,7 @@ absl::Status WriteJsonFile(const std::string& final_path,
 
 const char* DefaultStatsRoot() { return ACCELCRYPT_STATS_ROOT; }
 
-Stats::Stats() : num_algs_(AllAlgorithms().size()) {
+Stats::Stats() : num_algs_(AllAlgorithms().size() + 1) {
   const size_t cells_offset =
       RoundUp(sizeof(StatsFileHeader) + num_algs_ * kStatsNameLen, 64);
   map_size_ = RoundUp(cells_offset + kMaxBackends * num_algs_ * sizeof(Counter),
@@ -250,6 +250,7 @@ Stats::Stats() : num_algs_(AllAlgorithms().size()) {
   for (const AlgorithmInfo& alg : AllAlgorithms()) {
     CopyName(alg_names[alg.index], alg.name);
   }
+  CopyName(alg_names[num_algs_ - 1], kStatsInitColumn);
   cells_ = reinterpret_cast<Counter*>(base_ + cells_offset);
   for (size_t i = 0; i < kMaxBackends * num_algs_; ++i)
     new (&cells_[i]) Counter();
@@ -285,6 +286,7 @@ void Stats::NoteUid() {
 }
 
 size_t Stats::RegisterBackend(std::string_view name) {
+  std::lock_guard<std::mutex> lock(names_mu_);
   for (size_t i = 0; i < names_.size(); ++i) {
     if (names_[i] == name) return i;
   }
@@ -297,22 +299,30 @@ size_t Stats::RegisterBackend(std::string_view name) {
 }
 
 std::string Stats::ToJson() const {
+  std::vector<std::string> names;
+  {
+    std::lock_guard<std::mutex> lock(names_mu_);
+    names = names_;
+  }
   nlohmann::json backends = nlohmann::json::object();
-  for (size_t b = 0; b < names_.size(); ++b) {
+  for (size_t b = 0; b < names.size(); ++b) {
     nlohmann::json algs = nlohmann::json::object();
-    for (const AlgorithmInfo& alg : AllAlgorithms()) {
-      const Counter& c = cells_[b * num_algs_ + alg.index];
+    for (size_t a = 0; a < num_algs_; ++a) {
+      const Counter& c = cells_[b * num_algs_ + a];
       uint64_t ops = c.ops.load(std::memory_order_relaxed);
       uint64_t bytes = c.bytes.load(std::memory_order_relaxed);
       uint64_t errors = c.errors.load(std::memory_order_relaxed);
       uint64_t fallbacks = c.fallbacks.load(std::memory_order_relaxed);
       if (ops == 0 && bytes == 0 && errors == 0 && fallbacks == 0) continue;
-      algs[std::string(alg.name)] = {{"ops", ops},
-                                     {"bytes", bytes},
-                                     {"errors", errors},
-                                     {"fallbacks", fallbacks}};
+      const std::string name = a + 1 == num_algs_
+                                   ? std::string(kStatsInitColumn)
+                                   : std::string(AllAlgorithms()[a].name);
+      algs[name] = {{"ops", ops},
+                    {"bytes", bytes},
+                    {"errors", errors},
+                    {"fallbacks", fallbacks}};
     }
-    backends[names_[b]] = std::move(algs);
+    backends[names[b]] = std::move(algs);
   }
   // From the header (set at start and at fork), not from system calls: a
   // sandboxed process (sshd's seccomp preauth child) is killed for calls

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,8 +43,12 @@ inline constexpr uint64_t kStatsFlushBytes = 16384;
 static_assert(std::atomic<uint64_t>::is_always_lock_free,
               "stats cells are shared through a file mapping");
 
+// The name of the column after the algorithms' (Stats::InitCell).
+inline constexpr char kStatsInitColumn[] = "INIT";
+
 // The live stats file, `<dir>/accelcrypt-<pid>-<n>.stats`: this header, the
-// algorithm names (num_algs x kStatsNameLen bytes), then at cells_offset the
+// column names (num_algs x kStatsNameLen bytes: the algorithms of the
+// identity table, then kStatsInitColumn), then at cells_offset the
 // max_backends x num_algs Counter cells (4 x uint64). Native byte order and
 // alignment: it is read on the machine that wrote it. Readers check magic,
 // version and every size before they trust an offset.
@@ -85,7 +90,8 @@ struct StatsFileHeader {
 
 // Stats holds a dense table of counters, one row per backend slot and one
 // column per algorithm of the identity table. Backend slots are registered
-// at load time (not thread-safe then); Cell is lock-free and allocation-free.
+// at load time, or when a deferred backend starts; Cell is lock-free and
+// allocation-free.
 //
 // The table sits in one memory mapping for the object's life: anonymous
 // until StartLive, then the same addresses backed by a file (counter
@@ -101,10 +107,18 @@ class Stats {
   Stats(const Stats&) = delete;
   Stats& operator=(const Stats&) = delete;
 
-  // RegisterBackend returns the slot for `name` (creating it).
+  // RegisterBackend returns the slot for `name` (creating it). Thread-safe
+  // (a backend that starts late registers while others count).
   size_t RegisterBackend(std::string_view name);
   Counter& Cell(size_t backend_slot, const AlgorithmInfo& alg) {
     return cells_[backend_slot * num_algs_ + alg.index];
+  }
+  // InitCell is the backend's column after the algorithms, named
+  // kStatsInitColumn: `errors` counts the times it failed to start (a
+  // token backend that could not initialise its module or find its
+  // token), whatever algorithm it would have served.
+  Counter& InitCell(size_t backend_slot) {
+    return cells_[backend_slot * num_algs_ + num_algs_ - 1];
   }
 
   // ToJson renders every non-zero counter:
@@ -148,7 +162,8 @@ class Stats {
   unsigned char* base_ = nullptr;
   StatsFileHeader* header_ = nullptr;
   Counter* cells_ = nullptr;
-  std::vector<std::string> names_;
+  mutable std::mutex names_mu_;
+  std::vector<std::string> names_;  // under names_mu_
   bool live_ = false;
   bool finished_ = false;
   std::string live_dir_;

@@ -212,6 +212,11 @@ int InitCore(ENGINE* e) {
     return 0;
   }
   config->Merge(state->ctrl_config);
+  // Init runs under OpenSSL's global ENGINE lock: a token backend started
+  // here would run its module's C_Initialize under it, and a module that
+  // uses OpenSSL (SoftHSMv2 looks up ENGINEs) waits on that lock forever.
+  // Deferred backends start at their first operation instead.
+  config->Set("deferred_start", "first-use", "the accelcrypt engine");
   absl::StatusOr<std::unique_ptr<Core>> core = Core::Create(*std::move(config));
   if (!core.ok()) {
     RaiseError(kReasonInitFailed,

@@ -310,6 +310,11 @@ int Init(const OSSL_CORE_HANDLE* handle, const OSSL_DISPATCH* in,
                               absl::StrCat("accelcrypt configuration: ",
                                            config.status().message())));
   }
+  // The provider is initialised while OpenSSL loads its configuration or
+  // under its provider locks: a token backend started here would run its
+  // module's C_Initialize there, and a module that uses OpenSSL comes back
+  // into it. Deferred backends start at their first operation.
+  config->Set("deferred_start", "first-use", "the accelcrypt provider");
   absl::StatusOr<std::unique_ptr<Core>> core = Core::Create(*std::move(config));
   if (!core.ok()) {
     return Fail(ctx.get(),

@@ -44,6 +44,11 @@ absl::StatusOr<std::unique_ptr<Core>> CreateCore(const CoreOptions& options) {
   if (options.selftest_at_load && config.Get("selftest") != "0") {
     config.Set("selftest", "load");
   }
+  // list, selftest and calibrate show, test and measure a token backend:
+  // started now, not at a first operation. (Its module may load OpenSSL's
+  // configuration and so the provider, whose core then finds the backend
+  // busy and leaves it for later: no deadlock.)
+  config.Set("deferred_start", "load", "the accelcrypt command");
   return Core::Create(std::move(config));
 }
 

@@ -44,9 +44,24 @@ struct Instance {
   }
 };
 
-// Guard: the kit's (accelcrypt/kit/status.h), named for this backend.
+// Guard: the kit's (accelcrypt/kit/status.h), named for this backend, on
+// a thread marked as inside it (TokenCall). A thread already inside some
+// instance of this backend is refused at once (busy: the router serves
+// the call elsewhere, or, for a start, tries later): it came back here
+// from the token module's own code (a module that uses OpenSSL), and
+// calling the module again from there would re-enter it, or wait on a
+// lock this thread holds.
+constexpr char kNestedMessage[] =
+    "pkcs11: busy: asked from inside a call into a PKCS#11 module on this "
+    "thread (the module uses OpenSSL, which came back into accelcrypt)";
+
 template <typename F>
 accelcrypt_status Guard(accelcrypt_error* err, F&& f) {
+  if (TokenCall::Nested()) {
+    return WriteAbiError(ACCELCRYPT_ERR_RESOURCE_EXHAUSTED, kNestedMessage,
+                         err);
+  }
+  TokenCall call;
   return kit::Guard("pkcs11", err, std::forward<F>(f));
 }
 
@@ -127,9 +142,15 @@ accelcrypt_status BackendInit(const accelcrypt_host* host, void** backend_out,
     return WriteAbiError(ACCELCRYPT_ERR_INVALID_ARGUMENT,
                          "pkcs11: backend_out is NULL", err);
   }
+  // The configuration first, nested or not (it calls no module): a
+  // mistake in it (a module that leads back here) is reported as such.
+  absl::StatusOr<TokenConfig> config;
+  accelcrypt_status read = kit::Guard("pkcs11", err, [&]() -> absl::Status {
+    config = ReadConfig(host);
+    return config.status();
+  });
+  if (read != ACCELCRYPT_OK) return read;
   return Guard(err, [&]() -> absl::Status {
-    absl::StatusOr<TokenConfig> config = ReadConfig(host);
-    if (!config.ok()) return config.status();
     auto in = std::make_unique<Instance>();
     in->libctx = OSSL_LIB_CTX_new();
     in->provider = in->libctx != nullptr
@@ -153,7 +174,10 @@ accelcrypt_status BackendInit(const accelcrypt_host* host, void** backend_out,
   });
 }
 
-void BackendTeardown(void* backend) { delete AsInstance(backend); }
+void BackendTeardown(void* backend) {
+  TokenCall call;
+  delete AsInstance(backend);
+}
 
 accelcrypt_status BackendCapabilities(void* backend,
                                       const accelcrypt_capability** out,
@@ -306,6 +330,13 @@ accelcrypt_backend_entry(uint32_t host_abi_version) {
 }
 
 // Without pkcs11.module this backend declines (ReadConfig): the loader
-// reads that here and does not load the module at all.
+// reads that here and does not load the module at all. Its start is
+// deferred to the first RSA or DSA operation: the token module's
+// C_Initialize must not run while OpenSSL loads its configuration or an
+// ENGINE (a module that uses OpenSSL, as SoftHSMv2 and accelcrypt's own
+// do, loads accelcrypt again from there), and a process that never signs
+// never loads the token module; a start that fails is retried with
+// back-off (a token plugged in later).
 ACCELCRYPT_BACKEND_LOAD_HINTS(ACCELCRYPT_LOAD_HINT("name=pkcs11")
-                                  ACCELCRYPT_LOAD_HINT("needs-config=module"));
+                                  ACCELCRYPT_LOAD_HINT("needs-config=module")
+                                      ACCELCRYPT_LOAD_HINT("defer=rsa,dsa"));

@@ -7,6 +7,8 @@
 
 #include <dlfcn.h>
 #include <openssl/crypto.h>
+#include <pthread.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -51,14 +53,24 @@ constexpr std::pair<const char*, CK_MECHANISM_TYPE> kMechNames[] = {
 // when the last one that initialised it goes. Plain zero-initialised
 // statics (no constructor or destructor runs, nothing to leak when this
 // object is unloaded); a process uses a handful of modules at most.
+// The module's C_Initialize runs outside g_module_mu: a module that uses
+// OpenSSL may come back into accelcrypt from it (see TokenCall). While one
+// thread runs it, `initialising` is set (with that thread); other threads
+// wanting the module wait for the outcome, the same thread is refused.
 struct ModuleUse {
   CK_FUNCTION_LIST* fl;
   pid_t pid;
   int users;
   bool ours;  // we called C_Initialize (not someone else)
+  bool initialising;
+  pthread_t initialiser;
 };
 ABSL_CONST_INIT absl::Mutex g_module_mu(absl::kConstInit);
 ModuleUse g_module_uses[16] ABSL_GUARDED_BY(g_module_mu);
+
+// Depth of TokenCall scopes on this thread (initial-exec would be wrong in
+// a dlopen'ed object: the default model).
+thread_local int t_token_calls = 0;
 
 // Process exit. A PKCS#11 module written in C++ (SoftHSMv2) registers its
 // static destructors when it is dlopen'ed; OpenSSL's own exit handler, which
@@ -80,7 +92,7 @@ ModuleUse* UseOf(CK_FUNCTION_LIST* fl)
     if (u.fl == fl) return &u;
     if (u.fl == nullptr && free_slot == nullptr) free_slot = &u;
   }
-  if (free_slot != nullptr) *free_slot = ModuleUse{fl, 0, 0, false};
+  if (free_slot != nullptr) *free_slot = ModuleUse{fl, 0, 0, false, false, {}};
   return free_slot;
 }
 
@@ -164,11 +176,17 @@ absl::Status RefuseLoop(const accelcrypt_host* host,
         module);
   }
   if (reason.empty()) return absl::OkStatus();
-  return absl::UnavailableError(
+  // A configuration mistake, not a token that may come later: never
+  // retried (FailedPrecondition, not Unavailable).
+  return absl::FailedPreconditionError(
       absl::StrCat(reason, ": PKCS#11 client backend disabled"));
 }
 
 }  // namespace
+
+TokenCall::TokenCall() { ++t_token_calls; }
+TokenCall::~TokenCall() { --t_token_calls; }
+bool TokenCall::Nested() { return t_token_calls > 0; }
 
 TokenConfig::~TokenConfig() {
   if (!pin.empty()) OPENSSL_cleanse(pin.data(), pin.size());
@@ -299,7 +317,7 @@ absl::StatusOr<std::unique_ptr<Token>> Token::Create(
 absl::Status Token::Start() {
   CK_C_INITIALIZE_ARGS args{};
   args.flags = CKF_OS_LOCKING_OK;
-  CK_RV rv = CKR_OK;
+  bool initialise = false, forked = false;
   {
     absl::MutexLock lock(&g_module_mu);
     ModuleUse* slot = UseOf(fl_);
@@ -307,9 +325,30 @@ absl::Status Token::Start() {
       return absl::ResourceExhaustedError("pkcs11: too many PKCS#11 modules");
     }
     ModuleUse& use = *slot;
-    const bool forked = use.pid != 0 && use.pid != getpid();
-    if (forked) use = ModuleUse{fl_, 0, 0, false};  // parent's users gone
+    forked = use.pid != 0 && use.pid != getpid();
+    // The parent's users (and a start the parent had under way) are gone.
+    if (forked) use = ModuleUse{fl_, 0, 0, false, false, {}};
+    if (use.initialising && pthread_equal(use.initialiser, pthread_self())) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "pkcs11: %s is being initialised on this thread (its "
+          "C_Initialize came back into accelcrypt); not started here",
+          config_.module));
+    }
+    g_module_mu.Await(absl::Condition(
+        +[](ModuleUse* u) { return !u->initialising; }, &use));
     if (use.users == 0) {
+      use.initialising = true;
+      use.initialiser = pthread_self();
+      initialise = true;
+    } else {
+      if (!we_initialised_ || pid_ != getpid()) ++use.users;
+      we_initialised_ = true;
+    }
+  }
+  if (initialise) {
+    CK_RV rv = CKR_OK;
+    {
+      TokenCall call;
       rv = fl_->C_Initialize(&args);
       if (rv == CKR_CRYPTOKI_ALREADY_INITIALIZED && forked) {
         // A forked child whose module kept the parent's state: start over
@@ -317,22 +356,25 @@ absl::Status Token::Start() {
         fl_->C_Finalize(nullptr);
         rv = fl_->C_Initialize(&args);
       }
-      if (rv != CKR_OK && rv != CKR_CRYPTOKI_ALREADY_INITIALIZED) {
-        return absl::UnavailableError(
-            absl::StrFormat("pkcs11: C_Initialize of %s failed: %s",
-                            config_.module, CkRvName(rv)));
-      }
-      use.ours = rv == CKR_OK;
-      use.pid = getpid();
     }
-    if (!we_initialised_ || pid_ != getpid()) ++use.users;
+    absl::MutexLock lock(&g_module_mu);
+    ModuleUse* use = UseOf(fl_);
+    use->initialising = false;
+    if (rv != CKR_OK && rv != CKR_CRYPTOKI_ALREADY_INITIALIZED) {
+      return absl::UnavailableError(
+          absl::StrFormat("pkcs11: C_Initialize of %s failed: %s",
+                          config_.module, CkRvName(rv)));
+    }
+    use->ours = rv == CKR_OK;
+    use->pid = getpid();
+    if (!we_initialised_ || pid_ != getpid()) ++use->users;
     we_initialised_ = true;
   }
   pid_ = getpid();
   absl::Status st = FindSlot();
   if (!st.ok()) return st;
-  rv = fl_->C_OpenSession(slot_, CKF_SERIAL_SESSION | CKF_RW_SESSION, nullptr,
-                          nullptr, &anchor_);
+  CK_RV rv = fl_->C_OpenSession(slot_, CKF_SERIAL_SESSION | CKF_RW_SESSION,
+                                nullptr, nullptr, &anchor_);
   if (rv != CKR_OK) {
     return absl::UnavailableError(
         absl::StrFormat("pkcs11: C_OpenSession on token '%s' failed: %s",
@@ -489,7 +531,27 @@ absl::Status Token::CheckFork() {
   logged_in_.store(false, std::memory_order_release);
   generation_.fetch_add(1, std::memory_order_relaxed);
   reinits_.fetch_add(1, std::memory_order_relaxed);
-  return Start();
+  absl::Status st = Start();
+  if (!st.ok()) ReportForkedFailure(st);
+  return st;
+}
+
+void Token::ReportForkedFailure(const absl::Status& status) const {
+  // A server's worker (forked, often another user, often without the
+  // parent's environment) that cannot use the token its parent used: its
+  // operations fall back to the next backend (each counted as an error in
+  // the statistics); the operator hears it once per process, on stderr
+  // (the server's error log) and in syslog. No PIN is in `status`.
+  static std::atomic<pid_t> reported{0};
+  const pid_t pid = getpid();
+  if (reported.exchange(pid) == pid) return;
+  const std::string line = absl::StrFormat(
+      "accelcrypt: pkcs11: token '%s' cannot be used in this process (pid "
+      "%d, uid %d, forked from the process that started it): %s; RSA/DSA "
+      "operations go to the next backend",
+      label_, pid, geteuid(), status.message());
+  std::fprintf(stderr, "%s\n", line.c_str());
+  syslog(LOG_ERR, "%s", line.c_str());
 }
 
 absl::StatusOr<Token::Session> Token::Acquire() {

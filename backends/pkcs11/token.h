@@ -53,6 +53,24 @@ struct TokenConfig {
   ~TokenConfig();
 };
 
+// TokenCall marks the current thread, for its lifetime, as inside this
+// backend, where a call into the token module may follow. A token module
+// that uses OpenSSL (SoftHSMv2; accelcrypt's own module) can come back into
+// accelcrypt from such a call, through the provider or the engine loaded in
+// the same process: into another core and another instance of this
+// backend, on the same thread, while this one may hold a lock or be inside
+// the module's C_Initialize. Nested() says so; the ABI entry points then
+// refuse at once (busy) instead of calling the module again. Per thread,
+// shared by every instance of this backend in the process.
+class TokenCall {
+ public:
+  TokenCall();
+  ~TokenCall();
+  TokenCall(const TokenCall&) = delete;
+  TokenCall& operator=(const TokenCall&) = delete;
+  static bool Nested();
+};
+
 // ReadConfig reads and checks the configuration. kUnavailable "no module
 // configured" when `module` is absent (the backend declines); a PIN is
 // never read from the configuration itself, only from `pin_file` or the
@@ -195,6 +213,10 @@ class Token {
   // logs in. Called at Create and in a forked child.
   absl::Status Start() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckFork() ABSL_LOCKS_EXCLUDED(mu_);
+  // ReportForkedFailure tells the operator, once per process, that a
+  // forked child cannot restart the token (CheckFork).
+  void ReportForkedFailure(const absl::Status& status) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status FindSlot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // FindSlotOnce is one pass over the slot list; *saw_uninitialised says
   // whether a present token was not initialised.

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/base/const_init.h"
 #include "absl/synchronization/mutex.h"
@@ -82,9 +83,27 @@ absl::Status ParseInitArgs(void* p, std::optional<AppLocking>* app) {
   return absl::OkStatus();
 }
 
+// Set while this thread runs C_Initialize, which may load OpenSSL's
+// configuration (OPENSSL_init_crypto) and so accelcrypt's provider, whose
+// PKCS#11 client backend may be configured on this very module: a call
+// back into C_Initialize from there fails at once instead of waiting on
+// g_init_mu, which this thread holds. (The provider and the engine start
+// that backend at its first operation, not while they load.)
+thread_local bool t_initialising = false;
+
 absl::Status Initialize(void* init_args) {
   std::optional<AppLocking> app;
   ACCELCRYPT_RETURN_IF_ERROR(ParseInitArgs(init_args, &app));
+  if (t_initialising) {
+    return CkError(CKR_FUNCTION_FAILED,
+                   "C_Initialize called again from inside C_Initialize on "
+                   "this thread (OpenSSL's configuration loaded accelcrypt "
+                   "with a PKCS#11 client backend on this module)");
+  }
+  t_initialising = true;
+  struct Reset {
+    ~Reset() { t_initialising = false; }
+  } reset;
   absl::MutexLock l(&g_init_mu);
   const pid_t pid = getpid();
   if (Module* m = g_module.load(); m != nullptr) {
@@ -94,8 +113,9 @@ absl::Status Initialize(void* init_args) {
     // A child made without fork handlers (a raw clone): same as below.
     g_forked_from.store(g_module.exchange(nullptr));
   }
+  Module::InheritedTokens inherited;
   if (Module* parent = g_forked_from.exchange(nullptr); parent != nullptr) {
-    parent->ReleaseStoresAfterFork();
+    inherited = parent->ReleaseStoresAfterFork();
   }
   if (!g_hooks_installed) {
     // libcrypto registers OPENSSL_cleanup with atexit at its first
@@ -120,6 +140,10 @@ absl::Status Initialize(void* init_args) {
     }
     return module.status();
   }
+  // A forked child (a daemon's worker, after setuid) that cannot use the
+  // tokens its parent used: said now, where the operator sees it (stderr,
+  // syslog), and those tokens fail every call that needs them.
+  (*module)->CheckInherited(inherited);
   g_pid = pid;
   g_module.store(module->release(), std::memory_order_release);
   return absl::OkStatus();

@@ -3,11 +3,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/registry.h"
 #include "core/status.h"
 #include "pkcs11/common/ck_error.h"
 
@@ -106,16 +108,49 @@ void Module::FlushStats() {
   if (core_ != nullptr) core_->FlushStats();
 }
 
-void Module::ReleaseStoresAfterFork() {
+Module::InheritedTokens Module::ReleaseStoresAfterFork() {
   // Runs in a forked child, single-threaded, on an instance that is
   // otherwise abandoned: its mutexes may be held by parent threads that do
   // not exist here, so none is taken. TokenStore's destructor notices the
   // new pid and releases only this process's copy of SQLite's per-file
   // state, so a store reopened in the child takes real file locks.
+  InheritedTokens open;
   for (auto& token : tokens_) {
+    if (token->open_store.load() != nullptr) {
+      open.emplace_back(token->id, token->dir);
+    }
     token->dek.Wipe();
     token->open_store.store(nullptr);
     token->store.reset();
+  }
+  return open;
+}
+
+void Module::CheckInherited(const InheritedTokens& inherited) {
+  for (const auto& [slot, dir] : inherited) {
+    auto it = std::find_if(tokens_.begin(), tokens_.end(),
+                           [&](const auto& t) { return t->id == slot; });
+    std::string why;
+    if (it == tokens_.end() || (*it)->dir != dir) {
+      const char* conf = std::getenv("ACCELCRYPT_PKCS11_CONF");
+      why = absl::StrFormat(
+          "the parent process used the token in %s as slot %d, which this "
+          "process's configuration does not name (token_dir %s; "
+          "ACCELCRYPT_PKCS11_CONF %s%s)",
+          dir, slot, config_.token_dir, conf != nullptr ? "is " : "is not set",
+          conf != nullptr
+              ? conf
+              : ": a daemon that clears its workers' environment must pass "
+                "it on, e.g. nginx `env ACCELCRYPT_PKCS11_CONF;`");
+    } else if (absl::Status usable = TokenStore::Usable(dir); !usable.ok()) {
+      why = absl::StrFormat(
+          "the parent process used the token in slot %d, this one cannot: "
+          "%s",
+          slot, usable.message());
+    }
+    if (why.empty()) continue;
+    ReportToOperator(absl::StrCat("accelcrypt-pkcs11: ", why));
+    if (it != tokens_.end()) (*it)->unusable = why;
   }
 }
 
@@ -176,6 +211,9 @@ absl::Status Module::LockSession(CK_SESSION_HANDLE h, LockedSession* out) {
 }
 
 absl::StatusOr<TokenStore*> Module::OpenStore(Token* token) {
+  if (!token->unusable.empty()) {
+    return CkError(CKR_DEVICE_ERROR, token->unusable);
+  }
   if (token->store == nullptr) {
     TokenStore::Options options;
     options.max_pin_failures = config_.max_pin_failures;
@@ -404,6 +442,14 @@ absl::Status Module::OpenSession(CK_SLOT_ID slot, CK_FLAGS flags,
   const bool rw = (flags & CKF_RW_SESSION) != 0;
   MutexLock l(&token->mu);
   ACCELCRYPT_RETURN_IF_ERROR(l.status());
+  // A forked child that cannot use the token its parent used (said once at
+  // its C_Initialize): the session opens, and every call that needs the
+  // store fails with the reason. Failing here would be right by v2.40, but
+  // libp11 0.4.12 (Debian 12's, under nginx and Apache) waits forever for
+  // a session after any C_OpenSession error (pkcs11_get_session), and
+  // ignores a failed C_Initialize after fork: the worker hung in
+  // EVP_DigestSignFinal instead of failing its handshake.
+  if (!token->unusable.empty()) return AddSession(token, flags, out);
   // A token never initialised has no store, and opening a session must
   // not make one (nor its directory): only C_InitToken creates it. v2.40
   // has no code of its own for an uninitialised token; C_OpenSession's
@@ -423,6 +469,12 @@ absl::Status Module::OpenSession(CK_SLOT_ID slot, CK_FLAGS flags,
     return CkError(CKR_SESSION_READ_WRITE_SO_EXISTS,
                    "the SO is logged in: R/W sessions only");
   }
+  return AddSession(token, flags, out);
+}
+
+absl::Status Module::AddSession(Token* token, CK_FLAGS flags,
+                                CK_SESSION_HANDLE_PTR out) {
+  const bool rw = (flags & CKF_RW_SESSION) != 0;
   CK_SESSION_HANDLE handle = next_session_.fetch_add(1);
   auto session = std::make_shared<Session>(
       handle, token, flags & (CKF_SERIAL_SESSION | CKF_RW_SESSION), locking());

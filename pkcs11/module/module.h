@@ -39,6 +39,12 @@ struct Token {
 
   const CK_SLOT_ID id;
   const std::string dir;
+  // Set, in a forked child, before the instance is published (read
+  // without a lock after): why this process cannot use the token its
+  // parent used in this slot (Module::CheckInherited). Every call that
+  // needs the store then fails with it (CKR_DEVICE_ERROR), without
+  // touching the file system.
+  std::string unusable;
   Mutex mu;
   std::unique_ptr<TokenStore> store ABSL_GUARDED_BY(mu);
   // Set once the store's failure to open was printed on stderr.
@@ -209,8 +215,20 @@ class Module {
   void FlushStats();
   // ReleaseStoresAfterFork, in a forked child, closes the inherited token
   // stores without taking any lock; the rest of the instance is abandoned
-  // (never used or destroyed in the child).
-  void ReleaseStoresAfterFork() ABSL_NO_THREAD_SAFETY_ANALYSIS;
+  // (never used or destroyed in the child). Returns the tokens whose
+  // stores were open (the tokens the parent used): slot and directory.
+  using InheritedTokens = std::vector<std::pair<CK_SLOT_ID, std::string>>;
+  InheritedTokens ReleaseStoresAfterFork() ABSL_NO_THREAD_SAFETY_ANALYSIS;
+  // CheckInherited, on a forked child's new instance before it is
+  // published, checks that this process can use the tokens its parent
+  // used (from ReleaseStoresAfterFork): the slot still names the same
+  // directory here, and its store is usable (TokenStore::Usable). A
+  // daemon's worker that dropped to another user, or lost the environment
+  // naming the configuration, gets the reason once on stderr and syslog,
+  // and the token's `unusable` set: its sessions still open (libp11 0.4.12,
+  // under nginx, waits forever after a failed C_OpenSession), every call
+  // that needs the store fails with the reason.
+  void CheckInherited(const InheritedTokens& inherited);
 
   // Slots and tokens (module.cc).
   absl::Status GetInfo(CK_INFO_PTR info);
@@ -232,6 +250,11 @@ class Module {
   // Sessions and login (module.cc).
   absl::Status OpenSession(CK_SLOT_ID slot, CK_FLAGS flags,
                            CK_SESSION_HANDLE_PTR out);
+  // AddSession makes the session of OpenSession, its checks done;
+  // `token->mu` held.
+  absl::Status AddSession(Token* token, CK_FLAGS flags,
+                          CK_SESSION_HANDLE_PTR out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(token->mu);
   absl::Status CloseSession(CK_SESSION_HANDLE h);
   absl::Status CloseAllSessions(CK_SLOT_ID slot);
   absl::Status GetSessionInfo(CK_SESSION_HANDLE h, CK_SESSION_INFO_PTR info);

@@ -118,6 +118,15 @@ class TokenStore {
   // would create it. Any other state (a file where the directory should be,
   // no permission) is false, for Open to report.
   static bool Absent(const std::string& dir);
+  // Usable says whether this process can use the existing store in `dir`
+  // now, without opening, creating or locking anything (store_access.cc):
+  // read and write the database, its journal files and the change counter,
+  // and add journal files to the directory. OK when it can; otherwise
+  // CKR_DEVICE_ERROR saying which file or directory refuses what, with its
+  // owner and mode and this process's uid (a token directory only root
+  // may enter, seen from a daemon's worker that dropped to another user).
+  // An absent store (Absent) is CKR_TOKEN_NOT_RECOGNIZED.
+  static absl::Status Usable(const std::string& dir);
   static absl::StatusOr<std::unique_ptr<TokenStore>> Open(
       const std::string& dir) {
     return Open(dir, Options());

@@ -595,6 +595,18 @@ typedef struct accelcrypt_backend_desc {
  *                      host's config_get answers it). Without it the loader
  *                      does not load the module and records the backend as
  *                      declined, with the key to set.
+ *   defer=FAMILIES     (with name=) the backend is not initialised at load
+ *                      but at the first routed operation of one of
+ *                      FAMILIES (comma list of cipher, digest, rsa, dsa),
+ *                      outside whatever the application or OpenSSL holds
+ *                      while it loads the provider or an ENGINE: for a
+ *                      backend whose device library may itself use OpenSSL
+ *                      (a PKCS#11 token module). An init that then fails
+ *                      with ACCELCRYPT_ERR_UNAVAILABLE is an error for the
+ *                      operator (logged once per process, counted) and is
+ *                      tried again at most every `backend_retry_s`
+ *                      seconds; ACCELCRYPT_ERR_RESOURCE_EXHAUSTED means
+ *                      busy (not an error): tried again soon.
  * A loader ignores keys it does not know; a module without the note, or
  * without `name`, is always loaded. Write it with
  *   ACCELCRYPT_BACKEND_LOAD_HINTS(ACCELCRYPT_LOAD_HINT("name=mybackend")

@@ -84,6 +84,10 @@ SoftHsm::~SoftHsm() {
 
 std::map<std::string, std::string> SoftHsm::Overrides() const {
   return {{"backends", "pkcs11, software"},
+          // Started at load, as `accelcrypt list` does: the suites look at
+          // the backend before its first operation (pkcs11_client_late_test
+          // covers the deferred start of the provider and the engine).
+          {"deferred_start", "load"},
           // The suites check what the token serves, verification included:
           // the configured order, not policy auto's CPU-side verify.
           {"policy", "priority"},

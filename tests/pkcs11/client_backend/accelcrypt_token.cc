@@ -218,6 +218,9 @@ absl::StatusOr<std::unique_ptr<AccelcryptToken>> AccelcryptToken::Create() {
         // The module's own core is told to use a PKCS#11 client backend on
         // this very module first: the no-recursion rule must drop it.
         << "backends = pkcs11, x86, software\n"
+        // Started at C_Initialize, where the refusal is logged (the default
+        // defers it to the module core's first RSA/DSA operation).
+        << "deferred_start = load\n"
         << "pkcs11.module = " << Module() << "\n"
         << "stats_dir = " << token->StatsDir() << "\n"
         << "\n[accelcrypt_pkcs11]\n"
@@ -244,6 +247,10 @@ AccelcryptToken::~AccelcryptToken() {
 
 std::map<std::string, std::string> AccelcryptToken::Overrides() const {
   return {{"backends", "pkcs11, software"},
+          // Started at load, as `accelcrypt list` does: the suites look at
+          // the backend before its first operation (pkcs11_client_late_test
+          // covers the deferred start of the provider and the engine).
+          {"deferred_start", "load"},
           // The suites check what the token serves, verification included:
           // the configured order, not policy auto's CPU-side verify.
           {"policy", "priority"},

@@ -210,8 +210,12 @@ TEST_F(ModuleTest, ClientBackendPointingHereIsDisabled) {
   for (const std::string& module :
        {std::string(ACCELCRYPT_P11_MODULE_PATH),
         std::string("/usr/lib/x86_64-linux-gnu/p11-kit-proxy.so")}) {
-    WriteConfig("backends = pkcs11, software\npkcs11.module = " + module +
-                "\n");
+    // Started at load (the default defers it to the first RSA/DSA
+    // operation, where the same refusal is reported).
+    WriteConfig(
+        "backends = pkcs11, software\ndeferred_start = load\n"
+        "pkcs11.module = " +
+        module + "\n");
     std::string log = dir_ + "/stderr.txt";
     CK_FUNCTION_LIST* f = f_;
     int rc = InChild(

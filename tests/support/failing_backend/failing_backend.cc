@@ -21,6 +21,13 @@
 //   fail_init  1: init declines with ACCELCRYPT_ERR_UNAVAILABLE, as a
 //              backend whose device is absent does
 //              [ACCELCRYPT_FAILING_FAIL_INIT]
+//   fail_init_unless  PATH: init declines the same way unless the file
+//              PATH exists (a device plugged in later: the test creates
+//              the file) [ACCELCRYPT_FAILING_FAIL_INIT_UNLESS]
+// Built with ACCELCRYPT_FAILING_DEFERRED (failing.so in the deferred-test
+// directory), the module's load hints defer its start to the first cipher
+// or digest operation (accelcrypt/backend.h, `defer=`), as the PKCS#11
+// client backend defers its own to the first RSA/DSA operation.
 //   direct     none | correct | wrong: the digest table's get_direct offers
 //              nothing (default), the wrapped software backend's direct
 //              digests, or those with the digest's first byte flipped (a
@@ -41,6 +48,8 @@
 //
 // Note: the registry's self-tests go through these calls too; tests that want
 // exact counts set `selftest = 0`.
+#include <unistd.h>
+
 #include <atomic>
 #include <cerrno>
 #include <cstddef>
@@ -589,9 +598,14 @@ accelcrypt_status ReadConfig(const accelcrypt_host* host, Instance* inst,
 
 bool FailInit(const accelcrypt_host* host) {
   const char* v = Setting(host, "fail_init", "ACCELCRYPT_FAILING_FAIL_INIT");
-  return v != nullptr &&
-         (std::strcmp(v, "1") == 0 || std::strcmp(v, "true") == 0 ||
-          std::strcmp(v, "yes") == 0);
+  if (v != nullptr &&
+      (std::strcmp(v, "1") == 0 || std::strcmp(v, "true") == 0 ||
+       std::strcmp(v, "yes") == 0)) {
+    return true;
+  }
+  const char* unless =
+      Setting(host, "fail_init_unless", "ACCELCRYPT_FAILING_FAIL_INIT_UNLESS");
+  return unless != nullptr && access(unless, F_OK) != 0;
 }
 
 // Backend descriptor.
@@ -746,3 +760,8 @@ accelcrypt_backend_entry(uint32_t host_abi_version) {
   if (host_abi_version != ACCELCRYPT_ABI_VERSION) return nullptr;
   return &accelcrypt::failing::kDescriptor;
 }
+
+#ifdef ACCELCRYPT_FAILING_DEFERRED
+ACCELCRYPT_BACKEND_LOAD_HINTS(ACCELCRYPT_LOAD_HINT("name=failing")
+                                  ACCELCRYPT_LOAD_HINT("defer=cipher,digest"));
+#endif

@@ -180,7 +180,8 @@ TEST_F(ModuleCheckTest, RegistrySkipsBrokenFilesWithEvents) {
 }
 
 // Load hints (accelcrypt/backend.h): the PKCS#11 client backend declares
-// that it needs pkcs11.module; a module without the note has none.
+// that it needs pkcs11.module and that its start is deferred to the first
+// RSA/DSA operation; a module without the note has none.
 TEST_F(ModuleCheckTest, LoadHintsAreReadFromTheModulesNote) {
   const fs::path pkcs11 = fs::path(BackendDir()) / "pkcs11.so";
   if (!fs::exists(pkcs11)) GTEST_SKIP() << "no " << pkcs11 << " in this build";
@@ -190,7 +191,8 @@ TEST_F(ModuleCheckTest, LoadHintsAreReadFromTheModulesNote) {
       hints,
       ::testing::UnorderedElementsAre(
           std::make_pair(std::string("name"), std::string("pkcs11")),
-          std::make_pair(std::string("needs-config"), std::string("module"))));
+          std::make_pair(std::string("needs-config"), std::string("module")),
+          std::make_pair(std::string("defer"), std::string("rsa,dsa"))));
   ASSERT_TRUE(CheckLoadableModule(GoodModule().string(), &hints).ok());
   EXPECT_TRUE(hints.empty());
 }
@@ -240,9 +242,15 @@ TEST_F(ModuleCheckTest, ABackendThatWouldDeclineIsNotLoaded) {
   EXPECT_EQ(reason({}),
             "pkcs11: no module configured (set pkcs11.module); the module "
             "was not loaded [declined]\n");
-  // Configured, it is loaded, and its own init declines (no such module).
+  // Configured, its start is deferred to its first operation (load hint
+  // `defer=`): not loaded here.
+  EXPECT_THAT(reason({{"pkcs11.module", "/nonexistent/module.so"}}),
+              HasSubstr("deferred: starts at its first operation"));
+  // Started at load, it is loaded, and its own init declines (no such
+  // module).
   const std::string configured =
-      reason({{"pkcs11.module", "/nonexistent/module.so"}});
+      reason({{"pkcs11.module", "/nonexistent/module.so"},
+              {"deferred_start", "load"}});
   EXPECT_THAT(configured, HasSubstr("/nonexistent/module.so"));
   EXPECT_THAT(configured, ::testing::Not(HasSubstr("was not loaded")));
   // Excluded by name, from the hints, also without loading it.
