@@ -3,11 +3,14 @@
 #
 # Builds the libFuzzer targets (tests/fuzz, clang, ASan+UBSan) into
 # build-fuzz/ and runs each named target (all when none is named) for a
-# bounded time, one after the other. docs/testing.md explains the targets.
+# bounded time, one after the other or --jobs at a time. docs/testing.md
+# explains the targets.
 #
-#   scripts/fuzz.sh [--seconds N] [--build-only] [--no-build] [--replay]
-#                   [TARGET...]
+#   scripts/fuzz.sh [--seconds N] [--jobs N] [--build-only] [--no-build]
+#                   [--replay] [TARGET...]
 #     --seconds N   time per target (default 60)
+#     --jobs N      targets run at once (default 1; each fuzzer is one
+#                   process on one core)
 #     --build-only  configure and build, run nothing
 #     --no-build    run the binaries already built (a long campaign goes on
 #                   while the source tree is being edited)
@@ -25,6 +28,7 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 seconds=60
+jobs=1
 build_only=0
 no_build=0
 replay=0
@@ -35,11 +39,15 @@ while [ $# -gt 0 ]; do
     --build-only) build_only=1; shift ;;
     --no-build) no_build=1; shift ;;
     --replay) replay=1; shift ;;
-    -h|--help) sed -n '4,22p' "$0"; exit 0 ;;
+    --jobs) jobs=$2; shift 2 ;;
+    -h|--help) sed -n '4,25p' "$0"; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
 done
+case "$jobs" in
+  ''|*[!0-9]*|0) echo "fuzz.sh: --jobs needs a positive number, not '$jobs'" >&2; exit 2 ;;
+esac
 
 build=${ACCELCRYPT_FUZZ_BUILD_DIR:-$ACCELCRYPT_ROOT/build-fuzz}
 if ! command -v clang++ >/dev/null 2>&1; then
@@ -49,6 +57,8 @@ if [ "$no_build" = 0 ] || [ ! -e "$build/fuzz_targets.txt" ]; then
   echo "== configure: $build (clang, libFuzzer, ASan+UBSan)"
   CC=clang CXX=clang++ cmake -S "$ACCELCRYPT_ROOT" -B "$build" -G Ninja \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DACCELCRYPT_WERROR=OFF \
+    -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
     -DACCELCRYPT_FUZZ=ON -DACCELCRYPT_SANITIZE=address,undefined >/dev/null
 fi
 mapfile -t all < "$build/fuzz_targets.txt"
@@ -81,9 +91,10 @@ export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$ACCELCRYPT_ROOT/tests/sanitize
 export ACCELCRYPT_STATS_DIR=none
 export ACCELCRYPT_BACKEND_DIR="$build/lib/accelcrypt/backends"
 
-rc=0
-summary=()
-for t in "${targets[@]}"; do
+# fuzz_one TARGET: runs one target, prints its summary line and keeps it
+# in fuzz-logs/TARGET.summary; exit 1 when the fuzzer found something.
+fuzz_one() {
+  local t=$1 seed work art log args trc execs speed size result line
   seed="$ACCELCRYPT_ROOT/tests/fuzz/corpus/$t"
   work="$build/fuzz-corpus/$t"
   art="$build/fuzz-artifacts/$t"
@@ -115,13 +126,43 @@ for t in "${targets[@]}"; do
     result=ok
   else
     result="FOUND (exit $trc; log $log; artifacts $art)"
-    rc=1
     grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error)' "$log" | head -5 || true
   fi
   line=$(printf '%-16s %12s execs %8s exec/s %6s corpus  %s' "$t" \
          "${execs:-?}" "${speed:-?}" "$size" "$result")
   echo "$line"
-  summary+=("$line")
+  echo "$line" > "$build/fuzz-logs/$t.summary"
+  [ "$trc" -eq 0 ]
+}
+
+rc=0
+running=0
+mkdir -p "$build/fuzz-logs"
+for t in "${targets[@]}"; do
+  rm -f "$build/fuzz-logs/$t.summary"
+  if [ "$jobs" -eq 1 ]; then
+    fuzz_one "$t" || rc=1
+    continue
+  fi
+  if [ "$running" -ge "$jobs" ]; then
+    wait -n || rc=1
+    running=$((running - 1))
+  fi
+  fuzz_one "$t" &
+  running=$((running + 1))
+done
+while [ "$running" -gt 0 ]; do
+  wait -n || rc=1
+  running=$((running - 1))
+done
+summary=()
+for t in "${targets[@]}"; do
+  if [ -s "$build/fuzz-logs/$t.summary" ]; then
+    summary+=("$(cat "$build/fuzz-logs/$t.summary")")
+  else
+    summary+=("$t: no result (the run was interrupted)")
+    rc=1
+  fi
 done
 if [ "$replay" = 1 ]; then
   echo "== fuzz summary (committed corpus replayed)"
