@@ -42,8 +42,10 @@ constexpr std::array<const OSSL_DISPATCH*, kMaxAlgorithms> DispatchTables() {
   return DispatchTablesImpl<Table>(std::make_index_sequence<kMaxAlgorithms>());
 }
 
-// AppendRoutedAlgorithms publishes every row of `family` the router can
-// serve, each with its own dispatch table from `tables` (DispatchTables).
+// AppendRoutedAlgorithms publishes every row of `family` the router says
+// to offer (Router::Interposes: a backend that wins serves it, or
+// `interpose = all`), each with its own dispatch table from `tables`
+// (DispatchTables). What it leaves out OpenSSL's default provider serves.
 // kInternal when a row lies beyond kMaxAlgorithms.
 inline absl::Status AppendRoutedAlgorithms(
     ProvCtx& ctx, Family family,
@@ -56,7 +58,7 @@ inline absl::Status AppendRoutedAlgorithms(
           absl::StrFormat("identity table row %u (%s) beyond kMaxAlgorithms",
                           info.index, info.name));
     }
-    if (!ctx.core().router().Supports(info.id)) continue;
+    if (!ctx.core().router().Interposes(info.id).offered) continue;
     // openssl_names are string literals: NUL-terminated.
     out->push_back(OSSL_ALGORITHM{info.openssl_names.data(), kProperties,
                                   tables[info.index], description});

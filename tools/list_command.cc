@@ -184,6 +184,7 @@ int RunList(const ListOptions& options) {
       out["routes"][std::string(alg.name)] = router.Candidates(alg.id);
     }
     out["routing"] = RoutingPolicyJson(router);
+    out["interpose"] = InterpositionJson(router);
     out["cpu"] = CpuJson(cpu);
     out["openssl_cnf"] = OpensslCnfJson();
     std::cout << out.dump(2) << "\n";
@@ -284,6 +285,7 @@ int RunList(const ListOptions& options) {
     std::cout << "  " << line << "\n";
   }
   PrintRoutingPolicy(std::cout, router);
+  PrintInterposition(std::cout, router);
 
   PrintOpensslCnf(OpensslCnfJson());
   PrintCpu(cpu);

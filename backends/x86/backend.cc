@@ -506,3 +506,7 @@ accelcrypt_backend_entry(uint32_t host_abi_version) {
   if (host_abi_version != ACCELCRYPT_ABI_VERSION) return nullptr;
   return &accelcrypt::x86::kDescriptor;
 }
+
+// The name, so that a configuration excluding the backend (`backends`,
+// `disable`) keeps the module from being loaded at all.
+ACCELCRYPT_BACKEND_LOAD_HINTS(ACCELCRYPT_LOAD_HINT("name=x86"));
