@@ -289,8 +289,8 @@ trace)
   key=000102030405060708090a0b0c0d0e0f
   iv=0f0e0d0c0b0a09080706050403020100
   # Software backend only, so the table must name it whatever hardware the
-  # machine has.
-  printf '[accelcrypt]\nbackends = software\n' > "$tmp/software-only.cnf"
+  # machine has (interpose = all: the provider offers its algorithms).
+  printf '[accelcrypt]\nbackends = software\ninterpose = all\n' > "$tmp/software-only.cnf"
   ACCELCRYPT_CONF="$tmp/software-only.cnf" expect_rc 0 "$cli" trace \
     --conf "$tmp/accelcrypt.cnf" -o "$tmp/report" -- \
     openssl enc -aes-128-cbc -K "$key" -iv "$iv" -in "$tmp/plain" -out "$tmp/cipher"
@@ -355,7 +355,7 @@ stats)
   root=$tmp/root
   mkdir "$root" && chmod 1733 "$root"
   "$cli" config --module "$module" |
-    sed "/^soft_load = 1/a backends = software\nstats_dir = $root" > "$tmp/accelcrypt.cnf"
+    sed "/^soft_load = 1/a backends = software\ninterpose = all\nstats_dir = $root" > "$tmp/accelcrypt.cnf"
   mine=$root/$(id -u)
   run_ossl() { env -i PATH="$PATH" ${ACCELCRYPT_SANITIZER_ENV:-} OPENSSL_CONF="$tmp/accelcrypt.cnf" openssl "$@"; }
   head -c 300000 /dev/urandom > "$tmp/plain"
