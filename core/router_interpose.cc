@@ -82,8 +82,10 @@ Router::Interposition Router::Interposes(accelcrypt_alg alg) const {
       (Wins(b.Capability(alg)) ? winners : others).emplace_back(b.name());
     }
     if (winners.empty()) {
-      d.why = absl::StrFormat("only pass-through backends serve it (%s)",
-                              absl::StrJoin(others, ", "));
+      d.why = absl::StrFormat(
+          "only pass-through backends serve it (%s: no faster than "
+          "OpenSSL's own code)",
+          absl::StrJoin(others, ", "));
     } else {
       d.why = absl::StrFormat(
           "%s (pass-through) is routed first (%s); %s only behind it",

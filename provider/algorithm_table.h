@@ -16,13 +16,15 @@
 
 namespace accelcrypt::provider {
 
-// kMaxAlgorithms bounds the identity table's size for the per-algorithm
+// kMaxAlgorithms is the identity table's size, for the per-algorithm
 // dispatch tables. OpenSSL's newctx, get_params and one-shot digest calls
 // carry no algorithm argument, so each algorithm needs its own function
 // addresses: they are template instances over the row's index in
 // AllAlgorithms(), generated here instead of written out per algorithm.
-// Rows past this bound are not published (the builders report it).
-inline constexpr size_t kMaxAlgorithms = 64;
+// Exactly as many as there are rows: every table is relocated when the
+// provider is loaded (a page fault per page of tables in every process),
+// so none is made for a row that does not exist.
+inline constexpr size_t kMaxAlgorithms = kNumAlgorithms;
 
 // The property string of every algorithm we publish. The provider never
 // sets default properties itself; users prefer it with

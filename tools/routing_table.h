@@ -27,7 +27,8 @@ nlohmann::json RoutingPolicyJson(const Router& router);
 // PrintInterposition writes, for `accelcrypt list`, per algorithm whether
 // the provider offers it to OpenSSL and why (Router::Interposes): "offered:
 // x86 (hardware)", or "left to OpenSSL's default provider: only
-// pass-through backends serve it (software)".
+// pass-through backends serve it (software: no faster than OpenSSL's own
+// code)".
 void PrintInterposition(std::ostream& out, const Router& router);
 
 // InterpositionJson is the same as JSON: {"mode": "wins"|"all",
