@@ -234,13 +234,17 @@ int RunEnable(const EnableOptions& options) {
   if (options.disable) {
     std::cout << "disabled: removed `.include " << snippet << "` from " << where
               << " (previous version: " << backup
-              << ")\nPrograms started from now on no longer load accelcrypt; "
-                 "running daemons keep it until restarted.\n";
+              << ")\nPrograms started from now on no longer load accelcrypt, "
+                 "sshd's next connections included (it re-executes itself per "
+                 "connection); long-running daemons (nginx, Apache) keep it "
+                 "until restarted.\n";
   } else {
     std::cout << "enabled: appended `.include " << snippet << "` to " << where
               << " (previous version: " << backup
-              << ")\nPrograms started from now on load accelcrypt (restart "
-                 "daemons such as sshd to pick it up). Check with\n"
+              << ")\nPrograms started from now on load accelcrypt, sshd's "
+                 "next connections included (it re-executes itself per "
+                 "connection: no restart); restart long-running daemons "
+                 "(nginx, Apache) to pick it up. Check with\n"
                  "  openssl list -providers\n"
                  "  accelcrypt trace -- openssl dgst -sha256 /etc/hostname\n";
     // A key the provider would never see is said now, not never.

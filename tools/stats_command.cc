@@ -63,7 +63,9 @@ void PrintStats(std::ostream& out, const std::string& dir,
                                     std::to_string(p.ppid),
                                     std::to_string(p.uid),
                                     p.name,
-                                    p.state,
+                                    // The file says "live"; the table says
+                                    // what an operator reads (docs/sysadmin.md).
+                                    p.state == "live" ? "running" : p.state,
                                     StartedAt(p.created_unix_ms),
                                     std::to_string(p.total.ops),
                                     std::to_string(p.total.bytes)};

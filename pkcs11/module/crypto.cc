@@ -278,10 +278,17 @@ absl::Status Module::OneShot(OpSlot slot, CK_SESSION_HANDLE h, CK_BYTE_PTR in,
 
 namespace {
 
-// v2.40 sections 5.2 and 5.12: once C_Encrypt (C_Decrypt, C_Digest,
-// C_Sign) answered a size query the operation is single-part; a multi-part
-// call is refused and leaves it usable.
-absl::Status SinglePartActive() {
+// Once C_Encrypt (C_Decrypt, C_Digest, C_Sign) answered a size query or
+// CKR_BUFFER_TOO_SMALL, the single-part call is what the operation waits
+// for (v2.40 5.8.2, 5.9.2, 5.10.2, 5.11.2: the single-part call "MUST be
+// called after C_*Init without intervening C_*Update calls"): a multi-part
+// call is refused with CKR_OPERATION_ACTIVE, and being a failed C_*Update
+// or C_*Final it ends the operation (5.8.3/5.8.4, 5.9.3/5.9.4,
+// 5.10.3/5.10.5, 5.11.3/5.11.4: every error of an update, and of a final
+// other than CKR_BUFFER_TOO_SMALL, terminates it). C_DigestKey (5.10.4)
+// is treated as C_DigestUpdate.
+absl::Status EndSinglePart(ActiveOp& a) {
+  a.Reset();
   return CkError(CKR_OPERATION_ACTIVE,
                  "multi-part call after a single-part size query");
 }
@@ -296,7 +303,7 @@ absl::Status Module::UpdateWithOutput(OpSlot slot, CK_SESSION_HANDLE h,
   s->mu.AssertHeld();
   ActiveOp& a = s->ops[slot];
   if (a.op == nullptr) return NotInitialized();
-  if (a.single_part) return SinglePartActive();
+  if (a.single_part) return EndSinglePart(a);
   bool keep = false;
   absl::Status st;
   if ((in == nullptr && in_len != 0) || out_len == nullptr) {
@@ -323,7 +330,7 @@ absl::Status Module::Update(OpSlot slot, CK_SESSION_HANDLE h, CK_BYTE_PTR in,
   s->mu.AssertHeld();
   ActiveOp& a = s->ops[slot];
   if (a.op == nullptr) return NotInitialized();
-  if (a.single_part) return SinglePartActive();
+  if (a.single_part) return EndSinglePart(a);
   absl::Status st;
   if (in == nullptr && in_len != 0) {
     st = CkError(CKR_ARGUMENTS_BAD, "pPart is NULL");
@@ -345,7 +352,7 @@ absl::Status Module::Final(OpSlot slot, CK_SESSION_HANDLE h, CK_BYTE_PTR out,
   s->mu.AssertHeld();
   ActiveOp& a = s->ops[slot];
   if (a.op == nullptr) return NotInitialized();
-  if (a.single_part) return SinglePartActive();
+  if (a.single_part) return EndSinglePart(a);
   bool keep = false;
   absl::Status st;
   if (out_len == nullptr) {
@@ -375,7 +382,7 @@ absl::Status Module::Verify(CK_SESSION_HANDLE h, CK_BYTE_PTR data,
   } else {
     st = a.op->Verify(In(data, data_len), In(sig, sig_len));
   }
-  // C_Verify always ends the operation (v2.40 section 5.13).
+  // C_Verify always ends the operation (v2.40 section 5.12.2).
   a.Reset();
   return st;
 }
@@ -390,6 +397,8 @@ absl::Status Module::VerifyFinal(CK_SESSION_HANDLE h, CK_BYTE_PTR sig,
   absl::Status st = sig == nullptr
                         ? CkError(CKR_ARGUMENTS_BAD, "pSignature is NULL")
                         : a.op->VerifyFinal(In(sig, sig_len));
+  // "A call to C_VerifyFinal always terminates the active verification
+  // operation" (v2.40 section 5.12.4).
   a.Reset();
   return st;
 }
@@ -406,7 +415,7 @@ absl::Status Module::DigestKey(CK_SESSION_HANDLE h, CK_OBJECT_HANDLE key) {
   ACCELCRYPT_RETURN_IF_ERROR(l.status());
   ActiveOp& a = s->ops[kDigestSlot];
   if (a.op == nullptr) return NotInitialized();
-  if (a.single_part) return SinglePartActive();
+  if (a.single_part) return EndSinglePart(a);
   absl::Status st = ref.ok() ? a.op->DigestKey(*ref->attrs) : ref.status();
   if (!st.ok()) {
     a.Reset();

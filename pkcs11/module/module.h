@@ -110,7 +110,8 @@ struct ActiveOp {
   std::unique_ptr<Operation> spare;
   bool multipart = false;  // an update happened: single-part calls refused
   // A single-part call answered a size query (or CKR_BUFFER_TOO_SMALL):
-  // the operation stays single-part, multi-part calls are refused.
+  // the operation stays single-part; a multi-part call is refused
+  // (CKR_OPERATION_ACTIVE) and, as a failed update or final, ends it.
   bool single_part = false;
   void Reset() {
     op.reset();

@@ -389,6 +389,9 @@ stats)
     sleep 0.1
   done
   [ "$got" = 1 ] || { cat "$tmp/live.json" >&2; fail "the working openssl enc (pid $enc) is not listed as running"; }
+  # The table says `running` for what the file calls live (docs/sysadmin.md).
+  expect_rc 0 "$cli" stats "$root"
+  expect_out "^ *$enc +[0-9]+ +$(id -u) +openssl +running " "the working process's state in the table"
   sleep 0.5
   kill -9 "$enc"; wait "$enc" 2>/dev/null || true
   exec 3>&-

@@ -40,9 +40,27 @@ const Deviation kDeviations[] = {
      "terminate a multi-part operation"},
     {ModuleKind::kSoftHsm2, "singlepart.size_query_then_update",
      "after a C_Digest size query (NULL pDigest), C_DigestUpdate and "
-     "C_DigestFinal return CKR_OK and turn the operation multi-part; base "
-     "spec 5.2/5.10.2 (likewise 5.8.2, 5.12.2): the single-part operation "
-     "stays active and multi-part calls are CKR_OPERATION_ACTIVE"},
+     "C_DigestFinal return CKR_OK and turn the operation multi-part (and so "
+     "for C_Encrypt, C_Decrypt, C_Sign and their updates and finals); base "
+     "spec 5.10.2 (likewise 5.8.2, 5.9.2, 5.11.2): the size query leaves the "
+     "single-part operation active, C_Digest \"MUST be called after "
+     "C_DigestInit without intervening C_DigestUpdate calls\", so the "
+     "multi-part call is refused and, as a failed C_DigestUpdate/"
+     "C_DigestFinal (5.10.3/5.10.5), ends the operation"},
+    {ModuleKind::kSoftHsm2, "arguments_bad.keeps_operation",
+     "C_DigestUpdate, C_SignUpdate, C_VerifyUpdate, C_EncryptUpdate and "
+     "C_DecryptUpdate with a NULL data or length pointer, C_DigestFinal and "
+     "C_SignFinal with a NULL length pointer, C_Digest, C_Sign, C_Encrypt "
+     "and C_Decrypt with a NULL length pointer and C_Verify with a NULL "
+     "signature return CKR_ARGUMENTS_BAD and leave the "
+     "operation active (the next C_*Init is CKR_OPERATION_ACTIVE); base spec "
+     "5.10.3/5.11.3/5.12.3 (\"A call to C_DigestUpdate which results in an "
+     "error terminates the current digest operation\"), 5.8.3/5.9.3 (an "
+     "error other than CKR_BUFFER_TOO_SMALL terminates it), 5.10.5/5.11.4 "
+     "and 5.8.2/5.9.2/5.10.2/5.11.2 (\"always terminates ... unless it "
+     "returns CKR_BUFFER_TOO_SMALL or is a successful call ... to determine "
+     "the length\"), 5.12.2 (C_Verify \"always terminates\"). Its "
+     "C_EncryptFinal/C_DecryptFinal with a NULL length pointer do end it"},
     {ModuleKind::kSoftHsm2, "cbc.bad_iv_code",
      "CKM_AES_CBC with an 8-byte IV gives CKR_MECHANISM_INVALID, with no "
      "parameter CKR_ARGUMENTS_BAD; current mechanisms \"AES\" (16-byte IV) and "

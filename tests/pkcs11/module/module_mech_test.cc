@@ -132,6 +132,23 @@ TEST_F(ModuleTest, Sha256DigestMatchesLibcrypto) {
   ASSERT_EQ(f_->C_DigestFinal(s, got, &got_len), CKR_OK);
   EXPECT_EQ(std::string(reinterpret_cast<char*>(got), got_len),
             std::string(reinterpret_cast<char*>(want), want_len));
+  // After a C_Digest size query the operation waits for C_Digest: a
+  // C_DigestFinal or C_DigestUpdate is CKR_OPERATION_ACTIVE (the code
+  // google/pkcs11test's DigestFinalIntersperse expects) and ends it.
+  ASSERT_EQ(f_->C_DigestInit(s, &sha), CKR_OK);
+  got_len = 0;
+  ASSERT_EQ(f_->C_Digest(s, data.data(), data.size(), nullptr, &got_len),
+            CKR_OK);
+  got_len = sizeof(got);
+  EXPECT_EQ(f_->C_DigestFinal(s, got, &got_len), CKR_OPERATION_ACTIVE);
+  EXPECT_EQ(f_->C_Digest(s, data.data(), data.size(), got, &got_len),
+            CKR_OPERATION_NOT_INITIALIZED);
+  ASSERT_EQ(f_->C_DigestInit(s, &sha), CKR_OK);
+  got_len = 0;
+  ASSERT_EQ(f_->C_Digest(s, data.data(), data.size(), nullptr, &got_len),
+            CKR_OK);
+  EXPECT_EQ(f_->C_DigestUpdate(s, data.data(), 1), CKR_OPERATION_ACTIVE);
+  EXPECT_EQ(f_->C_DigestInit(s, &sha), CKR_OK);
 }
 
 TEST_F(ModuleTest, RsaSignatureVerifiesWithLibcrypto) {
