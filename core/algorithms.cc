@@ -45,7 +45,7 @@ constexpr AlgorithmInfo Digest(accelcrypt_alg id, std::string_view name,
 
 // OpenSSL names follow providers/implementations/include/prov/names.h of
 // OpenSSL 3.0 (canonical name, aliases, OID).
-constexpr std::array<AlgorithmInfo, 28> kAlgorithms = {{
+constexpr std::array<AlgorithmInfo, kNumAlgorithms> kAlgorithms = {{
     Cipher(ACCELCRYPT_ALG_AES_128_ECB, "AES-128-ECB",
            "AES-128-ECB:2.16.840.1.101.3.4.1.1", "aes-128-ecb",
            CipherMode::kEcb, 16, 0, 16, kCkmAesEcb, 0),

@@ -39,7 +39,11 @@ struct AlgorithmInfo {
   size_t index;       // position in AllAlgorithms(), for dense arrays
 };
 
-// AllAlgorithms returns the identity table.
+// kNumAlgorithms is the identity table's number of rows, for tables sized
+// at compile time (the provider's per-algorithm dispatch tables).
+inline constexpr size_t kNumAlgorithms = 28;
+
+// AllAlgorithms returns the identity table (kNumAlgorithms rows).
 absl::Span<const AlgorithmInfo> AllAlgorithms();
 
 // FindAlgorithm returns the row for `id`, or nullptr.

@@ -2,6 +2,8 @@
 #include "core/backend.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <openssl/crypto.h>
 
 #include <algorithm>
@@ -307,6 +309,20 @@ const char* HostObject() {
         info.dli_fname == nullptr || info.dli_fname[0] == '\0') {
       return false;
     }
+    // The kernel's name for the open file: three system calls, where
+    // realpath takes one per path component (every process that loads
+    // the provider pays them). realpath where /proc is not mounted.
+    const int fd = open(info.dli_fname, O_PATH | O_CLOEXEC);
+    if (fd >= 0) {
+      char link[64];
+      std::snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+      const ssize_t n = readlink(link, path, sizeof(path) - 1);
+      close(fd);
+      if (n > 0 && path[0] == '/') {
+        path[n] = '\0';
+        return true;
+      }
+    }
     if (::realpath(info.dli_fname, path) == nullptr) {
       if (std::strlen(info.dli_fname) >= sizeof(path)) return false;
       std::strcpy(path, info.dli_fname);
@@ -494,6 +510,7 @@ std::vector<std::string> CapabilityNames(const accelcrypt_capability& cap) {
       {ACCELCRYPT_CAP_KEY_IMPORT, "key-import"},
       {ACCELCRYPT_CAP_OFFLOAD, "offload"},
       {ACCELCRYPT_CAP_CPU, "cpu"},
+      {ACCELCRYPT_CAP_PASS_THROUGH, "pass-through"},
   };
   for (const auto& n : kNamed) {
     if (cap.flags & n.flag) names.push_back(n.name);

@@ -170,7 +170,7 @@ RawCipherView RawView(Cipher& cipher);
 
 // CapabilityNames names the flags of `cap` as `accelcrypt list` prints
 // them ("hardware", "streaming" or "one-shot", "portable-state", the RSA
-// paddings, "key-import", "offload", "cpu").
+// paddings, "key-import", "offload", "cpu", "pass-through").
 std::vector<std::string> CapabilityNames(const accelcrypt_capability& cap);
 
 // BackendConfigValue is the value a backend named `backend` reads as `key`

@@ -25,6 +25,7 @@ constexpr ConfigKey kKeys[] = {
     {"disable", KeyType::kList},
     {"policy", KeyType::kEnum, 0, 0, "auto|priority|fastest"},
     {"calibration_file", KeyType::kString},
+    {"interpose", KeyType::kEnum, 0, 0, "wins|all"},
     {"route_margin_pct", KeyType::kInt, 0, 100},
     {"breaker_threshold", KeyType::kInt, 1, 1000000},
     {"breaker_cooldown_ms", KeyType::kInt, 0, 86400000},

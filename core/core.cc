@@ -17,8 +17,8 @@ absl::StatusOr<std::unique_ptr<Core>> Core::Create(Config config) {
       Router::Create(core->registry_.get(), core->config_, core->stats_.get());
   if (!router.ok()) return router.status();
   core->router_ = *std::move(router);
-  // Live statistics from here on (core/stats.h): the file is made before
-  // the first operation, so no exit path loses a count.
+  // Live statistics (core/stats.h): the file is made at the first counted
+  // operation, before its count, so no exit path loses a count.
   auto dir =
       ResolveStatsDir(core->config_.Get("stats_dir"), DefaultStatsRoot());
   if (!dir.ok()) {
@@ -27,14 +27,12 @@ absl::StatusOr<std::unique_ptr<Core>> Core::Create(Config config) {
                  "recorded\n",
                  std::string(dir.status().message()).c_str());
   } else if (!dir->empty()) {
-    // When the live file cannot be made, the JSON file is still tried at
-    // teardown.
+    // The file is made at the first counted operation (Stats::Arm): a
+    // process that does no crypto through accelcrypt makes none. When it
+    // cannot be made, the JSON file is still tried at teardown.
     core->stats_dir_ = *dir;
-    absl::Status st = core->stats_->StartLive(*dir);
-    if (!st.ok() && !core->config_.GetOr("log_level", "").empty()) {
-      std::fprintf(stderr, "accelcrypt: %s\n",
-                   std::string(st.message()).c_str());
-    }
+    core->stats_->GoLiveAtFirstUse(
+        *dir, !core->config_.GetOr("log_level", "").empty());
   }
   return core;
 }

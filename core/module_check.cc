@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -49,6 +50,39 @@ bool ReadAt(int fd, uint64_t offset, void* out, size_t len) {
   return true;
 }
 
+// File is a module file read through one prefix: the ELF header, the
+// program headers and the notes of a shared object lie in its first page,
+// so one read serves the whole check (the loader of every process that
+// loads the provider pays each system call here). Reads beyond the prefix
+// go to the file.
+struct File {
+  static constexpr size_t kPrefix = 4096;
+  int fd = -1;
+  unsigned char prefix[kPrefix];
+  size_t prefix_len = 0;  // bytes of the file in `prefix`
+  // Fill reads the prefix; false on a read error.
+  bool Fill() {
+    while (prefix_len < kPrefix) {
+      ssize_t n = pread(fd, prefix + prefix_len, kPrefix - prefix_len,
+                        static_cast<off_t>(prefix_len));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return false;
+      if (n == 0) break;
+      prefix_len += static_cast<size_t>(n);
+    }
+    return true;
+  }
+  bool Read(uint64_t offset, void* out, size_t len) const {
+    if (offset <= prefix_len && len <= prefix_len - offset) {
+      std::memcpy(out, prefix + offset, len);
+      return true;
+    }
+    // The prefix holds the whole file when it is shorter than kPrefix.
+    if (prefix_len < kPrefix) return false;
+    return ReadAt(fd, offset, out, len);
+  }
+};
+
 // The ELF header fields the check reads, in host order, for either class.
 struct Header {
   ElfIdentity id;
@@ -74,9 +108,9 @@ T FromFile(T v, bool file_le) {
 // ReadEhdr fills the class-dependent fields of `h` from an Elf32_Ehdr or
 // Elf64_Ehdr.
 template <typename Ehdr>
-bool ReadEhdr(int fd, bool le, Header* h) {
+bool ReadEhdr(const File& f, bool le, Header* h) {
   Ehdr e;
-  if (!ReadAt(fd, 0, &e, sizeof(e))) return false;
+  if (!f.Read(0, &e, sizeof(e))) return false;
   h->id.machine = FromFile(e.e_machine, le);
   h->type = FromFile(e.e_type, le);
   h->phoff = FromFile(e.e_phoff, le);
@@ -93,18 +127,18 @@ struct Segment {
 };
 
 template <typename Phdr>
-bool ReadPhdr(int fd, uint64_t at, bool le, Segment* out) {
+bool ReadPhdr(const File& f, uint64_t at, bool le, Segment* out) {
   Phdr ph;
-  if (!ReadAt(fd, at, &ph, sizeof(ph))) return false;
+  if (!f.Read(at, &ph, sizeof(ph))) return false;
   out->type = FromFile(ph.p_type, le);
   out->offset = FromFile(ph.p_offset, le);
   out->filesz = FromFile(ph.p_filesz, le);
   return true;
 }
 
-absl::StatusOr<Header> ReadHeader(int fd) {
+absl::StatusOr<Header> ReadHeader(const File& f) {
   unsigned char ident[EI_NIDENT];
-  if (!ReadAt(fd, 0, ident, sizeof(ident)) ||
+  if (!f.Read(0, ident, sizeof(ident)) ||
       std::memcmp(ident, ELFMAG, SELFMAG) != 0) {
     return absl::FailedPreconditionError("not an ELF file");
   }
@@ -113,11 +147,11 @@ absl::StatusOr<Header> ReadHeader(int fd) {
   h.id.data = ident[EI_DATA];
   const bool le = h.id.data == ELFDATA2LSB;
   if (h.id.elf_class == ELFCLASS64) {
-    if (!ReadEhdr<Elf64_Ehdr>(fd, le, &h)) {
+    if (!ReadEhdr<Elf64_Ehdr>(f, le, &h)) {
       return absl::FailedPreconditionError("truncated ELF header");
     }
   } else if (h.id.elf_class == ELFCLASS32) {
-    if (!ReadEhdr<Elf32_Ehdr>(fd, le, &h)) {
+    if (!ReadEhdr<Elf32_Ehdr>(f, le, &h)) {
       return absl::FailedPreconditionError("truncated ELF header");
     }
   } else {
@@ -128,25 +162,31 @@ absl::StatusOr<Header> ReadHeader(int fd) {
 }
 
 // SelfIdentity is the identity of the object this function is linked into
-// (the provider, the PKCS#11 module or the tool), read from its own file:
-// what the loader of this process accepts. Falls back to the compile-time
-// class and byte order when the file cannot be found.
+// (the provider, the PKCS#11 module or the tool): what the loader of this
+// process accepts. Read from that object's ELF header as it is mapped (the
+// first loaded segment starts at the header), not from its file: no system
+// call. Class and byte order are the compiled ones; the machine is 0 (not
+// checked) when the mapped header cannot be read.
 ElfIdentity SelfIdentity() {
   static const ElfIdentity id = [] {
-    ElfIdentity fallback;
-    fallback.elf_class = sizeof(void*) == 8 ? ELFCLASS64 : ELFCLASS32;
-    fallback.data = HostIsLittleEndian() ? ELFDATA2LSB : ELFDATA2MSB;
+    ElfIdentity self;
+    self.elf_class = sizeof(void*) == 8 ? ELFCLASS64 : ELFCLASS32;
+    self.data = HostIsLittleEndian() ? ELFDATA2LSB : ELFDATA2MSB;
     Dl_info info;
     if (dladdr(reinterpret_cast<void*>(&CheckLoadableModule), &info) == 0 ||
-        info.dli_fname == nullptr) {
-      return fallback;
+        info.dli_fbase == nullptr) {
+      return self;
     }
-    int fd = open(info.dli_fname, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return fallback;
-    absl::StatusOr<Header> h = ReadHeader(fd);
-    close(fd);
-    if (!h.ok()) return fallback;
-    return h->id;
+    const auto* ident = static_cast<const unsigned char*>(info.dli_fbase);
+    if (std::memcmp(ident, ELFMAG, SELFMAG) != 0 ||
+        ident[EI_CLASS] != self.elf_class || ident[EI_DATA] != self.data) {
+      return self;
+    }
+    using Ehdr = std::conditional_t<sizeof(void*) == 8, Elf64_Ehdr, Elf32_Ehdr>;
+    Ehdr e;
+    std::memcpy(&e, ident, sizeof(e));
+    self.machine = e.e_machine;
+    return self;
   }();
   return id;
 }
@@ -155,10 +195,10 @@ ElfIdentity SelfIdentity() {
 // checked to lie inside the file). Notes of other owners are skipped; a
 // malformed note ends the segment's reading (the hints are advice: a module
 // whose note cannot be read is simply loaded).
-void ReadNotes(int fd, const Segment& seg, bool le, LoadHints* hints) {
+void ReadNotes(const File& f, const Segment& seg, bool le, LoadHints* hints) {
   if (seg.filesz > (64u << 10)) return;  // no note table is this big
   std::vector<unsigned char> buf(static_cast<size_t>(seg.filesz));
-  if (buf.empty() || !ReadAt(fd, seg.offset, buf.data(), buf.size())) return;
+  if (buf.empty() || !f.Read(seg.offset, buf.data(), buf.size())) return;
   auto align4 = [](uint64_t v) { return (v + 3) & ~uint64_t{3}; };
   uint64_t at = 0;
   while (at + 12 <= buf.size()) {
@@ -203,17 +243,18 @@ const char* ClassName(unsigned char c) {
 
 // CheckFile is CheckLoadableModule without the clearing of hints on refusal.
 absl::Status CheckFile(const std::string& path, LoadHints* hints) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) {
+  File f;
+  f.fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (f.fd < 0) {
     return absl::FailedPreconditionError(
         absl::StrFormat("cannot open: %s", std::strerror(errno)));
   }
   struct FdCloser {
     int fd;
     ~FdCloser() { close(fd); }
-  } closer{fd};
+  } closer{f.fd};
   struct stat st;
-  if (fstat(fd, &st) != 0) {
+  if (fstat(f.fd, &st) != 0) {
     return absl::FailedPreconditionError(
         absl::StrFormat("cannot stat: %s", std::strerror(errno)));
   }
@@ -221,7 +262,11 @@ absl::Status CheckFile(const std::string& path, LoadHints* hints) {
     return absl::FailedPreconditionError("not a regular file");
   }
   const uint64_t size = static_cast<uint64_t>(st.st_size);
-  absl::StatusOr<Header> h = ReadHeader(fd);
+  if (!f.Fill()) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("cannot read: %s", std::strerror(errno)));
+  }
+  absl::StatusOr<Header> h = ReadHeader(f);
   if (!h.ok()) return h.status();
 
   const ElfIdentity self = SelfIdentity();
@@ -257,13 +302,13 @@ absl::Status CheckFile(const std::string& path, LoadHints* hints) {
   for (uint16_t i = 0; i < h->phnum; ++i) {
     const uint64_t at = h->phoff + static_cast<uint64_t>(i) * h->phentsize;
     Segment seg;
-    if (!(is64 ? ReadPhdr<Elf64_Phdr>(fd, at, le, &seg)
-               : ReadPhdr<Elf32_Phdr>(fd, at, le, &seg))) {
+    if (!(is64 ? ReadPhdr<Elf64_Phdr>(f, at, le, &seg)
+               : ReadPhdr<Elf32_Phdr>(f, at, le, &seg))) {
       return absl::FailedPreconditionError("truncated program header");
     }
     if (seg.type == PT_NOTE && hints != nullptr && seg.offset <= size &&
         seg.filesz <= size - seg.offset) {
-      ReadNotes(fd, seg, le, hints);
+      ReadNotes(f, seg, le, hints);
     }
     if (seg.type != PT_LOAD && seg.type != PT_DYNAMIC) continue;
     if (seg.offset > size || seg.filesz > size - seg.offset) {

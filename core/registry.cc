@@ -3,18 +3,20 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
-#include <sys/stat.h>
 #include <syslog.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "accelcrypt/kit/cpuid.h"
 #include "core/algorithms.h"
 #include "core/internal/builtin_backends.h"
 #include "core/module_check.h"
@@ -32,18 +34,63 @@ std::string HintedName(const LoadHints& hints) {
   return name;
 }
 
-// MissingSetting is the reason the backend `name` declines without a
-// setting its hints say it needs (`needs-config`); nullopt when it has them
-// all.
-std::optional<std::string> MissingSetting(const LoadHints& hints,
-                                          const Config& config,
-                                          const std::string& name) {
+// Forced is true when the environment asks for the module whatever its
+// other hints say (`load-if-env=NAME=VALUE`: a test harness that emulates
+// the device).
+bool Forced(const LoadHints& hints) {
   for (const auto& [key, value] : hints) {
-    if (key != "needs-config" || value.empty()) continue;
-    if (!BackendConfigValue(config, name, value).has_value()) {
+    if (key != "load-if-env") continue;
+    const size_t eq = value.find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    const char* env = std::getenv(value.substr(0, eq).c_str());
+    if (env != nullptr && value.compare(eq + 1, std::string::npos, env) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// CpuVendor is CPUID leaf 0's vendor string, or "" where the loader cannot
+// ask (not x86, or a CPU without CPUID).
+std::string CpuVendor() {
+#ifdef ACCELCRYPT_KIT_HAVE_CPUID
+  if (!kit::HaveCpuid()) return "";
+  char vendor[13];
+  kit::Vendor(kit::Cpuid(0), vendor);
+  return vendor;
+#else
+  return "";
+#endif
+}
+
+// DeclineReason is the reason the backend `name` would decline here, from
+// its hints, without loading it; nullopt when it may serve:
+//  - `needs-config=KEY`: KEY is not configured;
+//  - `needs-cpu-vendor=V1|V2...`: CPUID names another vendor (ignored
+//    where the loader cannot ask).
+// `load-if-env` overrides both.
+std::optional<std::string> DeclineReason(const LoadHints& hints,
+                                         const Config& config,
+                                         const std::string& name) {
+  if (Forced(hints)) return std::nullopt;
+  for (const auto& [key, value] : hints) {
+    if (key == "needs-config" && !value.empty() &&
+        !BackendConfigValue(config, name, value).has_value()) {
       return absl::StrFormat(
           "%s: no %s configured (set %s.%s); the module was not loaded", name,
           value, name, value);
+    }
+    if (key == "needs-cpu-vendor" && !value.empty()) {
+      const std::string vendor = CpuVendor();
+      if (vendor.empty()) continue;
+      const std::vector<std::string> wanted = absl::StrSplit(value, '|');
+      if (std::find(wanted.begin(), wanted.end(), vendor) != wanted.end()) {
+        continue;
+      }
+      return absl::StrFormat(
+          "%s: the CPU vendor is %s, the backend serves only '%s'; the module "
+          "was not loaded",
+          name, vendor, absl::StrJoin(wanted, "' or '"));
     }
   }
   return std::nullopt;
@@ -90,33 +137,12 @@ absl::StatusOr<Opened> OpenModule(const std::string& path) {
   return Opened{handle, entry(ACCELCRYPT_ABI_VERSION)};
 }
 
-bool IsDirectory(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-std::vector<std::string> BackendDirs(const Config& config) {
-  std::vector<std::string> dirs;
-  if (auto v = config.Get("backend_dir"); v.has_value()) {
-    for (absl::string_view d : absl::StrSplit(*v, ':', absl::SkipEmpty())) {
-      dirs.emplace_back(d);
-    }
-    return dirs;
-  }
-  // Installed location first; a build tree that was never installed falls
-  // back to its own backend directory so tests and the demo need no setup.
-  if (IsDirectory(ACCELCRYPT_DEFAULT_BACKEND_DIR)) {
-    dirs.emplace_back(ACCELCRYPT_DEFAULT_BACKEND_DIR);
-  } else if (IsDirectory(ACCELCRYPT_BUILD_TREE_BACKEND_DIR)) {
-    dirs.emplace_back(ACCELCRYPT_BUILD_TREE_BACKEND_DIR);
-  }
-  return dirs;
-}
-
-std::vector<std::string> ModulesIn(const std::string& dir) {
-  std::vector<std::string> out;
+// ModulesIn lists the *.so files of `dir`, sorted; nullopt when `dir`
+// cannot be opened (missing, not a directory).
+std::optional<std::vector<std::string>> ModulesIn(const std::string& dir) {
   DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return out;
+  if (d == nullptr) return std::nullopt;
+  std::vector<std::string> out;
   while (struct dirent* e = readdir(d)) {
     absl::string_view name = e->d_name;
     if (absl::EndsWith(name, ".so")) out.push_back(dir + "/" + e->d_name);
@@ -124,6 +150,35 @@ std::vector<std::string> ModulesIn(const std::string& dir) {
   closedir(d);
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// BackendModules finds the backend directories and their modules:
+// `backend_dir` when configured (every directory in it, searched in
+// order), else the installed location, else, in a build tree that was
+// never installed, the tree's own backend directory (so tests and the
+// demo need no setup). `dirs` receives the directories searched. No stat
+// first: opening the directory is the test (one system call less per
+// process that loads the provider).
+std::vector<std::string> BackendModules(const Config& config,
+                                        std::vector<std::string>* dirs) {
+  std::vector<std::string> modules;
+  if (auto v = config.Get("backend_dir"); v.has_value()) {
+    for (absl::string_view d : absl::StrSplit(*v, ':', absl::SkipEmpty())) {
+      dirs->emplace_back(d);
+      if (auto found = ModulesIn(dirs->back()); found.has_value()) {
+        modules.insert(modules.end(), found->begin(), found->end());
+      }
+    }
+    return modules;
+  }
+  for (const char* dir :
+       {ACCELCRYPT_DEFAULT_BACKEND_DIR, ACCELCRYPT_BUILD_TREE_BACKEND_DIR}) {
+    if (auto found = ModulesIn(dir); found.has_value()) {
+      dirs->emplace_back(dir);
+      return *std::move(found);
+    }
+  }
+  return modules;
 }
 
 bool Contains(const std::vector<std::string>& list, std::string_view name) {
@@ -168,7 +223,8 @@ absl::StatusOr<std::unique_ptr<Registry>> Registry::Create(
   registry->retry_interval_s_ = static_cast<uint64_t>(*retry);
   registry->only_ = only;
   registry->config_ = config;
-  registry->dirs_ = BackendDirs(config);
+  const std::vector<std::string> modules =
+      BackendModules(config, &registry->dirs_);
 
   // `pending`: the module's hints defer its start (PendingBackend): a
   // failure to start is an error (the backend is configured: a token that
@@ -262,62 +318,60 @@ absl::StatusOr<std::unique_ptr<Registry>> Registry::Create(
     }
     add(Backend::Create(desc, nullptr, &config, "built-in"), "built-in");
   }
-  for (const std::string& dir : registry->dirs_) {
-    for (const std::string& path : ModulesIn(dir)) {
-      // A broken file must be refused before dlopen: the loader maps it as
-      // its headers say, and a truncated one kills the process with SIGBUS.
-      LoadHints hints;
-      if (absl::Status shape = CheckLoadableModule(path, &hints); !shape.ok()) {
-        registry->events_.push_back(
-            {path, "", absl::StrFormat("not loaded: %s", shape.message()),
-             false});
-        continue;
-      }
-      // The module's load hints (accelcrypt/backend.h): a backend that is
-      // excluded, or would decline for want of a setting, is not loaded at
-      // all (mapping and initialising a module costs every process).
-      const std::string name = HintedName(hints);
-      if (!name.empty()) {
-        if (excluded_name(name)) continue;
-        if (std::optional<std::string> missing =
-                MissingSetting(hints, config, name)) {
-          registry->events_.push_back(
-              {path, "", *missing, false, /*declined=*/true});
-          continue;
-        }
-      }
-      // A deferred start (`defer=`): left to the router's first operation
-      // of those families, outside whatever OpenSSL or the application
-      // holds while the provider or the engine loads.
-      std::optional<PendingBackend> pending;
-      if (const uint32_t defer = DeferFamilies(hints);
-          defer != 0 && !name.empty()) {
-        pending = PendingBackend{path, name, defer, absl::OkStatus()};
-        if (registry->deferred_start_ == DeferredStartMode::kFirstUse) {
-          registry->pending_.push_back(*pending);
-          registry->events_.push_back(
-              {path, "",
-               absl::StrFormat("%s: deferred: starts at its first operation "
-                               "in this process",
-                               name),
-               false, /*declined=*/true, /*excluded=*/false,
-               /*deferred=*/true});
-          continue;
-        }
-      }
-      absl::StatusOr<Opened> opened = OpenModule(path);
-      if (!opened.ok()) {
-        registry->events_.push_back(
-            {path, "", std::string(opened.status().message()), false});
-        continue;
-      }
-      if (excluded(opened->desc)) {
-        dlclose(opened->handle);
-        continue;
-      }
-      add(Backend::Create(opened->desc, opened->handle, &config, path), path,
-          pending ? &*pending : nullptr);
+  for (const std::string& path : modules) {
+    // A broken file must be refused before dlopen: the loader maps it as
+    // its headers say, and a truncated one kills the process with SIGBUS.
+    LoadHints hints;
+    if (absl::Status shape = CheckLoadableModule(path, &hints); !shape.ok()) {
+      registry->events_.push_back(
+          {path, "", absl::StrFormat("not loaded: %s", shape.message()),
+           false});
+      continue;
     }
+    // The module's load hints (accelcrypt/backend.h): a backend that is
+    // excluded, or would decline for want of a setting, is not loaded at
+    // all (mapping and initialising a module costs every process).
+    const std::string name = HintedName(hints);
+    if (!name.empty()) {
+      if (excluded_name(name)) continue;
+      if (std::optional<std::string> reason =
+              DeclineReason(hints, config, name)) {
+        registry->events_.push_back(
+            {path, "", *reason, false, /*declined=*/true});
+        continue;
+      }
+    }
+    // A deferred start (`defer=`): left to the router's first operation
+    // of those families, outside whatever OpenSSL or the application
+    // holds while the provider or the engine loads.
+    std::optional<PendingBackend> pending;
+    if (const uint32_t defer = DeferFamilies(hints);
+        defer != 0 && !name.empty()) {
+      pending = PendingBackend{path, name, defer, absl::OkStatus()};
+      if (registry->deferred_start_ == DeferredStartMode::kFirstUse) {
+        registry->pending_.push_back(*pending);
+        registry->events_.push_back(
+            {path, "",
+             absl::StrFormat("%s: deferred: starts at its first operation "
+                             "in this process",
+                             name),
+             false, /*declined=*/true, /*excluded=*/false,
+             /*deferred=*/true});
+        continue;
+      }
+    }
+    absl::StatusOr<Opened> opened = OpenModule(path);
+    if (!opened.ok()) {
+      registry->events_.push_back(
+          {path, "", std::string(opened.status().message()), false});
+      continue;
+    }
+    if (excluded(opened->desc)) {
+      dlclose(opened->handle);
+      continue;
+    }
+    add(Backend::Create(opened->desc, opened->handle, &config, path), path,
+        pending ? &*pending : nullptr);
   }
 
   // Priority: the configured order, else hardware before software.

@@ -57,6 +57,7 @@ absl::StatusOr<std::unique_ptr<Router>> Router::Create(
   router->registry_ = registry;
   router->stats_ = stats;
   router->policy_ = options.policy;
+  router->interpose_all_ = options.interpose_all;
   router->margin_pct_ = options.margin_pct;
   router->breaker_threshold_ = options.breaker_threshold;
   router->breaker_cooldown_ns_ = options.breaker_cooldown_ms * 1000000ull;
@@ -112,8 +113,10 @@ absl::StatusOr<std::unique_ptr<Router>> Router::Create(
     Slot* slot = router->slots_[route[0]].get();
     const accelcrypt_digest_direct* fn = slot->backend->DigestDirect(alg.id);
     if (fn == nullptr) continue;
-    router->direct_digests_[alg.index] = {fn, slot,
-                                          &stats->Cell(slot->stats_slot, alg)};
+    // The cell's address only: the stats table is armed when a front end
+    // takes the direct digest (Direct), not at load.
+    router->direct_digests_[alg.index] = {
+        fn, slot, stats->CellAddress(slot->stats_slot, alg)};
   }
   for (const auto& [family, bits] :
        {std::pair<const char*, size_t>{"RSA", router->rsa_offload_min_bits_},

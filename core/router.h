@@ -86,6 +86,35 @@ class Router {
   // FirstIsHardware is true when the backend routed first for `alg`
   // declares hardware (PKCS#11's CKF_HW, the provider's property).
   bool FirstIsHardware(accelcrypt_alg alg) const;
+  // Interposition is whether a front end that sits beside OpenSSL's own
+  // providers (the provider) offers `alg` to OpenSSL, and why. The rule
+  // (`interpose = wins`, the default): accelcrypt offers an algorithm only
+  // where a backend that wins serves it, one not declaring
+  // ACCELCRYPT_CAP_PASS_THROUGH (hardware, a token, CPU code faster than
+  // libcrypto's). For ciphers, digests and the entropy source that is the
+  // backend routed first (per size bucket and direction where a
+  // calibration routes by size); for RSA/DSA any routed backend (a token
+  // holds keys by URI, and the provider's key objects must reach it).
+  // Everything else OpenSSL's default provider serves directly, at its own
+  // speed. `interpose = all` offers every algorithm a backend serves (the
+  // tests of the provider over the software backend), except the entropy
+  // source, offered only when it wins; RNG_RANDOM is never offered
+  // (OpenSSL's DRBGs run over the seed source). The router itself routes
+  // as before: the PKCS#11 module, the CLI and fallback use every backend.
+  struct Interposition {
+    // offered: the provider offers the algorithm to OpenSSL.
+    bool offered = false;
+    // wins: a backend that wins serves it (offered under `interpose =
+    // wins`); `backend` names it.
+    bool wins = false;
+    std::string backend;
+    // why, for `accelcrypt list`: "x86 (hardware)", "interpose = all",
+    // "only pass-through backends serve it (software)", ...
+    std::string why;
+  };
+  Interposition Interposes(accelcrypt_alg alg) const;
+  // interpose_all is true under `interpose = all`.
+  bool interpose_all() const { return interpose_all_; }
   // SelfTestCounts counts the (backend, algorithm) pairs by SelfTestState
   // (indexed by its value), for `accelcrypt list`.
   std::array<size_t, 4> SelfTestCounts() const;
@@ -367,6 +396,7 @@ class Router {
   std::atomic<uint64_t> replay_bytes_{0};
   std::string policy_ = "auto";
   bool calibrated_ = false;
+  bool interpose_all_ = false;
   uint64_t margin_pct_ = 3;
   // Per algorithm (identity-table index), direction (0 encrypt or digest,
   // 1 decrypt) and size-bucket index: slot indices, the chosen one first
@@ -571,6 +601,9 @@ inline Router::DirectDigest Router::Direct(const AlgorithmInfo& info) const {
       !e.slot->Tested(info)) {
     return {};
   }
+  // The caller counts through the cell: the stats table is armed first
+  // (one load once it is).
+  stats_->EnsureArmed();
   return {e.fn, e.counter};
 }
 

@@ -14,7 +14,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <mutex>
 #include <new>
 #include <type_traits>
@@ -32,11 +31,20 @@ namespace {
 
 constexpr size_t RoundUp(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
-std::string ProcessName() {
-  std::ifstream in("/proc/self/comm");
-  std::string name;
-  std::getline(in, name);
-  return name;
+// ReadProcessName writes /proc/self/comm without its newline into `dst`,
+// NUL-terminated, with plain system calls: no stream (which would set up
+// libstdc++'s locales) and no allocation (it may run in a child after
+// fork).
+void ReadProcessName(char (&dst)[kStatsNameLen]) {
+  std::memset(dst, 0, sizeof(dst));
+  int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ssize_t n = read(fd, dst, sizeof(dst) - 1);
+  close(fd);
+  for (ssize_t i = 0; i < n; ++i) {
+    if (dst[i] == '\n') dst[i] = '\0';
+  }
+  if (n < 0) dst[0] = '\0';
 }
 
 void CopyName(char (&dst)[kStatsNameLen], std::string_view src) {
@@ -177,13 +185,16 @@ struct ExitHook {
 };
 
 void Enlist(Stats* s) {
-  static std::once_flag once;
-  std::call_once(once, [] {
+  // A function-local static, not std::call_once: glibc's pthread_once
+  // makes a futex call every time it runs an initialiser.
+  static const bool registered = [] {
     Lives();
     pthread_atfork(ForkPrepare, ForkParent, ForkChild);
     static ExitHook hook;
     (void)hook;
-  });
+    return true;
+  }();
+  (void)registered;
   LiveList& list = Lives();
   std::lock_guard<std::mutex> lock(list.mu);
   for (Stats*& slot : list.items) {
@@ -225,37 +236,19 @@ absl::Status WriteJsonFile(const std::string& final_path,
 const char* DefaultStatsRoot() { return ACCELCRYPT_STATS_ROOT; }
 
 Stats::Stats() : num_algs_(AllAlgorithms().size() + 1) {
-  const size_t cells_offset =
+  cells_offset_ =
       RoundUp(sizeof(StatsFileHeader) + num_algs_ * kStatsNameLen, 64);
-  map_size_ = RoundUp(cells_offset + kMaxBackends * num_algs_ * sizeof(Counter),
-                      static_cast<size_t>(sysconf(_SC_PAGESIZE)));
+  map_size_ =
+      RoundUp(cells_offset_ + kMaxBackends * num_algs_ * sizeof(Counter),
+              static_cast<size_t>(sysconf(_SC_PAGESIZE)));
+  // Reserved, not touched: its pages are faulted in by the first counted
+  // operation (Arm), never by a process that counts nothing.
   void* p = mmap(nullptr, map_size_, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
   base_ = static_cast<unsigned char*>(p);
-  header_ = new (base_) StatsFileHeader{};
-  std::memcpy(header_->magic, kStatsMagic, sizeof(kStatsMagic));
-  header_->version = kStatsVersion;
-  header_->header_size = sizeof(StatsFileHeader);
-  header_->cell_size = sizeof(Counter);
-  header_->max_backends = kMaxBackends;
-  header_->num_algs = static_cast<uint32_t>(num_algs_);
-  header_->name_len = kStatsNameLen;
-  header_->cells_offset = cells_offset;
-  header_->file_size = map_size_;
-  header_->state.store(kStatsLive, std::memory_order_relaxed);
-  CopyName(header_->comm, ProcessName());
-  auto* alg_names =
-      reinterpret_cast<char(*)[kStatsNameLen]>(base_ + sizeof(StatsFileHeader));
-  for (const AlgorithmInfo& alg : AllAlgorithms()) {
-    CopyName(alg_names[alg.index], alg.name);
-  }
-  CopyName(alg_names[num_algs_ - 1], kStatsInitColumn);
-  cells_ = reinterpret_cast<Counter*>(base_ + cells_offset);
-  for (size_t i = 0; i < kMaxBackends * num_algs_; ++i)
-    new (&cells_[i]) Counter();
-  FillIdentity();
-  scratch_.resize(cells_offset);
+  header_ = reinterpret_cast<StatsFileHeader*>(base_);
+  cells_ = reinterpret_cast<Counter*>(base_ + cells_offset_);
   Enlist(this);
 }
 
@@ -264,7 +257,85 @@ Stats::~Stats() {
   if (base_ != nullptr) munmap(base_, map_size_);
 }
 
+void Stats::PrepareTable() {
+  if (table_ready_.load(std::memory_order_relaxed)) return;
+  header_ = new (base_) StatsFileHeader{};
+  std::memcpy(header_->magic, kStatsMagic, sizeof(kStatsMagic));
+  header_->version = kStatsVersion;
+  header_->header_size = sizeof(StatsFileHeader);
+  header_->cell_size = sizeof(Counter);
+  header_->max_backends = kMaxBackends;
+  header_->num_algs = static_cast<uint32_t>(num_algs_);
+  header_->name_len = kStatsNameLen;
+  header_->cells_offset = cells_offset_;
+  header_->file_size = map_size_;
+  header_->state.store(kStatsLive, std::memory_order_relaxed);
+  auto* alg_names =
+      reinterpret_cast<char(*)[kStatsNameLen]>(base_ + sizeof(StatsFileHeader));
+  for (const AlgorithmInfo& alg : AllAlgorithms()) {
+    CopyName(alg_names[alg.index], alg.name);
+  }
+  CopyName(alg_names[num_algs_ - 1], kStatsInitColumn);
+  // Only the registered rows are made (and so touched); a backend
+  // registered later makes its own (RegisterBackend, under the same lock).
+  std::lock_guard<std::mutex> names_lock(names_mu_);
+  for (size_t b = 0; b < names_.size(); ++b) {
+    CopyName(header_->backend_names[b], names_[b]);
+    for (size_t a = 0; a < num_algs_; ++a) {
+      new (&cells_[b * num_algs_ + a]) Counter();
+    }
+  }
+  header_->num_backends.store(static_cast<uint32_t>(names_.size()),
+                              std::memory_order_release);
+  table_ready_.store(true, std::memory_order_relaxed);
+  // The identity (pid, parent, name, start time: eight system calls) only
+  // where something will read it: a live file, a JSON file.
+  if (go_live_) FillIdentity();
+}
+
+size_t Stats::UsedBytes() const {
+  std::lock_guard<std::mutex> lock(names_mu_);
+  return cells_offset_ + names_.size() * num_algs_ * sizeof(Counter);
+}
+
+void Stats::GoLiveAtFirstUse(const std::string& dir, bool report) {
+  LiveList& list = Lives();
+  std::lock_guard<std::mutex> lock(list.mu);
+  if (armed_.load(std::memory_order_relaxed) || dir.empty()) return;
+  go_live_ = true;
+  report_ = report;
+  // Everything the live file needs is allocated now: a child after fork
+  // makes its file without allocating.
+  live_dir_ = dir;
+  live_path_.reserve(dir.size() + 64);
+  scratch_.resize(cells_offset_);
+}
+
+void Stats::Arm() {
+  LiveList& list = Lives();
+  std::lock_guard<std::mutex> lock(list.mu);  // no fork in between
+  ArmLocked();
+}
+
+void Stats::ArmLocked() {
+  if (armed_.load(std::memory_order_relaxed)) return;
+  PrepareTable();
+  if (go_live_) {
+    go_live_ = false;
+    // When the live file cannot be made, the JSON file is still tried at
+    // Finish.
+    absl::Status st = StartLiveLocked(live_dir_);
+    if (!st.ok() && report_) {
+      std::fprintf(stderr, "accelcrypt: %s\n",
+                   std::string(st.message()).c_str());
+    }
+  }
+  armed_.store(true, std::memory_order_release);
+}
+
 void Stats::FillIdentity() {
+  identity_ready_ = true;
+  ReadProcessName(header_->comm);
   header_->pid = getpid();
   header_->ppid = getppid();
   header_->uid.store(static_cast<uint32_t>(geteuid()),
@@ -291,14 +362,27 @@ size_t Stats::RegisterBackend(std::string_view name) {
     if (names_[i] == name) return i;
   }
   if (names_.size() == kMaxBackends) return kMaxBackends - 1;
-  CopyName(header_->backend_names[names_.size()], name);
   names_.emplace_back(name);
-  header_->num_backends.store(static_cast<uint32_t>(names_.size()),
-                              std::memory_order_release);
-  return names_.size() - 1;
+  const size_t slot = names_.size() - 1;
+  if (table_ready_.load(std::memory_order_relaxed)) {
+    CopyName(header_->backend_names[slot], name);
+    for (size_t a = 0; a < num_algs_; ++a) {
+      new (&cells_[slot * num_algs_ + a]) Counter();
+    }
+    header_->num_backends.store(static_cast<uint32_t>(names_.size()),
+                                std::memory_order_release);
+  }
+  return slot;
 }
 
 std::string Stats::ToJson() const {
+  // The table's header and rows exist once armed (a table never armed
+  // counted nothing).
+  auto* self = const_cast<Stats*>(this);
+  self->EnsureArmed();
+  // Not under the stats lock: the exit hook holds it when it finishes a
+  // live table, whose identity is always filled.
+  if (!identity_ready_) self->FillIdentity();
   std::vector<std::string> names;
   {
     std::lock_guard<std::mutex> lock(names_mu_);
@@ -355,7 +439,16 @@ absl::Status Stats::WriteToDir(const std::string& dir) const {
 absl::Status Stats::StartLive(const std::string& dir) {
   LiveList& list = Lives();
   std::lock_guard<std::mutex> lock(list.mu);  // no fork in between
+  // Armed first, without going live elsewhere: this call names the
+  // directory.
+  go_live_ = false;
+  ArmLocked();
+  return StartLiveLocked(dir);
+}
+
+absl::Status Stats::StartLiveLocked(const std::string& dir) {
   if (live_) return absl::OkStatus();
+  if (!identity_ready_) FillIdentity();
   char path[4096];
   int fd = CreateLiveFile(dir.c_str(), path, sizeof(path));
   if (fd < 0) {
@@ -364,13 +457,15 @@ absl::Status Stats::StartLive(const std::string& dir) {
                         std::strerror(errno)));
   }
   // The file gets the table as it is now, then the same addresses map the
-  // file: nothing counted so far is lost, no pointer moves.
+  // file: nothing counted so far is lost, no pointer moves. Only the part
+  // in use is written (the rest of the file reads as zeros) so that the
+  // table's unused pages are never touched.
   header_->file_size = map_size_;
+  const size_t used = UsedBytes();
   bool ok = ftruncate(fd, static_cast<off_t>(map_size_)) == 0;
   size_t off = 0;
-  while (ok && off < map_size_) {
-    ssize_t n =
-        pwrite(fd, base_ + off, map_size_ - off, static_cast<off_t>(off));
+  while (ok && off < used) {
+    ssize_t n = pwrite(fd, base_ + off, used - off, static_cast<off_t>(off));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       ok = false;
@@ -391,9 +486,11 @@ absl::Status Stats::StartLive(const std::string& dir) {
         "cannot set up live stats file %s: %s", path, std::strerror(saved)));
   }
   live_ = true;
-  live_dir_ = dir;
-  live_path_ = path;
+  if (live_dir_ != dir) live_dir_ = dir;
+  // Reserved by GoLiveAtFirstUse when it runs in a child after fork.
+  live_path_.assign(path);
   live_path_.reserve(live_path_.size() + 32);  // a child's longer pid
+  scratch_.resize(cells_offset_);
   return absl::OkStatus();
 }
 
@@ -404,6 +501,8 @@ void Stats::FinishLive() {
 absl::Status Stats::Finish(const std::string& dir) {
   if (finished_) return absl::OkStatus();
   finished_ = true;
+  // Never armed: nothing was counted, no file was made; none is written.
+  if (!armed_.load(std::memory_order_acquire)) return absl::OkStatus();
   NoteUid();  // the user it ends as, also in the file of the user it began as
   if (!live_) {
     if (dir.empty()) return absl::OkStatus();
@@ -426,12 +525,23 @@ absl::Status Stats::Finish(const std::string& dir) {
 }
 
 void Stats::RestartInChild() {
-  const size_t cells_offset = header_->cells_offset;
+  if (!armed_.load(std::memory_order_relaxed)) {
+    // The parent counted nothing: the table is as new. A child that is to
+    // go live makes its file now, as a live parent's child does (a child
+    // may enter a sandbox next, where it can make no file); any other
+    // child arms at its own first counted operation.
+    if (go_live_) ArmLocked();
+    return;
+  }
+  const size_t cells_offset = cells_offset_;
   if (!live_) {
-    // Private anonymous memory: the parent's copy is not touched.
+    // Private anonymous memory: the parent's copy is not touched. The
+    // identity is the child's: now when a JSON file will be written at the
+    // end (the child may be in a sandbox by then), else when asked.
     std::memset(static_cast<void*>(cells_), 0,
-                kMaxBackends * num_algs_ * sizeof(Counter));
-    FillIdentity();
+                names_.size() * num_algs_ * sizeof(Counter));
+    identity_ready_ = false;
+    if (!live_dir_.empty()) FillIdentity();
     return;
   }
   // The mapping is shared with the parent's file: never write to it here.

@@ -94,11 +94,14 @@ struct StatsFileHeader {
 // allocation-free.
 //
 // The table sits in one memory mapping for the object's life: anonymous
-// until StartLive, then the same addresses backed by a file (counter
-// pointers held by routed objects stay valid). In a child after fork the
-// table starts again from zero, in a file of the child's own when live, so a
-// child counts only its own work and _exit, SIGKILL or exec lose nothing
-// already counted.
+// until the table goes live, then the same addresses backed by a file
+// (counter pointers held by routed objects stay valid). Nothing of it is
+// touched, and no file made, before the first counted operation (Arm): a
+// process that loads the provider and does no crypto through it pays one
+// anonymous mmap. In a child after fork the table starts again from zero,
+// in a file of the child's own when live (made at the fork, before a
+// sandbox the child may enter), so a child counts only its own work and
+// _exit, SIGKILL or exec lose nothing already counted.
 class Stats {
  public:
   static constexpr size_t kMaxBackends = kStatsMaxBackends;
@@ -110,18 +113,47 @@ class Stats {
   // RegisterBackend returns the slot for `name` (creating it). Thread-safe
   // (a backend that starts late registers while others count).
   size_t RegisterBackend(std::string_view name);
+  // Cell is the counter of (backend slot, algorithm), for counting now: the
+  // first call arms the table (Arm).
   Counter& Cell(size_t backend_slot, const AlgorithmInfo& alg) {
+    if (!armed_.load(std::memory_order_acquire)) [[unlikely]] {
+      Arm();
+    }
     return cells_[backend_slot * num_algs_ + alg.index];
   }
   // InitCell is the backend's column after the algorithms, named
   // kStatsInitColumn: `errors` counts the times it failed to start (a
   // token backend that could not initialise its module or find its
-  // token), whatever algorithm it would have served.
+  // token), whatever algorithm it would have served. Arms the table, as
+  // Cell.
   Counter& InitCell(size_t backend_slot) {
+    if (!armed_.load(std::memory_order_acquire)) [[unlikely]] {
+      Arm();
+    }
     return cells_[backend_slot * num_algs_ + num_algs_ - 1];
   }
+  // CellAddress is where Cell's counter lives, without arming the table:
+  // for a pointer kept at load time, whose user calls Arm (or
+  // EnsureArmed) before it counts through it.
+  Counter* CellAddress(size_t backend_slot, const AlgorithmInfo& alg) {
+    return &cells_[backend_slot * num_algs_ + alg.index];
+  }
+  // GoLiveAtFirstUse: at Arm the table goes live in `dir` (a directory
+  // ResolveStatsDir gave; empty: never). `report`: a live file that cannot
+  // be made is reported on stderr (a configured log_level).
+  void GoLiveAtFirstUse(const std::string& dir, bool report);
+  // Arm prepares the table (header, this process's identity, the
+  // registered rows) and, after GoLiveAtFirstUse, starts the live file.
+  // Once per Stats (later calls return at once); thread-safe.
+  void Arm();
+  void EnsureArmed() {
+    if (!armed_.load(std::memory_order_acquire)) [[unlikely]] {
+      Arm();
+    }
+  }
+  bool armed() const { return armed_.load(std::memory_order_acquire); }
 
-  // ToJson renders every non-zero counter:
+  // ToJson renders every non-zero counter (arming the table first):
   // {"pid":N,"ppid":N,"uid":N,"process":"...","state":"ended",
   //  "backends":{"software":{"AES-128-CBC":
   //  {"ops":..,"bytes":..,"errors":..,"fallbacks":..}}}}
@@ -130,14 +162,15 @@ class Stats {
   // (temp file + link), never replacing an existing file.
   absl::Status WriteToDir(const std::string& dir) const;
 
-  // StartLive backs the table with a new file in `dir` (created 0600,
-  // O_EXCL, never through a symlink) holding the counts so far; from here
-  // on every count is in the file. kUnavailable (still counting in memory)
-  // when the file cannot be made.
+  // StartLive arms the table and backs it with a new file in `dir`
+  // (created 0600, O_EXCL, never through a symlink) holding the counts so
+  // far; from here on every count is in the file. kUnavailable (still
+  // counting in memory) when the file cannot be made.
   absl::Status StartLive(const std::string& dir);
   // Finish is the clean end: the JSON file replaces the live one (same base
   // name) in the live directory, or in `dir` when not live; empty `dir` and
-  // not live writes nothing. Later calls do nothing.
+  // not live writes nothing, and so does a table never armed (nothing was
+  // counted). Later calls do nothing.
   absl::Status Finish(const std::string& dir);
   // FinishLive is Finish for a live Stats (no-op otherwise), for the
   // process's exit hook.
@@ -152,20 +185,39 @@ class Stats {
   void NoteUid();
 
   // Fork support, called by the process-wide atfork handler with every
-  // other thread gone: start from zero, in a new file when live.
+  // other thread gone: start from zero, in a new file when live (or about
+  // to go live at first use).
   void RestartInChild();
 
  private:
   void FillIdentity();
+  // PrepareTable writes the header, the names and the registered rows
+  // (once). With the process-wide stats lock held.
+  void PrepareTable();
+  // ArmLocked is Arm with that lock held.
+  void ArmLocked();
+  absl::Status StartLiveLocked(const std::string& dir);
+  // The bytes of the table in use: header, names and registered rows.
+  size_t UsedBytes() const;
   size_t num_algs_;
   size_t map_size_ = 0;
+  size_t cells_offset_ = 0;
   unsigned char* base_ = nullptr;
   StatsFileHeader* header_ = nullptr;
   Counter* cells_ = nullptr;
   mutable std::mutex names_mu_;
   std::vector<std::string> names_;  // under names_mu_
+  std::atomic<bool> armed_{false};
+  // table_ready_: PrepareTable made the header and the registered rows;
+  // set and read under names_mu_ (atomic only so that PrepareTable's
+  // early return may read it without the lock).
+  std::atomic<bool> table_ready_{false};
+  bool identity_ready_ = false;  // header's pid, ppid, uid, comm, times
   bool live_ = false;
   bool finished_ = false;
+  // GoLiveAtFirstUse's settings.
+  bool go_live_ = false;
+  bool report_ = false;
   std::string live_dir_;
   std::string live_path_;
   std::vector<unsigned char> scratch_;  // header copy for RestartInChild

@@ -16,13 +16,15 @@
 
 namespace accelcrypt::provider {
 
-// kMaxAlgorithms bounds the identity table's size for the per-algorithm
+// kMaxAlgorithms is the identity table's size, for the per-algorithm
 // dispatch tables. OpenSSL's newctx, get_params and one-shot digest calls
 // carry no algorithm argument, so each algorithm needs its own function
 // addresses: they are template instances over the row's index in
 // AllAlgorithms(), generated here instead of written out per algorithm.
-// Rows past this bound are not published (the builders report it).
-inline constexpr size_t kMaxAlgorithms = 64;
+// Exactly as many as there are rows: every table is relocated when the
+// provider is loaded (a page fault per page of tables in every process),
+// so none is made for a row that does not exist.
+inline constexpr size_t kMaxAlgorithms = kNumAlgorithms;
 
 // The property string of every algorithm we publish. The provider never
 // sets default properties itself; users prefer it with
@@ -42,8 +44,10 @@ constexpr std::array<const OSSL_DISPATCH*, kMaxAlgorithms> DispatchTables() {
   return DispatchTablesImpl<Table>(std::make_index_sequence<kMaxAlgorithms>());
 }
 
-// AppendRoutedAlgorithms publishes every row of `family` the router can
-// serve, each with its own dispatch table from `tables` (DispatchTables).
+// AppendRoutedAlgorithms publishes every row of `family` the router says
+// to offer (Router::Interposes: a backend that wins serves it, or
+// `interpose = all`), each with its own dispatch table from `tables`
+// (DispatchTables). What it leaves out OpenSSL's default provider serves.
 // kInternal when a row lies beyond kMaxAlgorithms.
 inline absl::Status AppendRoutedAlgorithms(
     ProvCtx& ctx, Family family,
@@ -56,7 +60,7 @@ inline absl::Status AppendRoutedAlgorithms(
           absl::StrFormat("identity table row %u (%s) beyond kMaxAlgorithms",
                           info.index, info.name));
     }
-    if (!ctx.core().router().Supports(info.id)) continue;
+    if (!ctx.core().router().Interposes(info.id).offered) continue;
     // openssl_names are string literals: NUL-terminated.
     out->push_back(OSSL_ALGORITHM{info.openssl_names.data(), kProperties,
                                   tables[info.index], description});

@@ -12,7 +12,7 @@
 namespace accelcrypt::provider {
 
 // AppendCipherAlgorithms appends one OSSL_ALGORITHM per cipher row of the
-// identity table that the router can serve (names from
+// identity table that the router says to offer (Router::Interposes; names from
 // AlgorithmInfo::openssl_names, property "provider=accelcrypt") to `out`.
 // Does not terminate the array. kInternal if the identity table outgrew
 // kMaxAlgorithms.

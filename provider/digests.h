@@ -12,9 +12,9 @@
 namespace accelcrypt::provider {
 
 // AppendDigestAlgorithms appends one OSSL_ALGORITHM per digest row of the
-// identity table that the router can serve (SHA-1, SHA-224 ... SHA-512 with
-// OpenSSL's aliases) to `out`. Does not terminate the array. kInternal if
-// the identity table outgrew kMaxAlgorithms.
+// identity table that the router says to offer (Router::Interposes; SHA-1,
+// SHA-224 ... SHA-512 with OpenSSL's aliases) to `out`. Does not terminate the
+// array. kInternal if the identity table outgrew kMaxAlgorithms.
 absl::Status AppendDigestAlgorithms(ProvCtx& ctx,
                                     std::vector<OSSL_ALGORITHM>* out);
 

@@ -23,8 +23,9 @@ extern const OSSL_DISPATCH kDsaSignatureFunctions[];
 extern const OSSL_DISPATCH kRsaAsymCipherFunctions[];
 
 // AppendPkeyAlgorithms appends the RSA/DSA keymgmt, signature and asym
-// cipher algorithms the router can serve (Router::Supports of
-// ACCELCRYPT_ALG_RSA_SIGN, _RSA_CRYPT, _DSA_SIGN) to the three arrays. Does
+// cipher algorithms the router says to offer (Router::Interposes of
+// ACCELCRYPT_ALG_RSA_SIGN, _RSA_CRYPT, _DSA_SIGN: a backend that wins, such
+// as a token, serves them, or `interpose = all`) to the three arrays. Does
 // not terminate them.
 void AppendPkeyAlgorithms(ProvCtx& ctx, std::vector<OSSL_ALGORITHM>* keymgmt,
                           std::vector<OSSL_ALGORITHM>* signature,

@@ -4,8 +4,11 @@
 // Config::FromEnvironment() ($ACCELCRYPT_CONF and the ACCELCRYPT_*
 // variables), the file named by `conf` in the provider's openssl.cnf
 // section, and the section's own keys (every Config::KnownKeys() entry).
-// Init never depends on hardware: a machine without accelerators gets the
-// algorithms the software backend serves.
+// Init never depends on hardware. The provider offers OpenSSL only the
+// algorithms a backend that wins serves (hardware, a token; Router::
+// Interposes): a machine without accelerators gets none of the software
+// backend's, which OpenSSL's default provider serves directly, unless
+// `interpose = all` is set.
 #include <openssl/core.h>
 #include <openssl/core_dispatch.h>
 #include <openssl/core_names.h>
@@ -95,10 +98,13 @@ void AppendPkeyAlgorithms(ProvCtx& ctx, std::vector<OSSL_ALGORITHM>* keymgmt,
                           std::vector<OSSL_ALGORITHM>* asym_cipher) {
   // Names as OpenSSL 3.0's providers/implementations/include/prov/names.h
   // (PROV_NAMES_RSA, PROV_NAMES_DSA), which the identity table carries.
+  // Offered only where a backend that wins (a token) serves them, or with
+  // `interpose = all` (Router::Interposes); otherwise the default provider
+  // serves RSA and DSA at its own speed.
   const Router& router = ctx.core().router();
-  const bool rsa_sign = router.Supports(ACCELCRYPT_ALG_RSA_SIGN);
-  const bool rsa_crypt = router.Supports(ACCELCRYPT_ALG_RSA_CRYPT);
-  const bool dsa = router.Supports(ACCELCRYPT_ALG_DSA_SIGN);
+  const bool rsa_sign = router.Interposes(ACCELCRYPT_ALG_RSA_SIGN).offered;
+  const bool rsa_crypt = router.Interposes(ACCELCRYPT_ALG_RSA_CRYPT).offered;
+  const bool dsa = router.Interposes(ACCELCRYPT_ALG_DSA_SIGN).offered;
   const AlgorithmInfo* rsa_info = FindAlgorithm(ACCELCRYPT_ALG_RSA_SIGN);
   const AlgorithmInfo* dsa_info = FindAlgorithm(ACCELCRYPT_ALG_DSA_SIGN);
   if (rsa_info != nullptr && (rsa_sign || rsa_crypt)) {

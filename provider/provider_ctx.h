@@ -31,7 +31,8 @@ struct CoreUpcalls {
 // algorithm function: the core handle, its upcalls, and the one accelcrypt
 // Core this provider instance owns. Created in OSSL_provider_init, destroyed
 // in teardown (which destroys the Core and so writes its stats). The
-// algorithm arrays are built once at init from what the router supports and
+// algorithm arrays are built once at init from what the router says to offer
+// (Router::Interposes) and
 // never change afterwards, so reads need no lock.
 class ProvCtx {
  public:

@@ -219,15 +219,13 @@ const OSSL_DISPATCH kSeedDispatch[] = {
 }  // namespace
 
 void AppendRandAlgorithms(ProvCtx& ctx, std::vector<OSSL_ALGORITHM>* out) {
-  // Published only when a hardware noise source is present; the software
-  // backend's getrandom entropy is then the fallback behind it, never a
-  // reason on its own to replace OpenSSL's seed source.
-  bool hardware = false;
-  for (const auto& backend : ctx.core().registry().backends()) {
-    hardware |= backend->hardware() &&
-                backend->Capability(ACCELCRYPT_ALG_RNG_ENTROPY) != nullptr;
+  // Published only when a noise source that wins (hardware) is routed
+  // first; the software backend's getrandom entropy is then the fallback
+  // behind it, never a reason on its own to replace OpenSSL's seed source
+  // (Router::Interposes, also under `interpose = all`).
+  if (!ctx.core().router().Interposes(ACCELCRYPT_ALG_RNG_ENTROPY).offered) {
+    return;
   }
-  if (!hardware) return;
   out->push_back(OSSL_ALGORITHM{"SEED-SRC:ACCELCRYPT-SEED-SRC", kProperties,
                                 kSeedDispatch,
                                 "accelcrypt hardware entropy seed source"});

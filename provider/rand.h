@@ -11,9 +11,10 @@
 namespace accelcrypt::provider {
 
 // AppendRandAlgorithms publishes the seed source "SEED-SRC" (alias
-// "ACCELCRYPT-SEED-SRC") when some backend offers
-// ACCELCRYPT_ALG_RNG_ENTROPY, and nothing otherwise: OpenSSL then keeps
-// seeding its DRBGs from the default provider's SEED-SRC. With
+// "ACCELCRYPT-SEED-SRC") when the backend routed first for
+// ACCELCRYPT_ALG_RNG_ENTROPY is a hardware noise source (Router::Interposes;
+// not the software backend's getrandom), and nothing otherwise: OpenSSL then
+// keeps seeding its DRBGs from the default provider's SEED-SRC. With
 // `default_properties = ?provider=accelcrypt`, libcrypto's primary DRBG
 // (the default provider's CTR-DRBG, whose AES-256-CTR is then ours) takes
 // its seed from the accelerator's noise source. Does not terminate `out`.

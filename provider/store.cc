@@ -171,9 +171,12 @@ const OSSL_DISPATCH kPkcs11StoreFunctions[] = {
     {0, nullptr}};
 
 void AppendStoreAlgorithms(ProvCtx& ctx, std::vector<OSSL_ALGORITHM>* store) {
+  // With the RSA/DSA key management the provider offers (Router::
+  // Interposes: a token backend, or `interpose = all`).
   const Router& router = ctx.core().router();
-  if (!router.Supports(ACCELCRYPT_ALG_RSA_SIGN) &&
-      !router.Supports(ACCELCRYPT_ALG_DSA_SIGN)) {
+  if (!router.Interposes(ACCELCRYPT_ALG_RSA_SIGN).offered &&
+      !router.Interposes(ACCELCRYPT_ALG_RSA_CRYPT).offered &&
+      !router.Interposes(ACCELCRYPT_ALG_DSA_SIGN).offered) {
     return;  // no keymgmt here could take what the loader finds
   }
   store->push_back(OSSL_ALGORITHM{"pkcs11", kProperties, kPkcs11StoreFunctions,

@@ -16,8 +16,9 @@ namespace accelcrypt::provider {
 // public parts.
 extern const OSSL_DISPATCH kPkcs11StoreFunctions[];
 
-// AppendStoreAlgorithms appends the "pkcs11" store loader when the router
-// serves RSA or DSA signatures. Does not terminate the array.
+// AppendStoreAlgorithms appends the "pkcs11" store loader when the provider
+// offers RSA or DSA keys (Router::Interposes: a token backend serves them,
+// or `interpose = all`). Does not terminate the array.
 void AppendStoreAlgorithms(ProvCtx& ctx, std::vector<OSSL_ALGORITHM>* store);
 
 }  // namespace accelcrypt::provider

@@ -92,9 +92,10 @@ trap 'rm -rf "$tmp"' EXIT
 # shellcheck source=scripts/speed_cnf.sh
 . "$(dirname "${BASH_SOURCE[0]}")/speed_cnf.sh"
 accelcrypt_write_speed_cnfs "$tmp" "$module"
-# Software backend only, whatever else is installed (overhead); nothing set
-# (acceleration: the default routing).
-printf '[accelcrypt]\nbackends = software\n' > "$tmp/accelcrypt-settings.cnf"
+# Software backend only, whatever else is installed (overhead: `interpose =
+# all`, or the provider would leave every algorithm to the default
+# provider); nothing set (acceleration: the default routing).
+printf '[accelcrypt]\nbackends = software\ninterpose = all\n' > "$tmp/accelcrypt-settings.cnf"
 printf '[accelcrypt]\n' > "$tmp/routed-settings.cnf"
 
 sizes="16 64 256 1024 8192 16384"

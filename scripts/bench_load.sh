@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 #
-# CPU cost of loading the accelcrypt provider, per process: the mean
+# Cost of loading the accelcrypt provider, per process: the mean
 # user+sys CPU time of `openssl rand -hex 4` over N runs with accelcrypt
 # loaded (scripts/speed_cnf.sh's accelcrypt.cnf) and with OpenSSL's default
-# provider only, and the difference. A benchmark, not a test: it asserts
-# nothing. CPU time is the children's total the shell reports (`times`),
-# in 5 batches per side, interleaved. With --callgrind it also counts the
-# instructions of one run of each (valgrind; independent of the machine's
-# load, which on a shared guest moves the milliseconds by 2x).
+# provider only, and the difference; beside it the minor page faults
+# (`perf stat -e minor-faults`, else GNU time; median of 5 runs) and the
+# system calls (`strace -f -c`, one run) of each, which do not depend on
+# the machine's load (CPU time does: on a shared guest it moves by 2x, and
+# a page fault costs 1 to 14 us depending on the machine). A benchmark, not
+# a test: it asserts nothing. CPU time is the children's total the shell
+# reports (`times`), in 5 batches per side, interleaved. With --callgrind
+# it also counts the instructions of one run of each (valgrind).
+# perf (linux-perf) and strace are installed with apt-get when missing and
+# this runs as root; otherwise their figures are skipped, with a note.
 #
 # Usage: bench_load.sh [--build DIR] [--runs N] [--callgrind]
 #                      [--calibration FILE]
@@ -93,6 +98,50 @@ echo "openssl rand -hex 4, mean user+sys CPU per process over $n runs (5 interle
 echo "  with accelcrypt: $with ms"
 echo "  default only:    $without ms"
 awk -v a="$with" -v b="$without" 'BEGIN { printf "  difference:      %.2f ms\n", a - b }'
+# Page faults and system calls: counts, not times.
+if ! command -v perf >/dev/null || ! command -v strace >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q linux-perf strace \
+      >/dev/null 2>&1 || true
+  fi
+fi
+# faults CNF: minor page faults of one run.
+faults() {
+  if perf stat -x, -e minor-faults true >/dev/null 2>&1; then
+    OPENSSL_CONF=$1 perf stat -x, -e minor-faults openssl rand -hex 4 \
+      2>&1 >/dev/null | awk -F, '/minor-faults/ { print $1 }'
+  elif [ -x /usr/bin/time ]; then
+    OPENSSL_CONF=$1 /usr/bin/time -f %R openssl rand -hex 4 2>&1 >/dev/null | tail -1
+  fi
+}
+# median5 CNF: the median of 5 runs of faults.
+median5() {
+  local i
+  for i in 1 2 3 4 5; do faults "$1"; done | sort -n | sed -n 3p
+}
+# syscalls CNF: the system calls of one run, every thread.
+syscalls() {
+  OPENSSL_CONF=$1 strace -f -c -o "$tmp/strace.out" openssl rand -hex 4 >/dev/null &&
+    awk '$NF == "total" { print $4 }' "$tmp/strace.out"
+}
+fa=$(median5 "$tmp/accelcrypt.cnf"); fb=$(median5 "$tmp/default.cnf")
+if [ -n "$fa" ] && [ -n "$fb" ]; then
+  echo "minor page faults per process (median of 5 runs):"
+  echo "  with accelcrypt: $fa"
+  echo "  default only:    $fb"
+  echo "  difference:      $((fa - fb))"
+else
+  echo "minor page faults: not measured (needs perf or GNU time)"
+fi
+if command -v strace >/dev/null; then
+  sa=$(syscalls "$tmp/accelcrypt.cnf"); sb=$(syscalls "$tmp/default.cnf")
+  echo "system calls per process (strace -f -c):"
+  echo "  with accelcrypt: $sa"
+  echo "  default only:    $sb"
+  echo "  difference:      $((sa - sb))"
+else
+  echo "system calls: not measured (needs strace)"
+fi
 if [ "$callgrind" = 1 ]; then
   command -v valgrind >/dev/null || { echo "bench_load.sh: --callgrind needs valgrind" >&2; exit 1; }
   ir() {

@@ -214,6 +214,7 @@ int RunList(const ListOptions& options) {
     }
     out["routing"] = RoutingPolicyJson(router);
     out["calibration"] = CalibrationJson(router);
+    out["interpose"] = InterpositionJson(router);
     out["cpu"] = CpuJson(cpu);
     out["openssl_cnf"] = OpensslCnfJson();
     std::cout << out.dump(2) << "\n";
@@ -315,6 +316,7 @@ int RunList(const ListOptions& options) {
   }
   PrintRoutingPolicy(std::cout, router);
   PrintCalibration(router);
+  PrintInterposition(std::cout, router);
 
   PrintOpensslCnf(OpensslCnfJson());
   PrintCpu(cpu);

@@ -203,4 +203,34 @@ nlohmann::json RoutingPolicyJson(const Router& router) {
   return j;
 }
 
+void PrintInterposition(std::ostream& out, const Router& router) {
+  out << "\nOffered to OpenSSL by the provider (interpose = "
+      << (router.interpose_all() ? "all" : "wins (the default)")
+      << "; what it leaves out OpenSSL's default provider serves at its own "
+         "speed):\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const AlgorithmInfo& alg : AllAlgorithms()) {
+    const Router::Interposition d = router.Interposes(alg.id);
+    rows.push_back({std::string(alg.name),
+                    d.offered
+                        ? "offered: " + d.why
+                        : "left to OpenSSL's default provider: " + d.why});
+  }
+  PrintIndented(out, {"algorithm", "provider"}, rows);
+}
+
+nlohmann::json InterpositionJson(const Router& router) {
+  nlohmann::json j;
+  j["mode"] = router.interpose_all() ? "all" : "wins";
+  j["algorithms"] = nlohmann::json::object();
+  for (const AlgorithmInfo& alg : AllAlgorithms()) {
+    const Router::Interposition d = router.Interposes(alg.id);
+    j["algorithms"][std::string(alg.name)] = {{"offered", d.offered},
+                                              {"wins", d.wins},
+                                              {"backend", d.backend},
+                                              {"why", d.why}};
+  }
+  return j;
+}
+
 }  // namespace accelcrypt::tools

@@ -24,6 +24,17 @@ void PrintRoutingPolicy(std::ostream& out, const Router& router);
 // "pkey_routes": {"RSA sign"...: {bits: {"backend", "why"}}}}.
 nlohmann::json RoutingPolicyJson(const Router& router);
 
+// PrintInterposition writes, for `accelcrypt list`, per algorithm whether
+// the provider offers it to OpenSSL and why (Router::Interposes): "offered:
+// x86 (hardware)", or "left to OpenSSL's default provider: only
+// pass-through backends serve it (software: no faster than OpenSSL's own
+// code)".
+void PrintInterposition(std::ostream& out, const Router& router);
+
+// InterpositionJson is the same as JSON: {"mode": "wins"|"all",
+// "algorithms": {ALG: {"offered", "wins", "backend", "why"}}}.
+nlohmann::json InterpositionJson(const Router& router);
+
 }  // namespace accelcrypt::tools
 
 #endif  // ACCELCRYPT_TOOLS_ROUTING_TABLE_H_

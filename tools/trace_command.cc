@@ -244,11 +244,13 @@ int RunTrace(const TraceOptions& options) {
   }
   if (report.files == 0 && child.problem.empty()) {
     std::cerr << "accelcrypt trace: saw no accelcrypt statistics in " << dir
-              << ": no process of the command loaded accelcrypt with "
-                 "statistics going there (not loaded: check OPENSSL_CONF or "
-                 "pass --conf FILE, `accelcrypt config` prints one; or a "
-                 "stats_dir in its configuration sends them elsewhere, or the "
-                 "directory was not writable for it)\n";
+              << ": no process of the command did crypto through accelcrypt "
+                 "with statistics going there (not loaded: check OPENSSL_CONF "
+                 "or pass --conf FILE, `accelcrypt config` prints one; or "
+                 "loaded, but what it used the provider leaves to OpenSSL's "
+                 "default provider, see `accelcrypt list`; or a stats_dir in "
+                 "its configuration sends them elsewhere, or the directory was "
+                 "not writable for it)\n";
   }
   return child.exit_code;
 }

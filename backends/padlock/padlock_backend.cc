@@ -143,3 +143,12 @@ accelcrypt_backend_entry(uint32_t host_abi_version) {
   if (host_abi_version != ACCELCRYPT_ABI_VERSION) return nullptr;
   return &accelcrypt::padlock::kDesc;
 }
+
+// Init declines on any CPU whose CPUID vendor is not VIA's or Zhaoxin's
+// (DetectFeatures): the loader reads that here and does not load the module
+// there at all. The PadLock emulator tests (ACCELCRYPT_PADLOCK_EMULATOR=1,
+// test_hooks.h) answer CPUID themselves, so the module is loaded for them.
+ACCELCRYPT_BACKEND_LOAD_HINTS(
+    ACCELCRYPT_LOAD_HINT("name=padlock")
+        ACCELCRYPT_LOAD_HINT("needs-cpu-vendor=CentaurHauls|  Shanghai  ")
+            ACCELCRYPT_LOAD_HINT("load-if-env=ACCELCRYPT_PADLOCK_EMULATOR=1"));

@@ -235,6 +235,13 @@ absl::Status LibContext::LookUp() {
   // The kernel's entropy (getrandom) as the last-resort seed source.
   caps_.push_back(
       accelcrypt_capability{ACCELCRYPT_ALG_RNG_ENTROPY, 0, 1, 0, 0});
+  // Every entry is OpenSSL's default provider's own code (or the kernel's
+  // getrandom, which OpenSSL's seed source reads too): offering it to
+  // OpenSSL through accelcrypt would only add the crossing. The provider
+  // leaves such algorithms to the default provider (Router::Interposes).
+  for (accelcrypt_capability& cap : caps_) {
+    cap.flags |= ACCELCRYPT_CAP_PASS_THROUGH;
+  }
   ERR_clear_error();
 
   description_ = absl::StrFormat(

@@ -49,6 +49,13 @@ absl::StatusOr<RouterOptions> RouterOptions::FromConfig(const Config& config) {
         "accelcrypt config: route_margin_pct must be 0..100");
   }
   o.margin_pct = static_cast<uint64_t>(margin);
+  const std::string interpose = config.GetOr("interpose", "wins");
+  if (interpose != "wins" && interpose != "all") {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "accelcrypt config: interpose = %s is not supported (use wins or all)",
+        interpose));
+  }
+  o.interpose_all = interpose == "all";
   ACCELCRYPT_ASSIGN_OR_RETURN(long long threshold,
                               config.GetInt("breaker_threshold", 5));
   ACCELCRYPT_ASSIGN_OR_RETURN(long long cooldown_ms,

@@ -37,6 +37,8 @@ struct RouterOptions {
   size_t dsa_offload_min_bits = 0;
   // calibration_file, when configured (else the search path).
   std::optional<std::string> calibration_file;
+  // interpose = all (true) or wins (false, the default): Router::Interposes.
+  bool interpose_all = false;
 
   // A `route.<alg>` setting: backend names in order; `exclusive` ("only:")
   // drops the backends it does not name.

@@ -190,6 +190,18 @@ typedef uint32_t accelcrypt_alg;
  * loader that does not know it ignores it; a backend that does not set it
  * keeps replay and fallback.) */
 #define ACCELCRYPT_CAP_CPU (1u << 14)
+/* The backend serves the algorithm with the code OpenSSL's own default
+ * provider runs (the software backend calls libcrypto's implementations),
+ * or with code no faster than it on this CPU: put between an application
+ * and OpenSSL, it would only add the provider's crossing. The provider then
+ * leaves the algorithm to OpenSSL's default provider, unless a backend
+ * without the flag is routed first or `interpose = all` is configured
+ * (Router::Interposes). Routing is not affected: such a backend stays the
+ * reference, the fallback behind a device that fails and the engine of the
+ * PKCS#11 module. (Added after the first layout, ABI version 1 unchanged:
+ * a loader that does not know it ignores it; a backend that does not set
+ * it is taken as a win, so older modules are offered as before.) */
+#define ACCELCRYPT_CAP_PASS_THROUGH (1u << 15)
 
 typedef struct accelcrypt_capability {
   accelcrypt_alg alg;
@@ -607,6 +619,15 @@ typedef struct accelcrypt_backend_desc {
  *                      tried again at most every `backend_retry_s`
  *                      seconds; ACCELCRYPT_ERR_RESOURCE_EXHAUSTED means
  *                      busy (not an error): tried again soon.
+ *   needs-cpu-vendor=V1|V2...
+ *                      the backend declines unless CPUID leaf 0 names one of
+ *                      these 12-character vendors (e.g. CentaurHauls). A
+ *                      loader that cannot execute CPUID ignores the key.
+ *                      (Added after the first layout.)
+ *   load-if-env=VAR=VALUE
+ *                      the needs-* keys do not apply when the environment has
+ *                      VAR set to VALUE (a test harness emulating the
+ *                      device). (Added after the first layout.)
  * A loader ignores keys it does not know; a module without the note, or
  * without `name`, is always loaded. Write it with
  *   ACCELCRYPT_BACKEND_LOAD_HINTS(ACCELCRYPT_LOAD_HINT("name=mybackend")

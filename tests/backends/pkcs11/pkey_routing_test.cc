@@ -411,5 +411,34 @@ TEST(PkeyRoutingTest, TiesAndUnmeasuredBackendsKeepTheDeclaredRoute) {
   EXPECT_EQ(chosen(dsa, false).backend, "pkcs11");
 }
 
+// With a token backend loaded the provider offers RSA and DSA to OpenSSL
+// (Router::Interposes): the token holds keys by URI and is routed for
+// imported ones, so the provider's key objects must reach it. Routed
+// behind the software backend (`route.rsa = software, pkcs11`) it still
+// does; without it only the pass-through software backend serves RSA, and
+// OpenSSL's default provider does that itself.
+TEST(PkeyRoutingTest, ATokenBackendMakesTheProviderOfferRsaAndDsa) {
+  auto hsm = SoftHsm::Create();
+  if (!hsm.ok()) GTEST_SKIP() << hsm.status().message();
+  auto overrides = (*hsm)->Overrides();  // backends = pkcs11, software
+  for (const char* route : {"", "software, pkcs11"}) {
+    if (*route != '\0') overrides["route.rsa"] = route;
+    auto core = MakeCore(overrides);
+    ASSERT_TRUE(core.ok()) << core.status();
+    for (accelcrypt_alg alg :
+         {ACCELCRYPT_ALG_RSA_SIGN, ACCELCRYPT_ALG_RSA_CRYPT,
+          ACCELCRYPT_ALG_DSA_SIGN}) {
+      const Router::Interposition d = (*core)->router().Interposes(alg);
+      EXPECT_TRUE(d.offered) << FindAlgorithm(alg)->name << ": " << d.why;
+      EXPECT_EQ(d.backend, "pkcs11") << FindAlgorithm(alg)->name;
+    }
+  }
+  overrides["backends"] = "software";
+  overrides.erase("route.rsa");
+  auto soft = MakeCore(overrides);
+  ASSERT_TRUE(soft.ok()) << soft.status();
+  EXPECT_FALSE((*soft)->router().Interposes(ACCELCRYPT_ALG_RSA_SIGN).offered);
+}
+
 }  // namespace
 }  // namespace accelcrypt::testing

@@ -26,6 +26,12 @@ unset ACCELCRYPT_CONF ACCELCRYPT_STATS_DIR ACCELCRYPT_LOG_LEVEL \
   ACCELCRYPT_FAILING_MODE ACCELCRYPT_FAILING_AFTER ACCELCRYPT_FAILING_EVERY \
   ACCELCRYPT_FAILING_RATE ACCELCRYPT_FAILING_SEED
 export ACCELCRYPT_BACKEND_DIR="$BACKENDS"
+# The cases test the provider's implementation of every algorithm, also
+# over the software backend: `interpose = all`. The default (`wins`) leaves
+# the software backend's algorithms to OpenSSL's default provider; the
+# `interpose` case tests that.
+printf '[accelcrypt]\ninterpose = all\n' >"$WORK/interpose-all.cnf"
+[ "$CASE" = interpose ] || export ACCELCRYPT_CONF="$WORK/interpose-all.cnf"
 
 passed=0
 failed=0
@@ -156,7 +162,8 @@ case "$CASE" in
     export ACCELCRYPT_STATS_DIR="$WORK/stats-bytes"
     mkdir -p "$ACCELCRYPT_STATS_DIR"
     head -c 1000000 /dev/zero > "$WORK/in.zeros"
-    printf '[accelcrypt]\nbackends = software\n' > "$WORK/software.cnf"
+    printf '[accelcrypt]\nbackends = software\ninterpose = all\n' \
+      > "$WORK/software.cnf"
     for conf in "" "$WORK/software.cnf"; do
       for c in aes-128-ctr aes-256-cbc; do
         rm -f "$ACCELCRYPT_STATS_DIR"/*.json
@@ -425,6 +432,73 @@ case "$CASE" in
       '"AES-128-GCM"' <<<"$stats"
     check "stats show AES-256-CBC served by accelcrypt" grep -q \
       '"AES-256-CBC"' <<<"$stats"
+    ;;
+
+  interpose)
+    # The default, `interpose = wins` (issue 29): the provider offers
+    # OpenSSL only what a backend that wins serves (hardware, a token).
+    # With the software backend alone it offers nothing, so SHA-384 and RSA
+    # come from the default provider and accelcrypt counts no operation
+    # (and, counting none, writes no statistics file); `interpose = all`
+    # offers them again; the x86 backend's AES is offered.
+    export ACCELCRYPT_STATS_DIR="$WORK/stats"
+    mkdir -p "$ACCELCRYPT_STATS_DIR"
+    printf '[accelcrypt]\nbackends = software\n' >"$WORK/sw.cnf"
+    printf '[accelcrypt]\nbackends = software\ninterpose = all\n' \
+      >"$WORK/sw-all.cnf"
+    out="$(ACCELCRYPT_CONF="$WORK/sw.cnf" ossl list -providers 2>&1)"
+    check "software only: accelcrypt still active" active_in accelcrypt \
+      <<<"$out"
+    for what in -digest-algorithms -cipher-algorithms -signature-algorithms \
+      -asymcipher-algorithms -key-managers -store-loaders; do
+      out="$(ACCELCRYPT_CONF="$WORK/sw.cnf" ossl list "$what" 2>&1)"
+      check "software only: nothing of $what offered by accelcrypt" \
+        test -z "$(grep '@ accelcrypt' <<<"$out")"
+    done
+    head -c 1000 /dev/urandom >"$WORK/in"
+    OPENSSL_CONF=/dev/null "$OPENSSL" genpkey -algorithm RSA \
+      -pkeyopt rsa_keygen_bits:2048 -out "$WORK/key.pem" 2>/dev/null
+    ACCELCRYPT_CONF="$WORK/sw.cnf" ossl dgst -sha384 -sign "$WORK/key.pem" \
+      -out "$WORK/sig" "$WORK/in" 2>"$WORK/sig.err"
+    check "software only: dgst -sha384 -sign works" test -s "$WORK/sig"
+    ACCELCRYPT_CONF="$WORK/sw.cnf" ossl dgst -sha384 -verify "$WORK/key.pem" \
+      -signature "$WORK/sig" "$WORK/in" >/dev/null 2>&1
+    check "software only: the signature verifies" test $? -eq 0
+    check "software only: accelcrypt served nothing (no stats file)" \
+      test -z "$(ls -A "$ACCELCRYPT_STATS_DIR")"
+    # interpose = all: the same algorithms from accelcrypt.
+    out="$(ACCELCRYPT_CONF="$WORK/sw-all.cnf" ossl list -digest-algorithms)"
+    check "interpose = all: SHA2-384 offered by accelcrypt" \
+      grep -q 'SHA2-384.*@ accelcrypt' <<<"$out"
+    out="$(ACCELCRYPT_CONF="$WORK/sw-all.cnf" ossl list -signature-algorithms)"
+    check "interpose = all: RSA signatures offered by accelcrypt" \
+      grep -q 'RSA.*@ accelcrypt' <<<"$out"
+    ACCELCRYPT_CONF="$WORK/sw-all.cnf" ossl dgst -sha384 -sign "$WORK/key.pem" \
+      -out "$WORK/sig.all" "$WORK/in" 2>/dev/null
+    stats="$(cat "$ACCELCRYPT_STATS_DIR"/*.json 2>/dev/null)"
+    check "interpose = all: SHA2-384 served by accelcrypt" \
+      grep -q '"SHA2-384"' <<<"$stats"
+    check "interpose = all: RSA signature served by accelcrypt" \
+      grep -q '"RSA-SIGN"' <<<"$stats"
+    # Hardware: the x86 backend's AES is offered, SHA-384 is not.
+    if [ -f "$BACKENDS/x86.so" ] && grep -qw aes /proc/cpuinfo; then
+      printf '[accelcrypt]\nbackends = x86, software\n' >"$WORK/x86.cnf"
+      out="$(ACCELCRYPT_CONF="$WORK/x86.cnf" ossl list -cipher-algorithms)"
+      check "x86: AES-128-GCM offered by accelcrypt" \
+        grep -q 'AES-128-GCM.*@ accelcrypt' <<<"$out"
+      out="$(ACCELCRYPT_CONF="$WORK/x86.cnf" ossl list -digest-algorithms)"
+      check "x86: SHA2-384 left to the default provider" \
+        test -z "$(grep 'SHA2-384.*@ accelcrypt' <<<"$out")"
+      rm -f "$ACCELCRYPT_STATS_DIR"/*
+      ACCELCRYPT_CONF="$WORK/x86.cnf" ossl enc -aes-128-ctr \
+        -K "$(key_for aes-128-ctr)" -iv "$IV" -in "$WORK/in" \
+        -out "$WORK/in.ctr" 2>/dev/null
+      check "x86: AES-128-CTR served by accelcrypt's x86 backend" \
+        grep -q '"x86":{[^}]*"AES-128-CTR"' \
+        <(cat "$ACCELCRYPT_STATS_DIR"/*.json 2>/dev/null)
+    else
+      echo "NOTE: no x86 backend with AES-NI here: its part is skipped"
+    fi
     ;;
 
   *)

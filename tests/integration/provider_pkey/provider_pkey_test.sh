@@ -27,6 +27,11 @@ unset ACCELCRYPT_CONF ACCELCRYPT_STATS_DIR ACCELCRYPT_LOG_LEVEL
 # directory.
 export ACCELCRYPT_STATE_DIR="$WORK/state"
 export ACCELCRYPT_BACKEND_DIR="$BACKENDS"
+# RSA and DSA through the provider over the software backend: `interpose =
+# all` (the default, `wins`, offers them only with a token backend, and the
+# cases with one name their own settings file).
+printf '[accelcrypt]\ninterpose = all\n' >"$WORK/interpose-all.cnf"
+export ACCELCRYPT_CONF="$WORK/interpose-all.cnf"
 
 passed=0
 failed=0

@@ -19,6 +19,9 @@ mkdir -p "$WORK"
 unset ACCELCRYPT_CONF ACCELCRYPT_STATS_DIR ACCELCRYPT_LOG_LEVEL
 export ACCELCRYPT_STATE_DIR="$WORK/state"
 export ACCELCRYPT_BACKEND_DIR="${ACCELCRYPT_TEST_BACKENDS:?}"
+# RSA-PSS through the provider over the software backend: `interpose = all`.
+printf '[accelcrypt]\ninterpose = all\n' >"$WORK/interpose-all.cnf"
+export ACCELCRYPT_CONF="$WORK/interpose-all.cnf"
 
 passed=0
 failed=0

@@ -14,7 +14,8 @@
 # accelcrypt's live statistics show nginx's *worker* processes (parent: the
 # master; the master itself serves nothing) serving the cipher's bytes, at
 # least the file size and at most 5% more, and the handshake's RSA-2048
-# signature (RSA-SIGN). After a graceful stop (SIGQUIT) the workers' files
+# signature left to the default provider (no RSA-SIGN: without a token the
+# provider does not offer RSA). After a graceful stop (SIGQUIT) the workers' files
 # are final (a clean teardown in each worker).
 #   nginx_test.sh ACCELCRYPT_BINARY PROVIDER_MODULE
 # As root the workers drop to www-data (nobody without it), as packaged

@@ -122,7 +122,10 @@ print(served, signs, master_bytes, ",".join(pids) or "-")
 # fetch PORT PROTO CIPHER ALG: downloads /big over TLS PROTO (1.2 or 1.3)
 # with CIPHER, checks the bytes, the negotiated protocol and cipher, and
 # that the master's workers served at least the file size and at most 5%
-# more of ALG through accelcrypt and made an RSA signature through it.
+# more of ALG through accelcrypt and made no RSA signature through it: the
+# x86 backend's AES wins, but without a token only the pass-through
+# software backend serves RSA, which the provider leaves to OpenSSL's
+# default provider (`interpose = wins`, docs/configuration.md).
 fetch() {
   local port=$1 proto=$2 cipher=$3 alg=$4 master out
   master=$(server_pid)
@@ -151,7 +154,7 @@ fetch() {
   for _ in $(seq 1 50); do
     report=$(workers_report "$master" "$alg") || fail "accelcrypt stats --json failed"
     read -r a_bytes a_signs m_bytes pids <<< "$report"
-    [ "$((a_bytes - b_bytes))" -ge "$size" ] && [ "$a_signs" -gt "$b_signs" ] && break
+    [ "$((a_bytes - b_bytes))" -ge "$size" ] && break
     sleep 0.1
   done
   served=$((a_bytes - b_bytes))
@@ -161,11 +164,11 @@ fetch() {
   fi
   [ "$m_bytes" -eq 0 ] ||
     fail "the master ($master) itself counted $m_bytes bytes of $alg; the workers should serve"
-  if [ "$a_signs" -le "$b_signs" ]; then
+  if [ "$a_signs" -ne "$b_signs" ]; then
     "$cli" stats "$tmp/stats" >&2
-    fail "TLS $proto $cipher: no RSA-SIGN operation counted by the workers of $server_name (the handshake's RSA signature did not go through accelcrypt)"
+    fail "TLS $proto $cipher: the workers of $server_name made $((a_signs - b_signs)) RSA signatures through accelcrypt (its software backend); without a token the default provider should make them"
   fi
-  echo "ok: TLS $proto $cipher: $server_name workers (pids $pids, parent $master) served $served bytes of $alg and $((a_signs - b_signs)) RSA-SIGN through accelcrypt for a $size-byte file"
+  echo "ok: TLS $proto $cipher: $server_name workers (pids $pids, parent $master) served $served bytes of $alg through accelcrypt for a $size-byte file, and the handshake's RSA signature was left to the default provider"
 }
 
 # check_workers MASTER: each worker the master has now is a process named

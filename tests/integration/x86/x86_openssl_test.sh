@@ -49,7 +49,10 @@ unset ACCELCRYPT_X86_DISABLE ACCELCRYPT_BACKENDS ACCELCRYPT_BACKEND_DIR \
 # shellcheck source=scripts/speed_cnf.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../../../scripts/speed_cnf.sh"
 accelcrypt_write_speed_cnfs "$tmp" "$module"
-printf '[accelcrypt]\nbackend_dir = %s\nbackends = x86, software\n' \
+# interpose = all: with AES-NI masked the software backend must serve
+# through the provider (the default, interpose = wins, would leave AES to
+# the default provider then).
+printf '[accelcrypt]\nbackend_dir = %s\nbackends = x86, software\ninterpose = all\n' \
   "$backend_dir" > "$tmp/settings.cnf"
 export ACCELCRYPT_CONF=$tmp/settings.cnf
 mkdir -p "$tmp/stats"

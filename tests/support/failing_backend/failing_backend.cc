@@ -665,10 +665,11 @@ accelcrypt_status BackendInit(const accelcrypt_host* host, void** backend_out,
                     "failing: out of memory");
   }
   // A device: it fails mid-stream, so it never claims the wrapped CPU
-  // code's ACCELCRYPT_CAP_CPU (the router keeps replay and fallback).
+  // code's ACCELCRYPT_CAP_CPU (the router keeps replay and fallback), and
+  // the provider offers what it serves (no ACCELCRYPT_CAP_PASS_THROUGH).
   for (accelcrypt_capability& cap : inst->caps) {
     cap.flags |= ACCELCRYPT_CAP_HARDWARE;
-    cap.flags &= ~ACCELCRYPT_CAP_CPU;
+    cap.flags &= ~(ACCELCRYPT_CAP_CPU | ACCELCRYPT_CAP_PASS_THROUGH);
   }
   *backend_out = inst;
   return ACCELCRYPT_OK;

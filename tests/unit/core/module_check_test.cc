@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "accelcrypt/kit/cpuid.h"
 #include "core/registry.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -256,6 +257,55 @@ TEST_F(ModuleCheckTest, ABackendThatWouldDeclineIsNotLoaded) {
   // Excluded by name, from the hints, also without loading it.
   EXPECT_EQ(reason({{"backends", "software"}}),
             "not loaded: excluded by configuration\n");
+}
+
+// `needs-cpu-vendor`: padlock.so on a CPU that is not VIA's or Zhaoxin's is
+// never loaded (its init would decline); `load-if-env` (the PadLock
+// emulator's ACCELCRYPT_PADLOCK_EMULATOR=1) loads it anyway, and without
+// the emulator's CPUID its own init declines, for its own reason.
+TEST_F(ModuleCheckTest, ABackendForAnotherCpuVendorIsNotLoaded) {
+#ifndef ACCELCRYPT_KIT_HAVE_CPUID
+  GTEST_SKIP() << "the loader asks CPUID only on x86";
+#else
+  const fs::path padlock = fs::path(BackendDir()) / "padlock.so";
+  if (!fs::exists(padlock)) GTEST_SKIP() << "no " << padlock << " here";
+  char vendor[13];
+  kit::Vendor(kit::Cpuid(0), vendor);
+  if (kit::IsCentaurVendor(vendor)) {
+    GTEST_SKIP() << "this CPU may have PadLock (" << vendor << ")";
+  }
+  const fs::path copy = Write("padlock.so", ReadFile(padlock));
+  auto events = [&] {
+    auto registry = Registry::Create(
+        BuildTreeConfig({{"backend_dir", dir_.string()}, {"selftest", "0"}}));
+    EXPECT_TRUE(registry.ok()) << registry.status();
+    std::string out;
+    if (!registry.ok()) return out;
+    for (const LoadEvent& ev : (*registry)->events()) {
+      if (ev.backend == copy.string() || ev.backend == "padlock") {
+        out += ev.message + (ev.declined ? " [declined]" : "") + "\n";
+      }
+    }
+    return out;
+  };
+  const char* was = getenv("ACCELCRYPT_PADLOCK_EMULATOR");
+  const std::string saved = was != nullptr ? was : "";
+  unsetenv("ACCELCRYPT_PADLOCK_EMULATOR");
+  EXPECT_EQ(events(),
+            std::string("padlock: the CPU vendor is ") + vendor +
+                ", the backend serves only 'CentaurHauls' or '  "
+                "Shanghai  '; the module was not loaded [declined]\n");
+  setenv("ACCELCRYPT_PADLOCK_EMULATOR", "1", 1);
+  const std::string forced = events();
+  EXPECT_THAT(forced,
+              HasSubstr(std::string("no PadLock unit: CPU vendor ") + vendor));
+  EXPECT_THAT(forced, ::testing::Not(HasSubstr("was not loaded")));
+  if (was != nullptr) {
+    setenv("ACCELCRYPT_PADLOCK_EMULATOR", saved.c_str(), 1);
+  } else {
+    unsetenv("ACCELCRYPT_PADLOCK_EMULATOR");
+  }
+#endif
 }
 
 }  // namespace

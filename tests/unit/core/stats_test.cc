@@ -239,6 +239,75 @@ TEST(StatsTest, ForkedChildCountsOnlyItsOwnWorkAndSurvivesAbruptExit) {
   std::filesystem::remove_all(dir);
 }
 
+// A process that loads the core and counts nothing through it makes no
+// stats file, touches no page of the table and writes nothing at its end;
+// its first counted operation makes the live file (issue 29: the file's
+// mapping is off the load path).
+TEST(StatsTest, NoFileBeforeTheFirstCountedOperation) {
+  std::string dir = TempDir();
+  ASSERT_FALSE(dir.empty());
+  {
+    ASSERT_OK_AND_ASSIGN(auto core,
+                         Core::Create(BuildTreeConfig(
+                             {{"stats_dir", dir}, {"backends", "software"}})));
+    EXPECT_FALSE(core->stats().armed());
+    EXPECT_FALSE(core->stats().live());
+    EXPECT_THAT(FilesIn(dir), SizeIs(0)) << "a stats file at load";
+  }
+  EXPECT_THAT(FilesIn(dir), SizeIs(0)) << "a stats file for no operation";
+  {
+    ASSERT_OK_AND_ASSIGN(auto core,
+                         Core::Create(BuildTreeConfig(
+                             {{"stats_dir", dir}, {"backends", "software"}})));
+    std::vector<uint8_t> msg(10, 1), out(32);
+    ASSERT_OK(core->router().DigestOneShot(ACCELCRYPT_ALG_SHA256, msg,
+                                           absl::MakeSpan(out)));
+    EXPECT_TRUE(core->stats().armed());
+    EXPECT_THAT(FilesEndingIn(dir, ".stats"), SizeIs(1));
+    EXPECT_EQ(LiveDoc(core->stats().live_path())["backends"]["software"]
+                                                ["SHA2-256"]["ops"],
+              1);
+  }
+  EXPECT_THAT(FilesEndingIn(dir, ".json"), SizeIs(1));
+  std::filesystem::remove_all(dir);
+}
+
+// A child forked before its parent counted anything makes its file at the
+// fork (it may enter a sandbox next, where it can make none), and counts
+// there; the parent still has none.
+TEST(StatsTest, ChildOfACoreThatCountedNothingMakesItsFileAtFork) {
+  std::string dir = TempDir();
+  ASSERT_FALSE(dir.empty());
+  ASSERT_OK_AND_ASSIGN(auto core,
+                       Core::Create(BuildTreeConfig(
+                           {{"stats_dir", dir}, {"backends", "software"}})));
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (!core->stats().live()) _exit(2);
+    std::vector<uint8_t> m(100, 2), o(32);
+    if (!core->router()
+             .DigestOneShot(ACCELCRYPT_ALG_SHA256, m, absl::MakeSpan(o))
+             .ok()) {
+      _exit(3);
+    }
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: no live file at the fork";
+  EXPECT_FALSE(core->stats().armed());
+  auto live = FilesEndingIn(dir, ".stats");
+  ASSERT_THAT(live, SizeIs(1));
+  nlohmann::json c = LiveDoc(live[0]);
+  EXPECT_EQ(c["pid"].get<int64_t>(), pid);
+  EXPECT_EQ(c["ppid"].get<int64_t>(), getpid());
+  EXPECT_EQ(c["backends"]["software"]["SHA2-256"]["ops"], 1) << c.dump();
+  core.reset();
+  std::filesystem::remove_all(dir);
+}
+
 TEST(StatsTest, ChildOfANonLiveCoreStartsFromZero) {
   ASSERT_OK_AND_ASSIGN(auto core,
                        Core::Create(BuildTreeConfig(
