@@ -128,8 +128,10 @@ Module::InheritedTokens Module::ReleaseStoresAfterFork() {
 
 void Module::CheckInherited(const InheritedTokens& inherited) {
   for (const auto& [slot, dir] : inherited) {
+    // A copy: clang 14 cannot capture a structured binding in a lambda.
+    const auto id = slot;
     auto it = std::find_if(tokens_.begin(), tokens_.end(),
-                           [&](const auto& t) { return t->id == slot; });
+                           [id](const auto& t) { return t->id == id; });
     std::string why;
     if (it == tokens_.end() || (*it)->dir != dir) {
       const char* conf = std::getenv("ACCELCRYPT_PKCS11_CONF");
