@@ -27,14 +27,33 @@ bool Wins(const accelcrypt_capability* cap) {
 Router::Interposition Router::Interposes(accelcrypt_alg alg) const {
   Interposition d;
   const AlgorithmInfo* info = FindAlgorithm(alg);
-  if (info == nullptr || routes_[info->index].empty()) {
-    d.why = "no backend serves it";
-    return d;
-  }
   if (alg == ACCELCRYPT_ALG_RNG_RANDOM) {
     // OpenSSL's DRBGs stay OpenSSL's; the provider offers only their seed
     // source (ENTROPY). Random bytes serve the PKCS#11 module.
     d.why = "the provider offers no DRBG (OpenSSL's run over its seed source)";
+    return d;
+  }
+  // A deferred backend (a token: `defer=` in its load hints) that would
+  // serve the family and may still start: the provider offers the
+  // algorithm, or the token could never be reached through it (it starts
+  // at the first routed operation, which would never come). What it
+  // serves is known only once it started; until then its family counts.
+  if (info != nullptr && alg != ACCELCRYPT_ALG_RNG_ENTROPY) {
+    for (const auto& p : pending_) {
+      if (p->done.load(std::memory_order_acquire) ||
+          (p->families & FamilyBit(info->family)) == 0) {
+        continue;
+      }
+      d.offered = true;
+      d.wins = true;
+      d.backend = p->name;
+      d.why = absl::StrFormat("%s (offload; starts at its first operation)",
+                              p->name);
+      return d;
+    }
+  }
+  if (info == nullptr || routes_[info->index].empty()) {
+    d.why = "no backend serves it";
     return d;
   }
   std::vector<size_t> usable;
