@@ -121,6 +121,29 @@ TEST_F(DeferredTest, NoRetryWhenTheBackOffIsZero) {
   EXPECT_EQ(ServedBy(router), "software");
 }
 
+// The provider offers OpenSSL what a deferred backend would serve while it
+// may still start (interpose = wins): its first routed operation starts
+// it, and without the offer that operation would never come. Given up for
+// good (backend_retry_s = 0 after a failed start), only the pass-through
+// software backend is left, and the default provider serves instead.
+TEST_F(DeferredTest, ThePendingBackendKeepsItsFamiliesOffered) {
+  ASSERT_OK_AND_ASSIGN(auto core, MakeDeferredCore("0"));
+  Router& router = core->router();
+  const Router::Interposition pending =
+      router.Interposes(ACCELCRYPT_ALG_AES_128_CBC);
+  EXPECT_TRUE(pending.offered) << pending.why;
+  EXPECT_EQ(pending.backend, "failing");
+  EXPECT_THAT(pending.why, HasSubstr("starts at its first operation"));
+  EXPECT_TRUE(router.Interposes(ACCELCRYPT_ALG_SHA256).offered);
+  // Not a family it defers: software alone serves RSA.
+  EXPECT_FALSE(router.Interposes(ACCELCRYPT_ALG_RSA_SIGN).offered);
+  EXPECT_EQ(ServedBy(router), "software");  // the start failed: given up
+  const Router::Interposition given_up =
+      router.Interposes(ACCELCRYPT_ALG_AES_128_CBC);
+  EXPECT_FALSE(given_up.offered) << given_up.why;
+  EXPECT_THAT(given_up.why, HasSubstr("pass-through"));
+}
+
 // Threads route ciphers and digests while the backend joins: every result
 // stays right, nothing crashes (and, under TSan, nothing races), and
 // afterwards the new backend serves. ("ManyThreads": CI's TSan stage runs
