@@ -45,7 +45,7 @@ accelcrypt_build() {
       static_rt=ON
     else
       echo "accelcrypt: NOTE: building against the shared system Abseil;" \
-           "loading the provider then also loads 26 Abseil libraries (docs/performance.md, load cost)" >&2
+           "loading the provider then also loads 26 Abseil libraries (docs/performance-history.md, load cost)" >&2
     fi
   fi
   echo "== configure: $ACCELCRYPT_BUILD_DIR"

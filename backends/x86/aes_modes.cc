@@ -335,7 +335,8 @@ absl::Status AesX86::Update(const uint8_t* in, size_t in_len, uint8_t* out) {
       // through the ZMM loop (eleven broadcast round keys, masked load and
       // store) took 10.3-10.7 ns against 8.3-8.5 ns, and 4..7 blocks
       // decrypted in place (as `openssl speed` does) 18.4 ns against 13.9
-      // (bench_x86 and accelcrypt calibrate, AMD EPYC; docs/performance.md).
+      // (bench_x86 and accelcrypt calibrate, AMD EPYC;
+      // docs/performance-history.md, 2026-12-05).
       if (encrypt_) {
         internal::AesCbcEncryptAesni(&keys_, iv_, in, out, blocks);
       } else if (parallel_ == AesImpl::kVaes512 && blocks >= 8) {

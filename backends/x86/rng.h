@@ -54,10 +54,10 @@ class HealthTests {
 // when the noise source powers up; the CPU's DRNG powers up with the
 // machine, not with each process, so one passed test per boot and user
 // serves every later process (about 0.3-0.6 ms of RDSEED each on AMD Zen,
-// docs/performance.md). The continuous tests (§4.4) still run on every
-// sample in every process. The record holds the kernel's boot_id (a new
-// one at each boot) and is believed only in a regular file that no one but
-// its owner, this user or root, can write.
+// docs/performance-history.md, 2026-12-05). The continuous tests (§4.4)
+// still run on every sample in every process. The record holds the
+// kernel's boot_id (a new one at each boot) and is believed only in a
+// regular file that no one but its owner, this user or root, can write.
 class StartupRecord {
  public:
   // ForThisUser: root reads and writes /run/accelcrypt/rdseed-startup;
