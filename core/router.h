@@ -469,12 +469,16 @@ class Router {
     uint32_t families = 0;
     std::string name;
     static constexpr size_t kNoSlot = ~size_t{0};
-    size_t stats_slot = kNoSlot;    // see StatsSlot
-    std::atomic<bool> done{false};  // started, or no more retries
+    // stats_slot and reported_pid are written under start_mu_ (or at
+    // Create); atomic (relaxed) because ThreadSanitizer cannot see
+    // absl::Mutex's ordering where Abseil itself is not instrumented (the
+    // system library CI's TSan stage links).
+    std::atomic<size_t> stats_slot{kNoSlot};  // see StatsSlot
+    std::atomic<bool> done{false};            // started, or no more retries
     std::atomic<uint64_t> next_ns{0};
     // The pid that reported the last failure: one line per process
     // (written under start_mu_, or at Create).
-    pid_t reported_pid = 0;
+    std::atomic<pid_t> reported_pid{0};
     mutable absl::Mutex mu;
     std::string last_error ABSL_GUARDED_BY(mu);
   };

@@ -148,10 +148,12 @@ size_t Router::StartLocked(uint32_t families, bool force) {
 size_t Router::StatsSlot(Pending* pending) {
   // Registered at the first failure or the start: a backend that never
   // starts in a process that never asks for it adds no row.
-  if (pending->stats_slot == Pending::kNoSlot) {
-    pending->stats_slot = stats_->RegisterBackend(pending->name);
+  size_t slot = pending->stats_slot.load(std::memory_order_relaxed);
+  if (slot == Pending::kNoSlot) {
+    slot = stats_->RegisterBackend(pending->name);
+    pending->stats_slot.store(slot, std::memory_order_relaxed);
   }
-  return pending->stats_slot;
+  return slot;
 }
 
 void Router::ReportStartFailure(Pending* pending, const absl::Status& status,
@@ -159,8 +161,8 @@ void Router::ReportStartFailure(Pending* pending, const absl::Status& status,
   stats_->InitCell(StatsSlot(pending))
       .errors.fetch_add(1, std::memory_order_relaxed);
   const pid_t pid = getpid();
-  if (pending->reported_pid == pid) return;
-  pending->reported_pid = pid;
+  if (pending->reported_pid.load(std::memory_order_relaxed) == pid) return;
+  pending->reported_pid.store(pid, std::memory_order_relaxed);
   ReportToOperator(absl::StrFormat(
       "accelcrypt: backend %s not started: %s; its operations go to the "
       "next backend%s",
