@@ -53,7 +53,7 @@ void Router::SetUpPending() {
     if (!backend.load_failure.ok()) {
       // Started at load (`deferred_start = load`) and failed.
       {
-        absl::MutexLock lock(&p->mu);
+        internal::OsMutexLock lock(&p->mu);
         p->last_error = std::string(backend.load_failure.message());
       }
       const bool busy =
@@ -84,7 +84,7 @@ size_t Router::StartPending(uint32_t families, bool force) {
   // not start (and so initialise a token module) under it.
   if (routing::t_inside != nullptr) return 0;
   if (force) {
-    absl::MutexLock lock(&start_mu_);
+    internal::OsMutexLock lock(&start_mu_);
     return StartLocked(families, /*force=*/true);
   }
   const uint64_t now = NowNs();
@@ -116,13 +116,13 @@ size_t Router::StartLocked(uint32_t families, bool force) {
     if (backend.ok()) {
       Admit(*backend, &p);
       p.done.store(true, std::memory_order_relaxed);
-      absl::MutexLock lock(&p.mu);
+      internal::OsMutexLock lock(&p.mu);
       p.last_error.clear();
       ++started;
       continue;
     }
     {
-      absl::MutexLock lock(&p.mu);
+      internal::OsMutexLock lock(&p.mu);
       p.last_error = std::string(backend.status().message());
     }
     if (backend.status().code() == absl::StatusCode::kResourceExhausted) {
@@ -265,12 +265,12 @@ std::vector<std::string> Router::PendingReasons() const {
   for (const auto& p : pending_) {
     if (p->done.load(std::memory_order_relaxed)) {
       // Started: a backend like the others. Given up: its last reason.
-      absl::MutexLock lock(&p->mu);
+      internal::OsMutexLock lock(&p->mu);
       if (p->last_error.empty()) continue;
       out.push_back(absl::StrFormat("%s (%s)", p->name, p->last_error));
       continue;
     }
-    absl::MutexLock lock(&p->mu);
+    internal::OsMutexLock lock(&p->mu);
     out.push_back(absl::StrFormat(
         "%s (%s)", p->name,
         p->last_error.empty() ? "deferred, not started yet" : p->last_error));
