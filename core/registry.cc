@@ -394,7 +394,7 @@ absl::StatusOr<Backend*> Registry::StartPending(size_t i) const {
   ACCELCRYPT_ASSIGN_OR_RETURN(
       std::unique_ptr<Backend> backend,
       Backend::Create(opened.desc, opened.handle, &config_, p.path));
-  absl::MutexLock lock(&started_mu_);
+  internal::OsMutexLock lock(&started_mu_);
   started_.push_back(std::move(backend));
   return started_.back().get();
 }

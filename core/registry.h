@@ -14,6 +14,7 @@
 #include "core/algorithms.h"
 #include "core/backend.h"
 #include "core/config.h"
+#include "core/internal/os_mutex.h"
 
 namespace accelcrypt {
 
@@ -145,7 +146,7 @@ class Registry {
   // A copy of the configuration, for the hosts of backends started later
   // (Backend::Create keeps a pointer to it).
   Config config_;
-  mutable absl::Mutex started_mu_;
+  mutable internal::OsMutex started_mu_;
   mutable std::vector<std::unique_ptr<Backend>> started_
       ABSL_GUARDED_BY(started_mu_);
 };

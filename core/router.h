@@ -24,6 +24,7 @@
 #include "core/cipher.h"
 #include "core/config.h"
 #include "core/digest.h"
+#include "core/internal/os_mutex.h"
 #include "core/pkey.h"
 #include "core/registry.h"
 #include "core/stats.h"
@@ -499,20 +500,22 @@ class Router {
     uint32_t families = 0;
     std::string name;
     static constexpr size_t kNoSlot = ~size_t{0};
-    size_t stats_slot = kNoSlot;    // see StatsSlot
-    std::atomic<bool> done{false};  // started, or no more retries
+    // stats_slot and reported_pid are written under start_mu_ (or at
+    // Create) and read by threads that may not hold it: atomic (relaxed).
+    std::atomic<size_t> stats_slot{kNoSlot};  // see StatsSlot
+    std::atomic<bool> done{false};            // started, or no more retries
     std::atomic<uint64_t> next_ns{0};
     // The pid that reported the last failure: one line per process
     // (written under start_mu_, or at Create).
-    pid_t reported_pid = 0;
-    mutable absl::Mutex mu;
+    std::atomic<pid_t> reported_pid{0};
+    mutable internal::OsMutex mu;
     std::string last_error ABSL_GUARDED_BY(mu);
   };
   std::vector<std::unique_ptr<Pending>> pending_;
   // The families some pending backend not done yet would serve: one
   // relaxed load on the routed call path while none is pending.
   std::atomic<uint32_t> pending_families_{0};
-  absl::Mutex start_mu_;
+  internal::OsMutex start_mu_;
   uint64_t retry_ns_ = 0;
   // StartDue starts the pending backends of `family` that are due, unless
   // another thread is starting one (the call goes on without waiting).

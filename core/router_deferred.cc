@@ -53,7 +53,7 @@ void Router::SetUpPending() {
     if (!backend.load_failure.ok()) {
       // Started at load (`deferred_start = load`) and failed.
       {
-        absl::MutexLock lock(&p->mu);
+        internal::OsMutexLock lock(&p->mu);
         p->last_error = std::string(backend.load_failure.message());
       }
       const bool busy =
@@ -84,7 +84,7 @@ size_t Router::StartPending(uint32_t families, bool force) {
   // not start (and so initialise a token module) under it.
   if (routing::t_inside != nullptr) return 0;
   if (force) {
-    absl::MutexLock lock(&start_mu_);
+    internal::OsMutexLock lock(&start_mu_);
     return StartLocked(families, /*force=*/true);
   }
   const uint64_t now = NowNs();
@@ -116,13 +116,13 @@ size_t Router::StartLocked(uint32_t families, bool force) {
     if (backend.ok()) {
       Admit(*backend, &p);
       p.done.store(true, std::memory_order_relaxed);
-      absl::MutexLock lock(&p.mu);
+      internal::OsMutexLock lock(&p.mu);
       p.last_error.clear();
       ++started;
       continue;
     }
     {
-      absl::MutexLock lock(&p.mu);
+      internal::OsMutexLock lock(&p.mu);
       p.last_error = std::string(backend.status().message());
     }
     if (backend.status().code() == absl::StatusCode::kResourceExhausted) {
@@ -148,10 +148,12 @@ size_t Router::StartLocked(uint32_t families, bool force) {
 size_t Router::StatsSlot(Pending* pending) {
   // Registered at the first failure or the start: a backend that never
   // starts in a process that never asks for it adds no row.
-  if (pending->stats_slot == Pending::kNoSlot) {
-    pending->stats_slot = stats_->RegisterBackend(pending->name);
+  size_t slot = pending->stats_slot.load(std::memory_order_relaxed);
+  if (slot == Pending::kNoSlot) {
+    slot = stats_->RegisterBackend(pending->name);
+    pending->stats_slot.store(slot, std::memory_order_relaxed);
   }
-  return pending->stats_slot;
+  return slot;
 }
 
 void Router::ReportStartFailure(Pending* pending, const absl::Status& status,
@@ -159,8 +161,8 @@ void Router::ReportStartFailure(Pending* pending, const absl::Status& status,
   stats_->InitCell(StatsSlot(pending))
       .errors.fetch_add(1, std::memory_order_relaxed);
   const pid_t pid = getpid();
-  if (pending->reported_pid == pid) return;
-  pending->reported_pid = pid;
+  if (pending->reported_pid.load(std::memory_order_relaxed) == pid) return;
+  pending->reported_pid.store(pid, std::memory_order_relaxed);
   ReportToOperator(absl::StrFormat(
       "accelcrypt: backend %s not started: %s; its operations go to the "
       "next backend%s",
@@ -263,12 +265,12 @@ std::vector<std::string> Router::PendingReasons() const {
   for (const auto& p : pending_) {
     if (p->done.load(std::memory_order_relaxed)) {
       // Started: a backend like the others. Given up: its last reason.
-      absl::MutexLock lock(&p->mu);
+      internal::OsMutexLock lock(&p->mu);
       if (p->last_error.empty()) continue;
       out.push_back(absl::StrFormat("%s (%s)", p->name, p->last_error));
       continue;
     }
-    absl::MutexLock lock(&p->mu);
+    internal::OsMutexLock lock(&p->mu);
     out.push_back(absl::StrFormat(
         "%s (%s)", p->name,
         p->last_error.empty() ? "deferred, not started yet" : p->last_error));

@@ -51,7 +51,8 @@ ours() {
     "$OPENSSL" "$@" 2>"$WORK/err.$tag"
 }
 # dflt ARGS...: OpenSSL's default provider only.
-dflt() { OPENSSL_CONF=/dev/null "$OPENSSL" "$@" 2>>"$WORK/err.default"; }
+# The reference side loads no code of ours: no sanitizer runtime preloaded.
+dflt() { OPENSSL_CONF=/dev/null env -u LD_PRELOAD "$OPENSSL" "$@" 2>>"$WORK/err.default"; }
 # served TAG ALG: the stats of call TAG show ALG served (ops > 0).
 served() {
   grep -q "\"$2\":{[^}]*\"ops\":[1-9]" <(cat "$WORK/stats.$1"/*.json 2>/dev/null)

@@ -166,8 +166,10 @@ TEST_F(DeferredTest, JoinsTheRoutesWhileManyThreadsRoute) {
                                  absl::MakeSpan(want_digest)));
   std::atomic<bool> stop{false};
   std::atomic<int> wrong{0};
+  constexpr int kThreads = 4;
   std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t) {
+  threads.reserve(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&] {
       while (!stop.load()) {
         auto cipher = router.NewCipher(op.alg->id);
