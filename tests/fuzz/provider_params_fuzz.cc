@@ -15,6 +15,7 @@
 #include <openssl/provider.h>
 #include <openssl/rsa.h>
 #include <openssl/store.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -82,6 +83,27 @@ Env& GetEnv() {
     Env e;
     const char* module = std::getenv("ACCELCRYPT_PROVIDER_MODULE");
     if (module == nullptr) module = ACCELCRYPT_FUZZ_PROVIDER_MODULE;
+    // Every algorithm a backend serves is offered (`interpose = all`): the
+    // default, `wins`, leaves RSA, DSA and the pkcs11: store to OpenSSL's
+    // default provider when no token is configured, and their parameter
+    // handling is what this target fuzzes. The file is read at load and
+    // removed after the first fetch.
+    std::string conf;
+    if (std::getenv("ACCELCRYPT_CONF") == nullptr) {
+      const char* tmp = std::getenv("TMPDIR");
+      conf = std::string(tmp != nullptr ? tmp : "/tmp") +
+             "/provider_params_fuzz.XXXXXX";
+      const int fd = mkstemp(conf.data());
+      static constexpr char kConf[] = "[accelcrypt]\ninterpose = all\n";
+      if (fd < 0 || write(fd, kConf, sizeof(kConf) - 1) !=
+                        static_cast<ssize_t>(sizeof(kConf) - 1)) {
+        std::fprintf(stderr, "provider_params_fuzz: cannot write %s\n",
+                     conf.c_str());
+        std::abort();
+      }
+      close(fd);
+      setenv("ACCELCRYPT_CONF", conf.c_str(), 1);
+    }
     e.lib = OSSL_LIB_CTX_new();
     e.prov = OSSL_PROVIDER_load(e.lib, module);
     if (e.prov == nullptr || OSSL_PROVIDER_load(e.lib, "default") == nullptr) {
@@ -97,6 +119,10 @@ Env& GetEnv() {
       std::abort();
     }
     EVP_CIPHER_free(probe);
+    if (!conf.empty()) {
+      unlink(conf.c_str());
+      unsetenv("ACCELCRYPT_CONF");
+    }
     int no_cache = 0;
     const OSSL_ALGORITHM* stores =
         OSSL_PROVIDER_query_operation(e.prov, OSSL_OP_STORE, &no_cache);
