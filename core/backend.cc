@@ -3,8 +3,8 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <unistd.h>
 #include <openssl/crypto.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <climits>
