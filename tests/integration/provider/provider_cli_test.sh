@@ -96,9 +96,16 @@ enc_one() {
   shift 4
   local ivopt=(-iv "$IV")
   case "$c" in *-ecb) ivopt=() ;; esac
+  if [ "$prov" = default ]; then
+    ossl_default enc "-$c" "$@" -K "$(key_for "$c")" "${ivopt[@]}" -in "$in" \
+      -out "$out" 2>"$out.err"
+    return
+  fi
   ossl enc "-$c" "$@" -K "$(key_for "$c")" "${ivopt[@]}" -in "$in" -out "$out" \
     -propquery "provider=$prov" 2>"$out.err"
 }
+# cmp, without the sanitizer runtime (a shell tool: it loads no code of ours).
+same() { env -u LD_PRELOAD cmp -s "$1" "$2"; }
 
 case "$CASE" in
   providers)
@@ -151,14 +158,14 @@ case "$CASE" in
           fail "$c/$n encrypt (default): $(cat "$base.def.err")"
           continue
         fi
-        check "$c/$n ciphertext identical" cmp -s "$base.acc" "$base.def"
+        check "$c/$n ciphertext identical" same "$base.acc" "$base.def"
         enc_one default "$c" "$base.acc" "$base.acc.dec" -d \
           && check "$c/$n accelcrypt->default round trip" \
-            cmp -s "$in" "$base.acc.dec" \
+            same "$in" "$base.acc.dec" \
           || fail "$c/$n decrypt (default): $(cat "$base.acc.dec.err")"
         enc_one accelcrypt "$c" "$base.def" "$base.def.dec" -d \
           && check "$c/$n default->accelcrypt round trip" \
-            cmp -s "$in" "$base.def.dec" \
+            same "$in" "$base.def.dec" \
           || fail "$c/$n decrypt (accelcrypt): $(cat "$base.def.dec.err")"
       done
     done
