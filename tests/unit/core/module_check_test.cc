@@ -79,6 +79,27 @@ class ModuleCheckTest : public ::testing::Test {
                 sizeof(other));
     return bytes;
   }
+  // The load events of a registry over dir_ (selftest off, `extra` added to
+  // the configuration) for the module at `copy` or the backend `name`: one
+  // line each, " [declined]" marking a decline; empty when the registry
+  // could not be made (a test failure).
+  std::string LoadMessages(
+      const fs::path& copy, const std::string& name,
+      const std::map<std::string, std::string>& extra = {}) {
+    std::map<std::string, std::string> all = {{"backend_dir", dir_.string()},
+                                              {"selftest", "0"}};
+    for (const auto& [k, v] : extra) all[k] = v;
+    auto registry = Registry::Create(BuildTreeConfig(all));
+    EXPECT_TRUE(registry.ok()) << registry.status();
+    std::string out;
+    if (!registry.ok()) return out;
+    for (const LoadEvent& ev : (*registry)->events()) {
+      if (ev.backend == copy.string() || ev.backend == name) {
+        out += ev.message + (ev.declined ? " [declined]" : "") + "\n";
+      }
+    }
+    return out;
+  }
 
   fs::path dir_;
   std::vector<char> good_;
@@ -226,19 +247,7 @@ TEST_F(ModuleCheckTest, ABackendThatWouldDeclineIsNotLoaded) {
   const fs::path copy = Write("pkcs11.so", bytes);
   unsetenv("ACCELCRYPT_PKCS11_MODULE");
   auto reason = [&](const std::map<std::string, std::string>& extra) {
-    std::map<std::string, std::string> all = {{"backend_dir", dir_.string()},
-                                              {"selftest", "0"}};
-    for (const auto& [k, v] : extra) all[k] = v;
-    auto registry = Registry::Create(BuildTreeConfig(all));
-    EXPECT_TRUE(registry.ok()) << registry.status();
-    std::string out;
-    if (!registry.ok()) return out;
-    for (const LoadEvent& ev : (*registry)->events()) {
-      if (ev.backend == copy.string() || ev.backend == "pkcs11") {
-        out += ev.message + (ev.declined ? " [declined]" : "") + "\n";
-      }
-    }
-    return out;
+    return LoadMessages(copy, "pkcs11", extra);
   };
   EXPECT_EQ(reason({}),
             "pkcs11: no module configured (set pkcs11.module); the module "
@@ -275,19 +284,7 @@ TEST_F(ModuleCheckTest, ABackendForAnotherCpuVendorIsNotLoaded) {
     GTEST_SKIP() << "this CPU may have PadLock (" << vendor << ")";
   }
   const fs::path copy = Write("padlock.so", ReadFile(padlock));
-  auto events = [&] {
-    auto registry = Registry::Create(
-        BuildTreeConfig({{"backend_dir", dir_.string()}, {"selftest", "0"}}));
-    EXPECT_TRUE(registry.ok()) << registry.status();
-    std::string out;
-    if (!registry.ok()) return out;
-    for (const LoadEvent& ev : (*registry)->events()) {
-      if (ev.backend == copy.string() || ev.backend == "padlock") {
-        out += ev.message + (ev.declined ? " [declined]" : "") + "\n";
-      }
-    }
-    return out;
-  };
+  auto events = [&] { return LoadMessages(copy, "padlock"); };
   const char* was = getenv("ACCELCRYPT_PADLOCK_EMULATOR");
   const std::string saved = was != nullptr ? was : "";
   unsetenv("ACCELCRYPT_PADLOCK_EMULATOR");
